@@ -1,0 +1,60 @@
+"""The `active-memory` command.
+
+Each command family lives in `active_memory.commands.<name>` and registers its
+subcommands here. Command modules import only the standard library at module level
+and load everything heavy inside their handlers, so that the per-tool-call hook
+process starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from active_memory.errors import ActiveMemoryError
+
+# Order is the order of `active-memory --help`.
+COMMAND_MODULES: tuple[str, ...] = (
+    "lessons",
+    "backup",
+)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with every command family registered."""
+    parser = argparse.ArgumentParser(
+        prog="active-memory",
+        description="Lessons agents learned from costly runs, recalled when they matter.",
+    )
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"active_memory.commands.{name}")
+        module.register(subcommands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ActiveMemoryError as exc:
+        print(f"active-memory: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("active-memory: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into a closed reader (e.g. `| head`): not an error of ours.
+        return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Command families of the `active-memory` CLI; each module has `register(subcommands)`."""

@@ -1,0 +1,30 @@
+"""Options and output helpers shared by command families (standard library only)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_store_option(parser: argparse.ArgumentParser) -> None:
+    """`--store PATH_OR_URL`; default from ACTIVE_MEMORY_STORE, then SPEC §7's state dir."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH_OR_URL",
+        default=None,
+        help="lesson store: a SQLite path or a postgresql:// URL "
+        "(default: $ACTIVE_MEMORY_STORE, else the zeroshot state dir)",
+    )
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    """`--json`: one JSON document on stdout instead of tables."""
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+def print_json(document: Any) -> None:
+    """Write one JSON document and a newline to stdout."""
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, sort_keys=False))
+    sys.stdout.write("\n")

@@ -1,0 +1,130 @@
+"""One exception tree for the whole package.
+
+`UsageError` and its children are bad input (exit code 2); everything else under
+`ActiveMemoryError` is a failure at run time (exit code 1). Each error carries typed
+fields a caller can act on; the message is written for a person mid-work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class ActiveMemoryError(Exception):
+    """Root of every error this package raises on purpose."""
+
+    exit_code: int = 1
+
+
+class UsageError(ActiveMemoryError):
+    """Bad input or usage: a malformed file, an invalid option, a path outside the checkout."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """The runtime JSON violates SPEC §2; `path` is the JSON path of the offending value."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.detail = message
+
+
+class InvalidRecord(UsageError):
+    """A file of records (JSON Lines, run record) has a bad entry; `line` is 1-based if known."""
+
+    def __init__(self, source: str, message: str, line: int | None = None) -> None:
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {message}")
+        self.source = source
+        self.line = line
+        self.detail = message
+
+
+class LessonNotFound(UsageError):
+    """No lesson, active or retired, has this ID."""
+
+    def __init__(self, lesson_id: str) -> None:
+        super().__init__(f"no lesson {lesson_id!r} in this store (see `active-memory lessons list`)")
+        self.lesson_id = lesson_id
+
+
+class StoreError(ActiveMemoryError):
+    """The lesson store cannot be used as asked."""
+
+
+class StoreCorrupt(StoreError, UsageError):
+    """The store file is not an Active Memory SQLite store, or fails its integrity check."""
+
+    exit_code = 2
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+class StoreTooNew(StoreError, UsageError):
+    """The store was written by a newer Active Memory whose schema this one does not know."""
+
+    exit_code = 2
+
+    def __init__(self, location: str, found: int, supported: int) -> None:
+        super().__init__(
+            f"{location}: store schema version {found} is newer than this Active Memory "
+            f"understands (up to {supported}); upgrade active-memory to use this store"
+        )
+        self.location = location
+        self.found = found
+        self.supported = supported
+
+
+class StoreUnavailable(StoreError, UsageError):
+    """The store cannot be opened or reached (missing folder permissions, server down)."""
+
+    exit_code = 2
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """One lesson whose revision moved since a mutation was decided on it."""
+
+    lesson_id: str
+    expected_revision: int
+    current_revision: int | None  # None: no lesson with this ID exists
+    current_status: str | None
+
+
+class RevisionConflict(ActiveMemoryError):
+    """A publish was refused whole because lessons changed since they were read."""
+
+    def __init__(self, conflicts: Sequence[Conflict]) -> None:
+        self.conflicts = tuple(conflicts)
+        parts = []
+        for c in self.conflicts:
+            if c.current_revision is None:
+                now = "does not exist"
+            elif c.current_status == "retired":
+                now = f"was retired at r{c.current_revision}"
+            else:
+                now = f"is at r{c.current_revision}"
+            parts.append(f"{c.lesson_id} (decided on r{c.expected_revision}, {now})")
+        super().__init__(
+            "nothing published: lessons changed since they were read: " + ", ".join(parts)
+        )
+
+
+class DeadlineExceeded(ActiveMemoryError):
+    """A shared deadline ran out before the work finished."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        super().__init__(f"{what} did not finish within {seconds:g} s")
+        self.what = what
+        self.seconds = seconds
