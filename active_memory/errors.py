@@ -47,7 +47,9 @@ class LessonNotFound(UsageError):
     """No lesson, active or retired, has this ID."""
 
     def __init__(self, lesson_id: str) -> None:
-        super().__init__(f"no lesson {lesson_id!r} in this store (see `active-memory lessons list`)")
+        super().__init__(
+            f"no lesson {lesson_id!r} in this store (see `active-memory lessons list`)"
+        )
         self.lesson_id = lesson_id
 
 
@@ -90,6 +92,38 @@ class StoreUnavailable(StoreError, UsageError):
         super().__init__(f"{location}: {reason}")
         self.location = location
         self.reason = reason
+
+
+class StoreMissing(StoreUnavailable):
+    """No store exists at the location and the command does not create one."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(
+            location,
+            "no lesson store here yet; it is created by the first publish or "
+            "`active-memory lessons import`, or pass --store",
+        )
+
+
+class StoreBusy(StoreError):
+    """Other writers held the store longer than the busy timeout."""
+
+    def __init__(self, location: str, seconds: float) -> None:
+        super().__init__(
+            f"{location}: the store stayed locked by other writers for {seconds:g} s; "
+            "nothing was written, try again"
+        )
+        self.location = location
+        self.seconds = seconds
+
+
+class InvalidMutation(UsageError):
+    """A publish asked for something no revision check can make valid (e.g. a bad canonical)."""
+
+    def __init__(self, lesson_id: str, message: str) -> None:
+        super().__init__(f"{lesson_id}: {message}")
+        self.lesson_id = lesson_id
+        self.detail = message
 
 
 @dataclass(frozen=True, slots=True)

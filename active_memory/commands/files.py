@@ -1,0 +1,92 @@
+"""Reading and writing the files commands take: JSON Lines of lessons, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from active_memory.errors import InvalidRecord, UsageError
+
+if TYPE_CHECKING:
+    from active_memory.lessons import Lesson, Tombstone
+
+MAX_REPORTED_LINES = 20
+
+
+def read_text(source: str) -> str:
+    """The text of a file, or of stdin for `-`; a clear error if it cannot be read."""
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{source}: is a folder, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidRecord(source, f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot read it ({exc.strerror})") from None
+
+
+def read_lesson_lines(source: str) -> list[Lesson | Tombstone]:
+    """Validate every line of a `lessons export` file; any bad line refuses the whole file."""
+    from pydantic import ValidationError
+
+    from active_memory.lessons import Lesson, Tombstone
+    from active_memory.validation import error_lines
+
+    records: list[Lesson | Tombstone] = []
+    problems: list[tuple[int, str]] = []
+    for number, line in enumerate(read_text(source).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            document = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        if not isinstance(document, dict):
+            problems.append((number, "expected a JSON object (one lesson per line)"))
+            continue
+        model = Tombstone if document.get("status") == "retired" else Lesson
+        try:
+            records.append(model.model_validate(document))
+        except ValidationError as exc:
+            problems.append((number, "; ".join(error_lines(exc))))
+    if problems:
+        shown = [f"line {n}: {why}" for n, why in problems[:MAX_REPORTED_LINES]]
+        more = len(problems) - len(shown)
+        if more:
+            shown.append(f"… and {more} more bad lines")
+        raise InvalidRecord(
+            source,
+            f"{len(problems)} bad line(s); nothing was imported. Fix them and import again:\n  "
+            + "\n  ".join(shown),
+            line=problems[0][0],
+        )
+    return records
+
+
+def write_atomically(destination: str, text: str) -> None:
+    """Write `text` to a temporary file beside `destination`, then rename it into place."""
+    target = Path(destination)
+    if target.is_dir():
+        raise UsageError(f"{destination}: is a folder; give a file path")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder; create it first")
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,217 @@
+"""`active-memory lessons list|show|export|import|history|revert`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+if TYPE_CHECKING:
+    from active_memory.lessons import Author, HistoryEntry, Lesson, Tombstone
+    from active_memory.store import LessonStore
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `lessons` and its subcommands."""
+    lessons = subcommands.add_parser("lessons", help="inspect, move and undo lessons")
+    actions = lessons.add_subparsers(dest="lessons_command", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", help="lessons of the store, one per row")
+    listing.add_argument("--repository", metavar="NS", help="only this repository namespace")
+    listing.add_argument("--graph", metavar="HASH", help="only lessons of this graph hash")
+    listing.add_argument("--node", metavar="NODE", help="only lessons of this graph node")
+    listing.add_argument("--kind", choices=["repository", "graph"], help="only this scope kind")
+    listing.add_argument("--retired", action="store_true", help="include retired tombstones")
+    listing.set_defaults(handler=_list)
+
+    show = actions.add_parser("show", help="one lesson: card, scope, evidence, history")
+    show.add_argument("id", metavar="ID")
+    show.set_defaults(handler=_show)
+
+    export = actions.add_parser("export", help="every lesson as JSON Lines (tombstones too)")
+    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    export.set_defaults(handler=_export)
+
+    importing = actions.add_parser("import", help="add lessons from an export, all or nothing")
+    importing.add_argument("file", metavar="FILE", help="JSON Lines file, or - for stdin")
+    importing.set_defaults(handler=_import)
+
+    history = actions.add_parser("history", help="every revision of a lesson: who, what, why")
+    history.add_argument("id", metavar="ID")
+    history.set_defaults(handler=_history)
+
+    revert = actions.add_parser("revert", help="make an earlier revision current again")
+    revert.add_argument("id", metavar="ID")
+    revert.add_argument("--to", type=int, required=True, metavar="REV", dest="to_revision")
+    revert.set_defaults(handler=_revert)
+
+    for parser in (listing, show, export, importing, history, revert):
+        add_store_option(parser)
+        if parser is not export:
+            add_json_option(parser)
+
+
+def _run(args: argparse.Namespace, job: Any, *, create: bool = False) -> Any:
+    """Open the store named by the options, run `job(store)` on anyio, close it."""
+    import anyio
+
+    from active_memory.store import open_store, resolve_store_location
+
+    location = resolve_store_location(args.store)
+
+    async def main() -> Any:
+        async with open_store(location, create=create) as store:
+            return await job(store)
+
+    return anyio.run(main, backend="asyncio")
+
+
+def _run_or_empty(args: argparse.Namespace, job: Any) -> Any:
+    """Like `_run`, but a store that does not exist yet reads as empty."""
+    from active_memory.errors import StoreMissing
+
+    try:
+        return _run(args, job)
+    except StoreMissing as missing:
+        print(f"active-memory: {missing}", file=sys.stderr)
+        return []
+
+
+def _person() -> Author:
+    import getpass
+
+    from active_memory.lessons import Author
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return Author(specialist=f"person:{user}")
+
+
+def _list(args: argparse.Namespace) -> int:
+    from active_memory.store import LessonQuery
+
+    query = LessonQuery(
+        repository=args.repository,
+        graph_hash=args.graph,
+        node=args.node,
+        kind=args.kind,
+        include_retired=args.retired,
+    )
+
+    async def job(store: LessonStore) -> list[Lesson | Tombstone]:
+        return await store.select(query)
+
+    found: list[Lesson | Tombstone] = _run_or_empty(args, job)
+    if args.json:
+        print_json({"lessons": [item.model_dump(mode="json") for item in found]})
+        return 0
+    from active_memory.commands.render import lesson_table, stdout_console
+
+    console = stdout_console()
+    if not found:
+        console.print("No lessons match.")
+        return 0
+    console.print(lesson_table(found))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from active_memory.errors import LessonNotFound
+
+    async def job(store: LessonStore) -> tuple[Lesson | Tombstone | None, list[HistoryEntry]]:
+        return await store.get(args.id), await store.history(args.id)
+
+    lesson, history = _run(args, job)
+    if lesson is None:
+        raise LessonNotFound(args.id)
+    if args.json:
+        document = lesson.model_dump(mode="json")
+        document["history"] = [entry.model_dump(mode="json") for entry in history]
+        print_json(document)
+        return 0
+    from active_memory.commands.render import lesson_panel, stdout_console
+
+    stdout_console().print(lesson_panel(lesson, history))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from active_memory.store import LessonQuery
+
+    async def job(store: LessonStore) -> list[Lesson | Tombstone]:
+        return await store.select(LessonQuery(include_retired=True))
+
+    found: list[Lesson | Tombstone] = _run_or_empty(args, job)
+    lines = "".join(item.model_dump_json() + "\n" for item in found)
+    if args.output:
+        from active_memory.commands.files import write_atomically
+
+        write_atomically(args.output, lines)
+        print(f"exported {len(found)} lessons to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(lines)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from active_memory.commands.files import read_lesson_lines
+
+    records = read_lesson_lines(args.file)
+    author = _person()
+
+    async def job(store: LessonStore) -> Any:
+        return await store.import_lessons(records, author)
+
+    report = _run(args, job, create=True)
+    if args.json:
+        print_json(report.model_dump(mode="json"))
+        return 0
+    from active_memory.commands.render import stdout_console
+
+    console = stdout_console()
+    console.print(
+        f"Imported {len(records)} records: {len(report.added)} added, "
+        f"{len(report.updated)} updated, {len(report.unchanged)} left as they were."
+    )
+    for lesson_id, why in report.unchanged:
+        console.print(f"  {lesson_id}: {why}")
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    from active_memory.errors import LessonNotFound
+
+    async def job(store: LessonStore) -> list[HistoryEntry]:
+        return await store.history(args.id)
+
+    entries: list[HistoryEntry] = _run(args, job)
+    if not entries:
+        raise LessonNotFound(args.id)
+    if args.json:
+        print_json({"id": args.id, "history": [e.model_dump(mode="json") for e in entries]})
+        return 0
+    from active_memory.commands.render import history_table, stdout_console
+
+    stdout_console().print(history_table(args.id, entries))
+    return 0
+
+
+def _revert(args: argparse.Namespace) -> int:
+    author = _person()
+
+    async def job(store: LessonStore) -> Lesson | Tombstone:
+        return await store.revert(args.id, args.to_revision, author)
+
+    lesson: Lesson | Tombstone = _run(args, job)
+    if args.json:
+        print_json(lesson.model_dump(mode="json"))
+        return 0
+    print(
+        f"{lesson.id} is now r{lesson.revision} ({lesson.status}), "
+        f"with the content of r{args.to_revision}."
+    )
+    return 0

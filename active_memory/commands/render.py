@@ -1,0 +1,87 @@
+"""Rich renderings of lessons and their history for people (never used with --json)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
+
+
+def stdout_console() -> Console:
+    """A console on stdout that keeps long IDs and paths whole."""
+    return Console(soft_wrap=False, highlight=False)
+
+
+def scope_label(lesson: Lesson | Tombstone) -> str:
+    """`repo:github.com/acme/api` or `graph 7d5d…/worker @ repo:…`."""
+    scope = lesson.scope
+    if isinstance(scope, GraphScope):
+        label = f"graph {scope.graph_hash[:12]}…/{scope.node}"
+        return f"{label} @ {scope.repository}" if scope.repository else label
+    return scope.repository
+
+
+def lesson_table(lessons: Sequence[Lesson | Tombstone]) -> Table:
+    """One row per lesson: ID, revision, status, scope, title."""
+    table = Table(title=f"{len(lessons)} lessons", title_justify="left")
+    table.add_column("ID", no_wrap=True)
+    table.add_column("rev", justify="right")
+    table.add_column("status")
+    table.add_column("scope", overflow="fold")
+    table.add_column("title", overflow="fold")
+    for lesson in lessons:
+        title = lesson.title if isinstance(lesson, Lesson) else Text("(retired)", style="dim")
+        table.add_row(lesson.id, str(lesson.revision), lesson.status, scope_label(lesson), title)
+    return table
+
+
+def history_table(lesson_id: str, entries: Sequence[HistoryEntry]) -> Table:
+    """One row per revision: when, who, what and why."""
+    table = Table(title=f"History of {lesson_id}", title_justify="left")
+    for column in ("rev", "action", "status", "when (UTC)", "by", "run", "model"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    for entry in entries:
+        table.add_row(
+            str(entry.revision),
+            entry.action,
+            entry.status,
+            entry.at.strftime("%Y-%m-%d %H:%M:%S"),
+            entry.author.specialist,
+            entry.author.run_id or "",
+            entry.author.model or "",
+            entry.reason,
+        )
+    return table
+
+
+def lesson_panel(lesson: Lesson | Tombstone, history: Sequence[HistoryEntry]) -> Panel:
+    """A lesson's card, scope, associations and evidence, with its history below."""
+    heading = f"{lesson.id} r{lesson.revision} · {lesson.status} · {scope_label(lesson)}"
+    parts: list[Text | Table] = []
+    if isinstance(lesson, Lesson):
+        parts.append(Text(lesson.title, style="bold"))
+        parts.append(Text(lesson.recommendation))
+        a = lesson.associations
+        for label, values in (
+            ("files", a.files),
+            ("folders", a.folders),
+            ("identifiers", a.identifiers),
+            ("keywords", [" + ".join(group) for group in a.keywords]),
+            ("runs", lesson.evidence.run_ids),
+            ("evidence", lesson.evidence.evidence_ids),
+            ("citations", [c.path for c in lesson.evidence.citations]),
+        ):
+            if values:
+                parts.append(Text(f"{label}: {', '.join(values)}", style="dim"))
+    else:
+        absorbed = f" into {lesson.canonical}" if lesson.canonical else ""
+        parts.append(Text(f"Retired{absorbed}; the content is in the history below."))
+    if history:
+        parts.append(history_table(lesson.id, history))
+    return Panel(Group(*parts), title=heading, title_align="left")

@@ -1,0 +1,445 @@
+"""The vocabulary: lessons, their scopes and associations, decisions, proposals, mutations.
+
+Everything that crosses a boundary between rooms (store, specialists, orchestrator,
+recall) is one of these models. Limits of SPEC §5 are counted in UTF-8 bytes, because
+that is what a card costs in an agent's context, not in characters.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+TITLE_MAX_BYTES = 96
+RECOMMENDATION_MAX_BYTES = 640
+REASON_MAX_BYTES = 640
+PATH_MAX_BYTES = 512
+IDENTIFIER_MAX_BYTES = 128
+ASSOCIATIONS_MAX_PER_KIND = 32
+KEYWORD_GROUP_MIN_TERMS = 2
+KEYWORD_GROUP_MAX_TERMS = 4
+
+# Words too common in code and prose to single out a piece of work: a keyword group
+# containing one would fire on almost every tool call. Refused when a lesson is stored.
+BROAD_WORDS: frozenset[str] = frozenset(
+    {
+        "a", "an", "and", "any", "api", "app", "bug", "build", "change", "check", "class",
+        "code", "config", "data", "debug", "error", "file", "files", "fix", "folder",
+        "for", "function", "get", "in", "is", "it", "make", "method", "module", "new",
+        "of", "on", "or", "path", "project", "read", "repo", "run", "set", "src", "test",
+        "tests", "the", "to", "tool", "type", "update", "use", "value", "with", "work",
+        "write",
+    }
+)  # fmt: skip
+
+_LESSON_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+_GRAPH_HASH = re.compile(r"^[0-9a-f]{64}$")
+_KEYWORD_TERM = re.compile(r"^[a-z0-9][a-z0-9_.+-]*$")
+
+
+def utf8_size(text: str) -> int:
+    """Size of `text` in UTF-8 bytes."""
+    return len(text.encode("utf-8"))
+
+
+def _byte_limit(limit: int) -> AfterValidator:
+    def check(value: str) -> str:
+        size = utf8_size(value)
+        if size > limit:
+            raise PydanticCustomError(
+                "too_many_bytes",
+                "is {size} bytes in UTF-8; the limit is {limit} bytes",
+                {"size": size, "limit": limit},
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("blank", "must not be empty or only whitespace")
+    return value
+
+
+def _lesson_id(value: str) -> str:
+    if not _LESSON_ID.match(value):
+        raise PydanticCustomError(
+            "lesson_id",
+            "'{value}' is not a lesson ID (letters, digits and . _ : - only; at most 64)",
+            {"value": value},
+        )
+    return value
+
+
+def _root_relative(value: str) -> str:
+    """Normalise a root-relative path; refuse absolute paths and escapes from the root."""
+    cleaned = value.replace("\\", "/").strip()
+    if not cleaned:
+        raise PydanticCustomError("path", "must be a root-relative path, not empty")
+    if cleaned.startswith("/") or re.match(r"^[A-Za-z]:/", cleaned):
+        raise PydanticCustomError(
+            "path", "'{value}' is absolute; give it relative to the checkout root", {"value": value}
+        )
+    parts = [p for p in PurePosixPath(cleaned).parts if p != "."]
+    if ".." in parts:
+        raise PydanticCustomError(
+            "path", "'{value}' leaves the checkout root ('..')", {"value": value}
+        )
+    if not parts:
+        raise PydanticCustomError("path", "'{value}' names the root itself", {"value": value})
+    return "/".join(parts)
+
+
+def _identifier(value: str) -> str:
+    if not value or any(ch.isspace() for ch in value):
+        raise PydanticCustomError(
+            "identifier",
+            "'{value}' is not a whole literal name (no spaces, not empty)",
+            {"value": value},
+        )
+    return value
+
+
+def _keyword_group(terms: list[str]) -> list[str]:
+    normalised = [t.strip().lower() for t in terms]
+    for term in normalised:
+        if not _KEYWORD_TERM.match(term):
+            raise PydanticCustomError(
+                "keyword",
+                "keyword '{term}' must be one lowercase word (letters, digits, _ . + -)",
+                {"term": term},
+            )
+    distinct = list(dict.fromkeys(normalised))
+    if not KEYWORD_GROUP_MIN_TERMS <= len(distinct) <= KEYWORD_GROUP_MAX_TERMS:
+        raise PydanticCustomError(
+            "keyword_group",
+            "a keyword group needs {low} to {high} distinct terms; got {n}",
+            {"low": KEYWORD_GROUP_MIN_TERMS, "high": KEYWORD_GROUP_MAX_TERMS, "n": len(distinct)},
+        )
+    broad = [t for t in distinct if t in BROAD_WORDS]
+    if broad:
+        raise PydanticCustomError(
+            "broad_keyword",
+            "keyword group {group} uses broad word(s) {broad}; use terms specific to this code",
+            {"group": distinct, "broad": broad},
+        )
+    return distinct
+
+
+def _dedupe(values: list[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return seen
+
+
+Title = Annotated[str, AfterValidator(_not_blank), _byte_limit(TITLE_MAX_BYTES)]
+Recommendation = Annotated[str, AfterValidator(_not_blank), _byte_limit(RECOMMENDATION_MAX_BYTES)]
+Reason = Annotated[str, _byte_limit(REASON_MAX_BYTES)]
+LessonId = Annotated[str, AfterValidator(_lesson_id)]
+RootPath = Annotated[str, AfterValidator(_root_relative), _byte_limit(PATH_MAX_BYTES)]
+Identifier = Annotated[str, AfterValidator(_identifier), _byte_limit(IDENTIFIER_MAX_BYTES)]
+KeywordGroup = Annotated[list[str], AfterValidator(_keyword_group)]
+Namespace = Annotated[str, AfterValidator(_not_blank), _byte_limit(PATH_MAX_BYTES)]
+
+
+def _graph_hash(value: str) -> str:
+    if not _GRAPH_HASH.match(value):
+        raise PydanticCustomError(
+            "graph_hash", "must be a lowercase hex SHA-256 (64 characters); got '{value}'",
+            {"value": value},
+        )  # fmt: skip
+    return value
+
+
+GraphHash = Annotated[str, AfterValidator(_graph_hash)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+class RepositoryScope(_Model):
+    """Lessons about one repository, injected when a tool call touches matching code."""
+
+    kind: Literal["repository"] = "repository"
+    repository: Namespace
+
+    def key(self) -> tuple[str, str, str, str]:
+        """A flat, sortable identity of the scope (kind, repository, graph hash, node)."""
+        return ("repository", self.repository, "", "")
+
+
+class GraphScope(_Model):
+    """Lessons for one node of one graph, optionally only in one repository."""
+
+    kind: Literal["graph"] = "graph"
+    graph_hash: GraphHash
+    node: Annotated[str, AfterValidator(_not_blank)]
+    repository: Namespace | None = None
+
+    def key(self) -> tuple[str, str, str, str]:
+        """A flat, sortable identity of the scope (kind, repository, graph hash, node)."""
+        return ("graph", self.repository or "", self.graph_hash, self.node)
+
+
+Scope = Annotated[RepositoryScope | GraphScope, Field(discriminator="kind")]
+
+
+class Associations(_Model):
+    """What a tool call must touch for a card to be recalled (SPEC §8)."""
+
+    files: Annotated[
+        list[RootPath], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
+    ] = []
+    folders: Annotated[
+        list[RootPath], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
+    ] = []
+    identifiers: Annotated[
+        list[Identifier], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
+    ] = []
+    keywords: Annotated[
+        list[KeywordGroup], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
+    ] = []
+
+    def is_empty(self) -> bool:
+        """True when nothing could ever recall the card."""
+        return not (self.files or self.folders or self.identifiers or self.keywords)
+
+
+class Card(_Model):
+    """The part of a lesson an agent sees: title, recommendation and what recalls it."""
+
+    title: Title
+    recommendation: Recommendation
+    associations: Associations = Associations()
+
+
+def _line_range(value: Any) -> Any:
+    """Accept "12", "12-30", 12, [12, 30] for a citation's lines."""
+    if value is None or isinstance(value, list | tuple):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:[-\u2013]\s*(\d+)\s*)?", value)
+        if match:
+            start = int(match.group(1))
+            return (start, int(match.group(2) or start))
+    return value
+
+
+class Citation(_Model):
+    """A file of the checkout a lesson was written against, optionally with lines."""
+
+    path: RootPath
+    lines: Annotated[tuple[int, int] | None, BeforeValidator(_line_range)] = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Citation:
+        if self.lines is not None:
+            start, end = self.lines
+            if start < 1 or end < start:
+                raise PydanticCustomError(
+                    "lines", "lines must be 1-based and start <= end; got {lines}",
+                    {"lines": list(self.lines)},
+                )  # fmt: skip
+        return self
+
+
+class Evidence(_Model):
+    """Why a lesson exists: the runs and evidence items (SPEC §4) and files it cites."""
+
+    run_ids: Annotated[list[str], AfterValidator(_dedupe)] = []
+    evidence_ids: Annotated[list[str], AfterValidator(_dedupe)] = []
+    citations: Annotated[list[Citation], AfterValidator(_dedupe)] = []
+
+    def merged(self, other: Evidence) -> Evidence:
+        """This evidence with `other`'s entries appended (duplicates dropped)."""
+        return Evidence(
+            run_ids=[*self.run_ids, *other.run_ids],
+            evidence_ids=[*self.evidence_ids, *other.evidence_ids],
+            citations=[*self.citations, *other.citations],
+        )
+
+
+class Author(_Model):
+    """Who made a change: the run, the specialist (or a person's command), the model."""
+
+    specialist: Annotated[str, AfterValidator(_not_blank)]
+    run_id: str | None = None
+    model: str | None = None
+
+
+Status = Literal["active", "deferred"]
+StatusWithRetired = Literal["active", "deferred", "retired"]
+
+
+class Lesson(_Model):
+    """A stored, living lesson: its card plus identity, scope, status and evidence."""
+
+    id: LessonId
+    revision: Annotated[int, Field(ge=1)]
+    scope: Scope
+    status: Status = "active"
+    title: Title
+    recommendation: Recommendation
+    associations: Associations = Associations()
+    evidence: Evidence = Evidence()
+
+    def card(self) -> Card:
+        """Only what an agent sees."""
+        return Card(
+            title=self.title, recommendation=self.recommendation, associations=self.associations
+        )
+
+
+class Tombstone(_Model):
+    """A retired ID: identity and last revision kept, content not, so it is never recreated."""
+
+    id: LessonId
+    revision: Annotated[int, Field(ge=1)]
+    scope: Scope
+    status: Literal["retired"] = "retired"
+    canonical: LessonId | None = None
+
+
+Action = Literal["keep", "adapt", "retire", "defer"]
+
+
+class Decision(_Model):
+    """A maintenance specialist's verdict on one supplied (id, revision) (SPEC §6)."""
+
+    id: LessonId
+    revision: Annotated[int, Field(ge=1)]
+    action: Action
+    reason: Reason = ""
+    lesson: Card | None = None
+    canonical: LessonId | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> Decision:
+        if self.action == "adapt" and self.lesson is None:
+            raise PydanticCustomError("decision", "an 'adapt' decision needs the new 'lesson'")
+        if self.action != "adapt" and self.lesson is not None:
+            raise PydanticCustomError(
+                "decision", "only 'adapt' carries a 'lesson'; this one is '{action}'",
+                {"action": self.action},
+            )  # fmt: skip
+        if self.canonical is not None:
+            if self.action != "retire":
+                raise PydanticCustomError(
+                    "decision", "'canonical' belongs to 'retire' only; this one is '{action}'",
+                    {"action": self.action},
+                )  # fmt: skip
+            if self.canonical == self.id:
+                raise PydanticCustomError(
+                    "decision", "a lesson cannot be retired into itself ({id})", {"id": self.id}
+                )
+        return self
+
+
+class Proposal(Card):
+    """A discovery specialist's new lesson, with what it stands on (SPEC §6)."""
+
+    evidence: Annotated[list[str], AfterValidator(_dedupe), Field(min_length=1)]
+    citations: Annotated[list[Citation], AfterValidator(_dedupe)] = []
+    why_recurs: Annotated[str, AfterValidator(_not_blank), _byte_limit(REASON_MAX_BYTES)]
+
+
+# --- Mutations: what a publish applies, each checked against the revision it read. ---
+
+
+class CreateLesson(_Model):
+    """A new lesson; the store gives it an ID and revision 1."""
+
+    action: Literal["create"] = "create"
+    scope: Scope
+    card: Card
+    evidence: Evidence = Evidence()
+    author: Author
+    reason: Reason = ""
+
+
+class AdaptLesson(_Model):
+    """Replace a lesson's card (and make it active); revision + 1."""
+
+    action: Literal["adapt"] = "adapt"
+    id: LessonId
+    base_revision: Annotated[int, Field(ge=1)]
+    card: Card
+    evidence: Evidence = Evidence()
+    author: Author
+    reason: Reason = ""
+
+
+class RetireLesson(_Model):
+    """Retire a lesson into a tombstone, optionally absorbed by a canonical card."""
+
+    action: Literal["retire"] = "retire"
+    id: LessonId
+    base_revision: Annotated[int, Field(ge=1)]
+    canonical: LessonId | None = None
+    author: Author
+    reason: Reason = ""
+
+
+class DeferLesson(_Model):
+    """Make a lesson inactive without retiring it; revision + 1."""
+
+    action: Literal["defer"] = "defer"
+    id: LessonId
+    base_revision: Annotated[int, Field(ge=1)]
+    author: Author
+    reason: Reason = ""
+
+
+Mutation = Annotated[
+    CreateLesson | AdaptLesson | RetireLesson | DeferLesson, Field(discriminator="action")
+]
+
+
+class HistoryEntry(_Model):
+    """One row of a lesson's append-only revision history."""
+
+    lesson_id: LessonId
+    revision: Annotated[int, Field(ge=1)]
+    previous_revision: int | None
+    action: Literal["create", "adapt", "retire", "defer", "revert", "import"]
+    status: StatusWithRetired
+    card: Card | None
+    author: Author
+    reason: str
+    at: datetime
+
+
+class PublishReceipt(_Model):
+    """What one publish changed: (id, new revision) per action."""
+
+    created: list[tuple[str, int]] = []
+    adapted: list[tuple[str, int]] = []
+    retired: list[tuple[str, int]] = []
+    deferred: list[tuple[str, int]] = []
+
+    def total(self) -> int:
+        """Number of lessons changed."""
+        return len(self.created) + len(self.adapted) + len(self.retired) + len(self.deferred)
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)

@@ -1,0 +1,41 @@
+"""The lesson store: the `LessonStore` protocol, its backends, and where a store lives."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from active_memory.errors import UsageError
+from active_memory.store.location import (
+    default_store_path as default_store_path,
+)
+from active_memory.store.location import (
+    is_postgres_url,
+)
+from active_memory.store.location import (
+    resolve_store_location as resolve_store_location,
+)
+from active_memory.store.protocol import ImportReport as ImportReport
+from active_memory.store.protocol import LessonQuery as LessonQuery
+from active_memory.store.protocol import LessonStore as LessonStore
+from active_memory.store.protocol import StoredLesson as StoredLesson
+
+
+@asynccontextmanager
+async def open_store(location: str, *, create: bool = True) -> AsyncIterator[LessonStore]:
+    """Open the store at `location` (a SQLite path) and close it afterwards.
+
+    `create=False` refuses to create a missing store (read-only commands use it).
+    """
+    if is_postgres_url(location):
+        raise UsageError(
+            "PostgreSQL stores are not available in this version; "
+            "use a SQLite path for --store / ACTIVE_MEMORY_STORE"
+        )
+    from active_memory.store.sqlite import SqliteStore
+
+    store = await SqliteStore.open(location, create=create)
+    try:
+        yield store
+    finally:
+        await store.aclose()

@@ -1,0 +1,103 @@
+"""The `LessonStore` protocol every backend implements (SQLite now, PostgreSQL later)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from active_memory.lessons import (
+    Author,
+    HistoryEntry,
+    Lesson,
+    Mutation,
+    PublishReceipt,
+    Tombstone,
+)
+
+StoredLesson = Annotated[Lesson | Tombstone, Field(discriminator="status")]
+"""A lesson as a store holds it: living (active, deferred) or a retired tombstone."""
+
+
+class LessonQuery(BaseModel):
+    """Which lessons to list; every field narrows, None means any."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repository: str | None = None
+    graph_hash: str | None = None
+    node: str | None = None
+    kind: str | None = None  # "repository" | "graph"
+    include_deferred: bool = True
+    include_retired: bool = False
+
+
+class ImportReport(BaseModel):
+    """What an import changed, and what it left alone and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    added: list[tuple[str, int]] = []
+    updated: list[tuple[str, int]] = []
+    unchanged: list[tuple[str, str]] = []  # (id, why)
+
+
+@runtime_checkable
+class LessonStore(Protocol):
+    """Durable lessons with revision-checked, all-or-nothing publication."""
+
+    @property
+    def location(self) -> str:
+        """Where the store lives, safe to print (no credentials)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
+
+    async def get(self, lesson_id: str) -> Lesson | Tombstone | None:
+        """One lesson or tombstone by ID, or None if the ID was never used."""
+        ...
+
+    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
+        """Lessons matching `query`, ordered by ID."""
+        ...
+
+    async def read_snapshot(
+        self, *, repository: str | None, graph_hash: str | None, node: str | None
+    ) -> list[Lesson]:
+        """Active lessons for one recall scope, read in one consistent transaction.
+
+        Repository lessons of `repository`; graph lessons of (`graph_hash`, `node`) that are
+        unqualified or qualified by `repository`. A None argument leaves that part out.
+        """
+        ...
+
+    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
+        """Apply every mutation in one transaction, or none.
+
+        Each change is checked against the revision it was decided on; any mismatch (or a
+        retired or unknown ID) raises `RevisionConflict` naming every such lesson, and
+        nothing is written. Never interrupted halfway by cancellation.
+        """
+        ...
+
+    async def history(self, lesson_id: str) -> list[HistoryEntry]:
+        """Every recorded revision of a lesson, oldest first."""
+        ...
+
+    async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
+        """Make revision `to_revision`'s card and status current again, as a new revision."""
+        ...
+
+    async def import_lessons(
+        self, records: Sequence[Lesson | Tombstone], author: Author
+    ) -> ImportReport:
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
+        ...
+
+    async def backup(self, destination: Path) -> None:
+        """Write a consistent copy of the store while others use it."""
+        ...

@@ -1,0 +1,79 @@
+"""The SQLite store's schema and its forward migrations.
+
+`PRAGMA application_id` marks a file as ours; `PRAGMA user_version` is the schema
+version. Migration N takes a store from version N-1 to N and runs inside the same
+write transaction that bumps the version, so a crash leaves the old version intact.
+"""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x414D454D  # "AMEM"
+
+# Index i holds the script that creates version i + 1.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE store_meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) STRICT;
+    INSERT INTO store_meta (key, value) VALUES ('next_lesson_number', '1');
+
+    -- Current state of every ID ever used. A retired lesson keeps id, revision, scope
+    -- and canonical, never its card: a tombstone that stops stale writers recreating it.
+    CREATE TABLE lessons (
+        id             TEXT PRIMARY KEY,
+        revision       INTEGER NOT NULL CHECK (revision >= 1),
+        status         TEXT NOT NULL CHECK (status IN ('active', 'deferred', 'retired')),
+        scope_kind     TEXT NOT NULL CHECK (scope_kind IN ('repository', 'graph')),
+        repository     TEXT NOT NULL,  -- '' for a graph lesson of every repository
+        graph_hash     TEXT NOT NULL,  -- '' for a repository lesson
+        node           TEXT NOT NULL,  -- '' for a repository lesson
+        title          TEXT,
+        recommendation TEXT,
+        associations   TEXT,           -- JSON of Associations
+        canonical      TEXT,
+        created_at     TEXT NOT NULL,
+        updated_at     TEXT NOT NULL,
+        CHECK ((status = 'retired') = (title IS NULL)),
+        CHECK ((status = 'retired') = (recommendation IS NULL)),
+        CHECK ((status = 'retired') = (associations IS NULL))
+    ) STRICT;
+    CREATE INDEX lessons_by_scope
+        ON lessons (scope_kind, repository, graph_hash, node, status, id);
+
+    -- Evidence apart from the card: run IDs, evidence item IDs, citations (JSON).
+    CREATE TABLE lesson_evidence (
+        seq       INTEGER PRIMARY KEY,
+        lesson_id TEXT NOT NULL REFERENCES lessons (id),
+        kind      TEXT NOT NULL CHECK (kind IN ('run', 'evidence', 'citation')),
+        value     TEXT NOT NULL,
+        UNIQUE (lesson_id, kind, value)
+    ) STRICT;
+
+    -- Append-only history of every revision: who (run, specialist, model), what, why.
+    -- It is the provenance of each lesson and the source of `lessons revert`.
+    CREATE TABLE lesson_history (
+        seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+        lesson_id         TEXT NOT NULL,
+        revision          INTEGER NOT NULL,
+        previous_revision INTEGER,
+        action            TEXT NOT NULL
+            CHECK (action IN ('create', 'adapt', 'retire', 'defer', 'revert', 'import')),
+        status            TEXT NOT NULL CHECK (status IN ('active', 'deferred', 'retired')),
+        scope             TEXT NOT NULL,  -- JSON of the scope
+        card              TEXT,           -- JSON of the card at this revision; NULL if retired
+        specialist        TEXT NOT NULL,
+        run_id            TEXT,
+        model             TEXT,
+        reason            TEXT NOT NULL,
+        at                TEXT NOT NULL,
+        UNIQUE (lesson_id, revision)
+    ) STRICT;
+    CREATE TRIGGER lesson_history_no_update BEFORE UPDATE ON lesson_history
+    BEGIN SELECT RAISE(ABORT, 'lesson_history is append-only'); END;
+    CREATE TRIGGER lesson_history_no_delete BEFORE DELETE ON lesson_history
+    BEGIN SELECT RAISE(ABORT, 'lesson_history is append-only'); END;
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
