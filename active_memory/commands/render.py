@@ -41,22 +41,31 @@ def lesson_table(lessons: Sequence[Lesson | Tombstone]) -> Table:
 
 
 def history_table(lesson_id: str, entries: Sequence[HistoryEntry]) -> Table:
-    """One row per revision: when, who, what and why."""
+    """One row per revision: when, who, what and why (run and model only if recorded)."""
     table = Table(title=f"History of {lesson_id}", title_justify="left")
-    for column in ("rev", "action", "status", "when (UTC)", "by", "run", "model"):
+    with_run = any(entry.author.run_id for entry in entries)
+    with_model = any(entry.author.model for entry in entries)
+    for column in ("rev", "action", "status", "when (UTC)"):
         table.add_column(column, no_wrap=True)
-    table.add_column("reason", overflow="fold")
+    table.add_column("by", overflow="fold")
+    if with_run:
+        table.add_column("run", overflow="fold")
+    if with_model:
+        table.add_column("model", overflow="fold")
+    table.add_column("reason", overflow="fold", min_width=16)
     for entry in entries:
-        table.add_row(
+        row = [
             str(entry.revision),
             entry.action,
             entry.status,
-            entry.at.strftime("%Y-%m-%d %H:%M:%S"),
+            entry.at.strftime("%Y-%m-%d %H:%M"),
             entry.author.specialist,
-            entry.author.run_id or "",
-            entry.author.model or "",
-            entry.reason,
-        )
+        ]
+        if with_run:
+            row.append(entry.author.run_id or "")
+        if with_model:
+            row.append(entry.author.model or "")
+        table.add_row(*row, entry.reason)
     return table
 
 

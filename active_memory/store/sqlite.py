@@ -118,6 +118,8 @@ class SqliteStore:
     async def _configure(self) -> None:
         await self._conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
         await self._conn.execute("PRAGMA foreign_keys = ON")
+        # Identify the file before switching it to WAL: that switch rewrites its header.
+        await self._schema_version()
         await self._conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a published lesson survives power loss, not only a process crash.
         await self._conn.execute("PRAGMA synchronous = FULL")
