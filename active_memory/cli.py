@@ -19,6 +19,7 @@ from active_memory.errors import ActiveMemoryError
 COMMAND_MODULES: tuple[str, ...] = (
     "lessons",
     "backup",
+    "config",
 )
 
 Handler = Callable[[argparse.Namespace], int]
