@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ZEROSHOT_FIXTURES, needs_zeroshot_fixtures
 
 from active_memory.cli import main
 from active_memory.config import (
@@ -23,9 +24,8 @@ from active_memory.errors import ConfigError, InvalidRecord, UsageError
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config.example.json"
 SOFTWARE_CHANGE = ROOT / "software-change.graph.json"
-SHARED = Path("/work/shared/zeroshot")  # real zeroshot fixtures (read-only, outside the repo)
-
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="zeroshot fixtures not present")
+SHARED = ZEROSHOT_FIXTURES
+needs_shared = needs_zeroshot_fixtures
 
 
 def example() -> dict[str, Any]:
