@@ -36,6 +36,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
@@ -266,7 +267,7 @@ class RunRecord(_Model):
     run_id: str
     title: str | None = None
     outcome: Literal["succeeded", "failed", "cancelled"]
-    seeded: bool = False
+    seeded: StrictBool = False
     source: Source | None = None
     repository: Repository | None = None
     graph: GraphRef | None = None
