@@ -11,10 +11,11 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -35,12 +36,10 @@ from active_memory.errors import (
 )
 from active_memory.lessons import (
     AdaptLesson,
-    Associations,
     Author,
     Card,
     CreateLesson,
     DeferLesson,
-    Evidence,
     GraphScope,
     HistoryEntry,
     Lesson,
@@ -52,16 +51,24 @@ from active_memory.lessons import (
     utcnow,
 )
 from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.sqlite_rows import LESSON_COLUMNS, ChangeSet, load_evidence, row_to_model
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT = 30.0
 _NUMBERED_ID = re.compile(r"^L-(\d+)$")
 
-_LESSON_COLUMNS = (
-    "id, revision, status, scope_kind, repository, graph_hash, node, "
-    "title, recommendation, associations, canonical"
-)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Current:
+    """What a write transaction needs to know of a lesson as it stands."""
+
+    revision: int
+    status: str
+    scope: RepositoryScope | GraphScope
+    card: Card | None
 
 
 class SqliteStore:
@@ -171,7 +178,7 @@ class SqliteStore:
         """One lesson or tombstone by ID."""
         with self._translated():
             rows = await self._conn.execute_fetchall(
-                f"SELECT {_LESSON_COLUMNS} FROM lessons WHERE id = ?", (lesson_id,)
+                f"SELECT {LESSON_COLUMNS} FROM lessons WHERE id = ?", (lesson_id,)
             )
             found = await self._hydrate(list(rows))
         return found[0] if found else None
@@ -199,7 +206,7 @@ class SqliteStore:
             statuses.append("retired")
         clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
         params.extend(statuses)
-        sql = f"SELECT {_LESSON_COLUMNS} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id"
+        sql = f"SELECT {LESSON_COLUMNS} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id"
         with self._translated():
             rows = await self._conn.execute_fetchall(sql, params)
             return await self._hydrate(list(rows))
@@ -220,7 +227,7 @@ class SqliteStore:
         if not parts:
             return []
         sql = (
-            f"SELECT {_LESSON_COLUMNS} FROM lessons WHERE status = 'active' "
+            f"SELECT {LESSON_COLUMNS} FROM lessons WHERE status = 'active' "
             f"AND ({' OR '.join(parts)}) ORDER BY id"
         )
         with self._translated():
@@ -266,49 +273,9 @@ class SqliteStore:
 
     async def _hydrate(self, rows: list[Any]) -> list[Lesson | Tombstone]:
         """Turn lesson rows into models, loading their evidence in one query."""
-        if not rows:
-            return []
-        evidence: dict[str, dict[str, list[Any]]] = {}
         living = [row[0] for row in rows if row[2] != "retired"]
-        if living:
-            ev_rows = await self._conn.execute_fetchall(
-                "SELECT lesson_id, kind, value FROM lesson_evidence "
-                "WHERE lesson_id IN (SELECT value FROM json_each(?)) ORDER BY seq",
-                (json.dumps(living),),
-            )
-            for lesson_id, kind, value in ev_rows:
-                slot = evidence.setdefault(lesson_id, {"run": [], "evidence": [], "citation": []})
-                slot[kind].append(json.loads(value) if kind == "citation" else value)
-        return [self._row_to_model(row, evidence.get(row[0])) for row in rows]
-
-    def _row_to_model(self, row: Any, evidence: dict[str, list[Any]] | None) -> Lesson | Tombstone:
-        lesson_id, revision, status, kind, repository, graph_hash, node = row[:7]
-        title, recommendation, associations, canonical = row[7:]
-        try:
-            scope: RepositoryScope | GraphScope
-            if kind == "repository":
-                scope = RepositoryScope(repository=repository)
-            else:
-                scope = GraphScope(graph_hash=graph_hash, node=node, repository=repository or None)
-            if status == "retired":
-                return Tombstone(id=lesson_id, revision=revision, scope=scope, canonical=canonical)
-            ev = evidence or {}
-            return Lesson(
-                id=lesson_id,
-                revision=revision,
-                scope=scope,
-                status=status,
-                title=title,
-                recommendation=recommendation,
-                associations=Associations.model_validate_json(associations),
-                evidence=Evidence(
-                    run_ids=ev.get("run", []),
-                    evidence_ids=ev.get("evidence", []),
-                    citations=ev.get("citation", []),
-                ),
-            )
-        except ValidationError as exc:
-            raise StoreCorrupt(self.location, f"lesson {lesson_id} is unreadable: {exc}") from None
+        evidence = await load_evidence(self._conn, living)
+        return [row_to_model(row, evidence.get(row[0]), self.location) for row in rows]
 
     # --- writing -------------------------------------------------------------------
 
@@ -317,27 +284,48 @@ class SqliteStore:
         _check_distinct_targets(mutations)
         if not mutations:
             return PublishReceipt()
+        return await self._in_write_transaction(self._apply, mutations)
+
+    async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
+        """Make revision `to_revision` current again, recorded as a new revision."""
+        await self._in_write_transaction(self._revert, lesson_id, to_revision, author)
+        reverted = await self.get(lesson_id)
+        assert reverted is not None
+        return reverted
+
+    async def import_lessons(
+        self, records: Sequence[Lesson | Tombstone], author: Author
+    ) -> ImportReport:
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
+        seen: set[str] = set()
+        for index, record in enumerate(records, start=1):
+            if record.id in seen:
+                raise InvalidMutation(record.id, f"appears twice in the import (record {index})")
+            seen.add(record.id)
+        return await self._in_write_transaction(self._import, records, author)
+
+    async def _in_write_transaction(self, body: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+        """Run `body` inside BEGIN IMMEDIATE … COMMIT, shielded; roll back on any error."""
         with anyio.CancelScope(shield=True), self._translated():
             await self._conn.execute("BEGIN IMMEDIATE")
             try:
-                receipt = await self._apply(mutations)
+                result = await body(*args)
             except BaseException:
                 await self._conn.execute("ROLLBACK")
                 raise
             await self._conn.execute("COMMIT")
-        return receipt
+        return result
 
     async def _apply(self, mutations: Sequence[Mutation]) -> PublishReceipt:
         changes = [m for m in mutations if not isinstance(m, CreateLesson)]
-        targets = {m.id for m in changes}
         canonicals = {m.canonical for m in changes if isinstance(m, RetireLesson) and m.canonical}
-        current = await self._current(targets | canonicals)
+        current = await self._current({m.id for m in changes} | canonicals)
         conflicts = [
             Conflict(m.id, m.base_revision, *_revision_status(current.get(m.id)))
             for m in changes
             if (row := current.get(m.id)) is None
-            or row["revision"] != m.base_revision
-            or row["status"] == "retired"
+            or row.revision != m.base_revision
+            or row.status == "retired"
         ]
         if conflicts:
             raise RevisionConflict(conflicts)
@@ -346,130 +334,113 @@ class SqliteStore:
             if isinstance(m, RetireLesson) and m.canonical:
                 _check_canonical(m, current, retiring)
 
-        now = utcnow().isoformat()
-        receipt: dict[str, list[tuple[str, int]]] = {
-            "created": [], "adapted": [], "retired": [], "deferred": [],
-        }  # fmt: skip
-        lesson_rows: list[tuple[Any, ...]] = []
-        updates: list[tuple[Any, ...]] = []
-        history: list[tuple[Any, ...]] = []
-        evidence: list[tuple[str, str, str]] = []
-        dropped_evidence: list[tuple[str]] = []
-
+        rows = ChangeSet(now=utcnow().isoformat())
+        receipt = PublishReceipt(created=[], adapted=[], retired=[], deferred=[])
         creates = [m for m in mutations if isinstance(m, CreateLesson)]
-        new_ids = await self._allocate_ids(len(creates))
-        for lesson_id, new in zip(new_ids, creates, strict=True):
-            scope_cols = _scope_columns(new.scope)
-            lesson_rows.append(
-                (lesson_id, 1, "active", *scope_cols, new.card.title, new.card.recommendation,
-                 new.card.associations.model_dump_json(), None, now, now)
-            )  # fmt: skip
-            evidence.extend(_evidence_rows(lesson_id, new.evidence))
-            history.append(
-                _history_row(lesson_id, 1, None, "create", "active", new.scope, new.card,
-                             new.author, new.reason, now)
-            )  # fmt: skip
-            receipt["created"].append((lesson_id, 1))
-
+        for lesson_id, new in zip(await self._allocate_ids(len(creates)), creates, strict=True):
+            rows.insert(lesson_id, 1, "active", new.scope, new.card)
+            rows.add_evidence(lesson_id, new.evidence)
+            rows.record(lesson_id, 1, None, "create", "active", new.scope, new.card,
+                        new.author, new.reason)  # fmt: skip
+            receipt.created.append((lesson_id, 1))
         for m in changes:
-            row = current[m.id]
+            now = current[m.id]
             revision = m.base_revision + 1
-            scope = row["scope"]
+            card: Card | None
             if isinstance(m, AdaptLesson):
-                updates.append(
-                    (revision, "active", m.card.title, m.card.recommendation,
-                     m.card.associations.model_dump_json(), None, now, m.id, m.base_revision)
-                )  # fmt: skip
-                evidence.extend(_evidence_rows(m.id, m.evidence))
-                history.append(
-                    _history_row(m.id, revision, m.base_revision, "adapt", "active", scope,
-                                 m.card, m.author, m.reason, now)
-                )  # fmt: skip
-                receipt["adapted"].append((m.id, revision))
+                status, card, canonical, reason = "active", m.card, None, m.reason
+                rows.add_evidence(m.id, m.evidence)
+                receipt.adapted.append((m.id, revision))
             elif isinstance(m, DeferLesson):
-                card = row["card"]
-                updates.append(
-                    (revision, "deferred", card.title, card.recommendation,
-                     card.associations.model_dump_json(), None, now, m.id, m.base_revision)
-                )  # fmt: skip
-                history.append(
-                    _history_row(m.id, revision, m.base_revision, "defer", "deferred", scope,
-                                 card, m.author, m.reason, now)
-                )  # fmt: skip
-                receipt["deferred"].append((m.id, revision))
-            elif isinstance(m, RetireLesson):
-                updates.append(
-                    (revision, "retired", None, None, None, m.canonical, now, m.id, m.base_revision)
-                )
-                dropped_evidence.append((m.id,))
+                status, card, canonical, reason = "deferred", now.card, None, m.reason
+                receipt.deferred.append((m.id, revision))
+            else:
+                status, card, canonical = "retired", None, m.canonical
                 reason = m.reason or (f"absorbed by {m.canonical}" if m.canonical else "")
-                history.append(
-                    _history_row(m.id, revision, m.base_revision, "retire", "retired", scope,
-                                 None, m.author, reason, now)
-                )  # fmt: skip
-                receipt["retired"].append((m.id, revision))
+                receipt.retired.append((m.id, revision))
+            rows.update(m.id, m.base_revision, revision, status, card, canonical)
+            rows.record(m.id, revision, m.base_revision, m.action, status, now.scope, card,
+                        m.author, reason)  # fmt: skip
+        await rows.write(self._conn, self.location)
+        return receipt
 
-        await self._write_rows(lesson_rows, updates, history, evidence, dropped_evidence)
-        return PublishReceipt(**receipt)
+    async def _revert(self, lesson_id: str, to_revision: int, author: Author) -> None:
+        now = (await self._current([lesson_id])).get(lesson_id)
+        if now is None:
+            raise LessonNotFound(lesson_id)
+        see = f"(see `active-memory lessons history {lesson_id}`)"
+        if to_revision >= now.revision:
+            raise UsageError(
+                f"{lesson_id} is at r{now.revision}; revert goes back to an earlier revision {see}"
+            )
+        found = list(
+            await self._conn.execute_fetchall(
+                "SELECT status, card FROM lesson_history WHERE lesson_id = ? AND revision = ?",
+                (lesson_id, to_revision),
+            )
+        )
+        if not found:
+            raise UsageError(f"{lesson_id} r{to_revision} is not in this store's history {see}")
+        status, card_json = found[0]
+        card = Card.model_validate_json(card_json) if card_json and status != "retired" else None
+        status = status if card is not None else "retired"
+        revision = now.revision + 1
+        rows = ChangeSet(now=utcnow().isoformat())
+        rows.update(lesson_id, now.revision, revision, status, card)
+        rows.record(lesson_id, revision, now.revision, "revert", status, now.scope, card, author,
+                    f"revert to r{to_revision}")  # fmt: skip
+        await rows.write(self._conn, self.location)
 
-    async def _write_rows(
-        self,
-        inserts: list[tuple[Any, ...]],
-        updates: list[tuple[Any, ...]],
-        history: list[tuple[Any, ...]],
-        evidence: list[tuple[str, str, str]],
-        dropped_evidence: list[tuple[str]],
-    ) -> None:
-        if inserts:
-            await self._conn.executemany(
-                f"INSERT INTO lessons ({_LESSON_COLUMNS}, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                inserts,
-            )
-        if updates:
-            cursor = await self._conn.executemany(
-                "UPDATE lessons SET revision = ?, status = ?, title = ?, recommendation = ?, "
-                "associations = ?, canonical = ?, updated_at = ? WHERE id = ? AND revision = ?",
-                updates,
-            )
-            # Guard against a check-then-write race; BEGIN IMMEDIATE should make it impossible.
-            if cursor.rowcount != len(updates):
-                raise StoreError(f"{self.location}: revision check lost a race; nothing written")
-        if dropped_evidence:
-            await self._conn.executemany(
-                "DELETE FROM lesson_evidence WHERE lesson_id = ?", dropped_evidence
-            )
-        if evidence:
-            await self._conn.executemany(
-                "INSERT OR IGNORE INTO lesson_evidence (lesson_id, kind, value) VALUES (?, ?, ?)",
-                evidence,
-            )
-        if history:
-            await self._conn.executemany(
-                "INSERT INTO lesson_history (lesson_id, revision, previous_revision, action, "
-                "status, scope, card, specialist, run_id, model, reason, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                history,
-            )
+    async def _import(self, records: Sequence[Lesson | Tombstone], author: Author) -> ImportReport:
+        current = await self._current(r.id for r in records)
+        rows = ChangeSet(now=utcnow().isoformat())
+        report = ImportReport(added=[], updated=[], unchanged=[])
+        for index, record in enumerate(records, start=1):
+            now = current.get(record.id)
+            card = record.card() if isinstance(record, Lesson) else None
+            canonical = record.canonical if isinstance(record, Tombstone) else None
+            if now is not None and now.scope != record.scope:
+                raise InvalidMutation(
+                    record.id, f"record {index} has another scope than the stored lesson"
+                )
+            if now is None:
+                rows.insert(record.id, record.revision, record.status, record.scope, card,
+                            canonical)  # fmt: skip
+                report.added.append((record.id, record.revision))
+            elif now.status == "retired":
+                report.unchanged.append((record.id, f"retired at r{now.revision}; not recreated"))
+                continue
+            elif now.revision >= record.revision:
+                report.unchanged.append((record.id, f"store already has r{now.revision}"))
+                continue
+            else:
+                rows.update(record.id, now.revision, record.revision, record.status, card,
+                            canonical)  # fmt: skip
+                # An imported lesson brings its own evidence in place of the old.
+                rows.dropped_evidence.append((record.id,))
+                report.updated.append((record.id, record.revision))
+            if isinstance(record, Lesson):
+                rows.add_evidence(record.id, record.evidence)
+            rows.record(record.id, record.revision, now.revision if now else None, "import",
+                        record.status, record.scope, card, author, "imported")  # fmt: skip
+        await rows.write(self._conn, self.location)
+        await self._bump_id_counter(records)
+        return report
 
-    async def _current(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Current revision, status, scope and card of each existing ID (inside a transaction)."""
+    async def _current(self, ids: Iterable[str]) -> dict[str, _Current]:
+        """Revision, status, scope and card of each existing ID (inside a transaction)."""
         wanted = sorted(set(ids))
         if not wanted:
             return {}
         rows = await self._conn.execute_fetchall(
-            f"SELECT {_LESSON_COLUMNS} FROM lessons WHERE id IN (SELECT value FROM json_each(?))",
+            f"SELECT {LESSON_COLUMNS} FROM lessons WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(wanted),),
         )
         current = {}
         for row in rows:
-            model = self._row_to_model(row, None)
-            current[row[0]] = {
-                "revision": model.revision,
-                "status": model.status,
-                "scope": model.scope,
-                "card": model.card() if isinstance(model, Lesson) else None,
-            }
+            model = row_to_model(row, None, self.location)
+            card = model.card() if isinstance(model, Lesson) else None
+            current[row[0]] = _Current(model.revision, model.status, model.scope, card)
         return current
 
     async def _allocate_ids(self, count: int) -> list[str]:
@@ -483,135 +454,6 @@ class SqliteStore:
             (str(first + count),),
         )
         return [f"L-{n}" for n in range(first, first + count)]
-
-    async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
-        """Make revision `to_revision` current again, recorded as a new revision."""
-        with anyio.CancelScope(shield=True), self._translated():
-            await self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                await self._revert_locked(lesson_id, to_revision, author)
-            except BaseException:
-                await self._conn.execute("ROLLBACK")
-                raise
-            await self._conn.execute("COMMIT")
-        reverted = await self.get(lesson_id)
-        assert reverted is not None
-        return reverted
-
-    async def _revert_locked(self, lesson_id: str, to_revision: int, author: Author) -> None:
-        current = (await self._current([lesson_id])).get(lesson_id)
-        if current is None:
-            raise LessonNotFound(lesson_id)
-        if to_revision >= current["revision"]:
-            raise UsageError(
-                f"{lesson_id} is at r{current['revision']}; revert goes back to an earlier "
-                "revision (see `active-memory lessons history " + lesson_id + "`)"
-            )
-        rows = await self._conn.execute_fetchall(
-            "SELECT status, card FROM lesson_history WHERE lesson_id = ? AND revision = ?",
-            (lesson_id, to_revision),
-        )
-        if not rows:
-            raise UsageError(
-                f"{lesson_id} r{to_revision} is not in this store's history "
-                f"(see `active-memory lessons history {lesson_id}`)"
-            )
-        status, card_json = next(iter(rows))
-        card = Card.model_validate_json(card_json) if card_json else None
-        revision = current["revision"] + 1
-        now = utcnow().isoformat()
-        cols: tuple[Any, ...] = (None, None, None)
-        if card is not None and status != "retired":
-            cols = (card.title, card.recommendation, card.associations.model_dump_json())
-        else:
-            status, card = "retired", None
-        await self._write_rows(
-            [],
-            [(revision, status, *cols, None, now, lesson_id, current["revision"])],
-            [
-                _history_row(
-                    lesson_id,
-                    revision,
-                    current["revision"],
-                    "revert",
-                    status,
-                    current["scope"],
-                    card,
-                    author,
-                    f"revert to r{to_revision}",
-                    now,
-                )
-            ],
-            [],
-            [(lesson_id,)] if status == "retired" else [],
-        )
-
-    async def import_lessons(
-        self, records: Sequence[Lesson | Tombstone], author: Author
-    ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
-        seen: set[str] = set()
-        for index, record in enumerate(records, start=1):
-            if record.id in seen:
-                raise InvalidMutation(record.id, f"appears twice in the import (record {index})")
-            seen.add(record.id)
-        with anyio.CancelScope(shield=True), self._translated():
-            await self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                report = await self._import_locked(records, author)
-            except BaseException:
-                await self._conn.execute("ROLLBACK")
-                raise
-            await self._conn.execute("COMMIT")
-        return report
-
-    async def _import_locked(
-        self, records: Sequence[Lesson | Tombstone], author: Author
-    ) -> ImportReport:
-        current = await self._current(r.id for r in records)
-        now = utcnow().isoformat()
-        inserts, updates, history, evidence, dropped = [], [], [], [], []
-        added, updated, unchanged = [], [], []
-        for index, record in enumerate(records, start=1):
-            row = current.get(record.id)
-            card = record.card() if isinstance(record, Lesson) else None
-            cols: tuple[Any, ...] = (None, None, None)
-            if card is not None:
-                cols = (card.title, card.recommendation, card.associations.model_dump_json())
-            canonical = record.canonical if isinstance(record, Tombstone) else None
-            if row is not None and row["scope"] != record.scope:
-                raise InvalidMutation(
-                    record.id, f"record {index} has another scope than the stored lesson"
-                )
-            if row is None:
-                inserts.append(
-                    (record.id, record.revision, record.status, *_scope_columns(record.scope),
-                     *cols, canonical, now, now)
-                )  # fmt: skip
-                added.append((record.id, record.revision))
-            elif row["status"] == "retired":
-                unchanged.append((record.id, f"retired at r{row['revision']}; not recreated"))
-                continue
-            elif row["revision"] >= record.revision:
-                unchanged.append((record.id, f"store already has r{row['revision']}"))
-                continue
-            else:
-                updates.append(
-                    (record.revision, record.status, *cols, canonical, now, record.id,
-                     row["revision"])
-                )  # fmt: skip
-                dropped.append((record.id,))
-                updated.append((record.id, record.revision))
-            if isinstance(record, Lesson):
-                evidence.extend(_evidence_rows(record.id, record.evidence))
-            previous = row["revision"] if row is not None else None
-            history.append(
-                _history_row(record.id, record.revision, previous, "import", record.status,
-                             record.scope, card, author, "imported", now)
-            )  # fmt: skip
-        await self._write_rows(inserts, updates, history, evidence, dropped)
-        await self._bump_id_counter(records)
-        return ImportReport(added=added, updated=updated, unchanged=unchanged)
 
     async def _bump_id_counter(self, records: Sequence[Lesson | Tombstone]) -> None:
         """Keep allocated IDs clear of imported `L-<n>` IDs."""
@@ -737,47 +579,13 @@ def _check_distinct_targets(mutations: Sequence[Mutation]) -> None:
         seen.add(m.id)
 
 
-def _check_canonical(
-    m: RetireLesson, current: dict[str, dict[str, Any]], retiring: set[str]
-) -> None:
+def _check_canonical(m: RetireLesson, current: dict[str, _Current], retiring: set[str]) -> None:
     canonical = current.get(m.canonical or "")
-    if canonical is None or canonical["status"] == "retired" or m.canonical in retiring:
+    if canonical is None or canonical.status == "retired" or m.canonical in retiring:
         raise InvalidMutation(m.id, f"canonical {m.canonical} is not a living lesson")
-    if canonical["scope"] != current[m.id]["scope"]:
+    if canonical.scope != current[m.id].scope:
         raise InvalidMutation(m.id, f"canonical {m.canonical} has another scope")
 
 
-def _revision_status(row: dict[str, Any] | None) -> tuple[int | None, str | None]:
-    return (None, None) if row is None else (row["revision"], row["status"])
-
-
-def _scope_columns(scope: RepositoryScope | GraphScope) -> tuple[str, str, str, str]:
-    if isinstance(scope, RepositoryScope):
-        return ("repository", scope.repository, "", "")
-    return ("graph", scope.repository or "", scope.graph_hash, scope.node)
-
-
-def _evidence_rows(lesson_id: str, evidence: Evidence) -> list[tuple[str, str, str]]:
-    rows = [(lesson_id, "run", run) for run in evidence.run_ids]
-    rows += [(lesson_id, "evidence", item) for item in evidence.evidence_ids]
-    rows += [(lesson_id, "citation", c.model_dump_json()) for c in evidence.citations]
-    return rows
-
-
-def _history_row(
-    lesson_id: str,
-    revision: int,
-    previous: int | None,
-    action: str,
-    status: str,
-    scope: RepositoryScope | GraphScope,
-    card: Card | None,
-    author: Author,
-    reason: str,
-    at: str,
-) -> tuple[Any, ...]:
-    return (
-        lesson_id, revision, previous, action, status, scope.model_dump_json(),
-        card.model_dump_json() if card is not None else None,
-        author.specialist, author.run_id, author.model, reason, at,
-    )  # fmt: skip
+def _revision_status(row: _Current | None) -> tuple[int | None, str | None]:
+    return (None, None) if row is None else (row.revision, row.status)
