@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lessons",
     "backup",
     "config",
+    "evidence",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -8,11 +8,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from conftest import ZEROSHOT_FIXTURES
+
 from active_memory.runlog.record import RunRecord, parse_run_record
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-ZEROSHOT = Path("/work/shared/zeroshot")
+ZEROSHOT = ZEROSHOT_FIXTURES
 CHECKOUT = "/work/checkout"
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 

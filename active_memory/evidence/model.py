@@ -105,7 +105,6 @@ class ScanResult(_Model):
     def to_json(self) -> dict[str, Any]:
         """The `evidence RUN.json --json` document (SPEC §10)."""
         return {
-            "run_id": self.run_id,
             "evidence": [item.to_json() for item in self.evidence],
             "skipped": [skip.to_json() for skip in self.skipped],
         }

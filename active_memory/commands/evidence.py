@@ -1,0 +1,83 @@
+"""`active-memory evidence RUN.json [--json]`: what the impact-evidence scanner finds."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+if TYPE_CHECKING:
+    from active_memory.evidence import ScanResult
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `evidence`."""
+    parser = subcommands.add_parser(
+        "evidence",
+        help="impact evidence in a recorded run, and what was skipped and why",
+        description="Scan one run record (active-memory/run@1) for evidence of real cost: "
+        "repeated timeouts/crashes, rejected review rounds, exploration.",
+    )
+    parser.add_argument("run", metavar="RUN.json", help="a run record file")
+    add_json_option(parser)
+    add_store_option(parser)  # every command takes --store; the scanner needs none
+    parser.set_defaults(handler=_evidence)
+
+
+def _evidence(args: argparse.Namespace) -> int:
+    from active_memory.evidence import scan
+    from active_memory.runlog.record import load_run_record
+
+    result = scan(load_run_record(args.run))
+    if args.json:
+        print_json(result.to_json())
+    else:
+        _render(result)
+    return 0
+
+
+def _render(result: ScanResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=False, highlight=False)
+    if result.evidence:
+        table = Table(title=f"{len(result.evidence)} evidence items", title_justify="left")
+        for column in ("ID", "kind", "nodes", "count", "loop", "map item", "for"):
+            table.add_column(column, overflow="fold", no_wrap=column in ("ID", "kind", "count"))
+        for item in result.evidence:
+            table.add_row(
+                item.id,
+                item.kind,
+                ", ".join(item.nodes) or "-",
+                str(item.count),
+                item.loop or "-",
+                _item(item.map_item),
+                ", ".join(s.replace("_discovery", "") for s in item.specialists),
+            )
+        console.print(table)
+        for item in result.evidence:
+            for current in item.rounds:
+                verdicts = ", ".join(f"{v.node}={v.outcome}" for v in current.verifiers)
+                console.print(
+                    f"  {item.id} round {current.round}: {verdicts};"
+                    f" worked by {', '.join(current.workers)}"
+                )
+    else:
+        console.print("No impact evidence in this run (nothing qualifies under SPEC §4).")
+    if result.skipped:
+        table = Table(title=f"{len(result.skipped)} skipped", title_justify="left")
+        for column in ("loop / map", "map item", "round", "reason"):
+            table.add_column(column, overflow="fold")
+        for skip in result.skipped:
+            name = f"loop {skip.loop}" if skip.loop is not None else f"map {skip.map}"
+            round_ = str(skip.round) if skip.round is not None else "-"
+            table.add_row(name, _item(skip.map_item), round_, skip.reason)
+        console.print(table)
+
+
+def _item(map_item: tuple[int, ...] | None) -> str:
+    if map_item is None:
+        return "-"
+    return "[" + ", ".join(str(i) for i in map_item) + "]"
