@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lessons",
     "backup",
     "config",
+    "imports",
     "evidence",
 )
 

@@ -1,0 +1,108 @@
+"""`active-memory import zeroshot|claude|codex PATH`: run records from other tools' logs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from active_memory.commands.common import add_json_option, print_json
+
+if TYPE_CHECKING:
+    from active_memory.runlog.importers.common import ImportResult
+
+KINDS = ("zeroshot", "claude", "codex")
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `import`."""
+    parser = subcommands.add_parser(
+        "import",
+        help="build run records from a zeroshot ledger or a Claude Code / Codex session log",
+        description=(
+            "Build active-memory/run@1 records: `zeroshot` reads a native run ledger "
+            "(runs.sqlite3, or the folder holding it; finished runs only), `claude` a Claude "
+            "Code transcript (JSONL), `codex` a Codex rollout-*.jsonl. Each run is written "
+            "to <run_id>.run.json."
+        ),
+    )
+    parser.add_argument("kind", choices=KINDS, help="what PATH is")
+    parser.add_argument("path", metavar="PATH", help="the ledger, folder or session log")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument(
+        "--out", metavar="DIR", default=None, help="folder for the records (default: here)"
+    )
+    target.add_argument(
+        "-o", "--output", metavar="FILE", default=None, help="write the one record to FILE"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace record files that already exist"
+    )
+    add_json_option(parser)
+    parser.set_defaults(handler=_import)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from active_memory.runlog.importers import write
+
+    result = _read(args.kind, args.path)
+    paths = write.targets(
+        [run.run_id for run in result.runs],
+        out_dir=args.out,
+        out_file=args.output,
+        force=args.force,
+    )
+    for run, path in zip(result.runs, paths, strict=True):
+        write.write_record(path, run.record, force=args.force)
+    for skipped in result.skipped:
+        where = skipped.run_id or (f"line {skipped.line}" if skipped.line else args.path)
+        print(f"active-memory: skipped {where}: {skipped.reason}", file=sys.stderr)
+    for run in result.runs:
+        for warning in run.warnings:
+            print(f"active-memory: {run.run_id}: {warning}", file=sys.stderr)
+    runs: list[dict[str, Any]] = [
+        {
+            "run_id": run.run_id,
+            "path": str(path),
+            "events": run.events,
+            "receipts": run.receipts,
+            **({"warnings": run.warnings} if run.warnings else {}),
+        }
+        for run, path in zip(result.runs, paths, strict=True)
+    ]
+    if args.json:
+        print_json({"runs": runs, "skipped": [s.to_json() for s in result.skipped]})
+    else:
+        _summary(runs, len(result.skipped))
+    # Nothing written although something was there to read: the import failed.
+    return 1 if not runs and result.skipped else 0
+
+
+def _read(kind: str, path: str) -> ImportResult:
+    if kind == "zeroshot":
+        from active_memory.runlog.importers.zeroshot import import_ledger
+
+        return import_ledger(path)
+    if kind == "claude":
+        from active_memory.runlog.importers.claude import import_transcript
+
+        return import_transcript(path)
+    from active_memory.runlog.importers.codex import import_rollout
+
+    return import_rollout(path)
+
+
+def _summary(runs: list[dict[str, Any]], skipped: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not runs:
+        console.print(f"no run record written ({skipped} skipped, see above)")
+        return
+    table = Table("run", "events", "receipts", "file")
+    for run in runs:
+        table.add_row(run["run_id"], str(run["events"]), str(run["receipts"]), run["path"])
+    console.print(table)
+    if skipped:
+        console.print(f"{skipped} skipped (see above)")
