@@ -198,9 +198,17 @@ class RunBuilder:
             "execution": execution,
         }
 
-    def start(self, node: str, *, map_item: tuple[int, ...] = (), attempt: int = 1) -> str:
-        execution = f"ex-{self._next_execution}"
-        self._next_execution += 1
+    def start(
+        self,
+        node: str,
+        *,
+        map_item: tuple[int, ...] = (),
+        attempt: int = 1,
+        execution: str | None = None,
+    ) -> str:
+        if execution is None:
+            execution = f"ex-{self._next_execution}"
+            self._next_execution += 1
         self.add(
             {
                 "kind": "node_started",
