@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ZEROSHOT_FIXTURES, needs_zeroshot_fixtures
 
 from active_memory.cli import main
 from active_memory.errors import InvalidRecord
 from active_memory.runlog.importers.zeroshot import import_ledger
 from active_memory.runlog.record import ErrorOutcome, load_run_record
 
-SHARED = Path("/work/shared/zeroshot/canonical")
+SHARED = ZEROSHOT_FIXTURES / "canonical"
+pytestmark = needs_zeroshot_fixtures
 
 # Verbatim from zeroshot's SqliteRunLedger schema.
 SCHEMA = """
