@@ -101,6 +101,8 @@ def _summary(runs: list[dict[str, Any]], skipped: int) -> None:
         console.print(f"no run record written ({skipped} skipped, see above)")
         return
     table = Table("run", "events", "receipts", "file")
+    for column in (table.columns[0], table.columns[3]):
+        column.overflow = "fold"
     for run in runs:
         table.add_row(run["run_id"], str(run["events"]), str(run["receipts"]), run["path"])
     console.print(table)

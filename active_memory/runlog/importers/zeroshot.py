@@ -103,12 +103,16 @@ def _open(file: Path) -> sqlite3.Connection:
     uri = f"file:{pathname2url(str(file.resolve()))}?mode=ro"
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=5.0)
+    except sqlite3.Error as exc:
+        raise InvalidRecord(source, f"cannot open the ledger read-only: {exc}") from None
+    try:
         connection.execute("PRAGMA query_only = ON")
         tables = {
             name: {column[1] for column in connection.execute(f"PRAGMA table_info({name})")}
             for name in _REQUIRED_COLUMNS
         }
     except sqlite3.DatabaseError as exc:
+        connection.close()
         raise InvalidRecord(source, f"not a readable SQLite database: {exc}") from None
     for name, needed in _REQUIRED_COLUMNS.items():
         missing = needed - tables[name]
