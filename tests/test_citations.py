@@ -272,3 +272,28 @@ def test_git_that_hangs_becomes_a_clear_error(repo: Path) -> None:
     with pytest.raises(git_module.GitFailed) as caught:
         git_module.run_git(repo, ["hash-object", "--stdin"], timeout=0.000001)
     assert "no answer within" in str(caught.value)
+
+
+def test_root_spelled_through_a_symlink_still_anchors_absolute_citations(
+    repo: Path, tmp_path: Path
+) -> None:
+    alias = tmp_path / "alias"
+    os.symlink(repo, alias)
+    checkout = Checkout(alias)
+    verdict = checkout.check_path(str(alias / "src" / "api" / "client.py"))
+    assert verdict.path == "src/api/client.py"
+    assert verdict.status is PathStatus.TRACKED
+
+
+def test_a_subfolder_finds_the_root_and_paths_stay_root_relative(repo: Path) -> None:
+    checkout = Checkout(repo / "src" / "api")
+    assert checkout.root == repo.resolve()
+    assert checkout.check_path("src/api/client.py").status is PathStatus.TRACKED
+
+
+def test_a_hook_environment_cannot_redirect_the_git_queries(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_DIR", str(repo.parent / "elsewhere.git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo.parent / "elsewhere.index"))
+    assert Checkout(repo).check_path("src/api/client.py").status is PathStatus.TRACKED

@@ -192,3 +192,11 @@ def test_a_transcript_without_any_turn_imports_nothing(
 
 def test_a_missing_transcript_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["import", "claude", str(tmp_path / "nope.jsonl")]) == 2
+
+
+def test_records_go_to_the_current_folder_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", "claude", str(FIXTURE)]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == [f"claude-{SESSION}.run.json"]
