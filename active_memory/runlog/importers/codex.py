@@ -79,8 +79,8 @@ def _obj(entry: dict[str, Any]) -> bool:
 
 def _apply_meta(run: SessionRun, meta: dict[str, Any]) -> None:
     cwd = meta.get("cwd")
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
-    assert isinstance(git, dict)
+    raw_git = meta.get("git")
+    git: dict[str, Any] = raw_git if isinstance(raw_git, dict) else {}
     if isinstance(cwd, str) and cwd:
         run.cwd = cwd
         run.root, local_remote = repository_of(cwd)
@@ -149,8 +149,8 @@ class _Reader:
             paths = _PATCH_HEADER.findall(raw) if isinstance(raw, str) else []
             self._call(payload, payload["name"], at, paths, self.cwd)
         elif kind == "local_shell_call":
-            action = payload.get("action") if isinstance(payload.get("action"), dict) else {}
-            assert isinstance(action, dict)
+            raw_action = payload.get("action")
+            action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
             args = {"command": action.get("command"), "workdir": action.get("working_directory")}
             self._call(payload, "local_shell", at, *_function_paths(args, self.cwd))
         elif kind in ("function_call_output", "custom_tool_call_output"):

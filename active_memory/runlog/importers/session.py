@@ -357,8 +357,8 @@ def _owner_name(remote: str | None) -> str | None:
 
 
 def _session_graph() -> dict[str, Any]:
-    # An interactive session is one worker step; the hash is stable per harness-free shape
-    # so that graph lessons learned from sessions share one scope.
+    # An interactive session is one worker step. The IR is the same for every session of
+    # every harness, so graph lessons learned from sessions share one graph-hash scope.
     return {
         "profile": "openengine.graph.full/v1",
         "initialInput": {"kind": "null"},
