@@ -234,9 +234,15 @@ class RunBuilder:
         )
 
     def visit(
-        self, node: str, outcome: Json, *, map_item: tuple[int, ...] = (), attempt: int = 1
+        self,
+        node: str,
+        outcome: Json,
+        *,
+        map_item: tuple[int, ...] = (),
+        attempt: int = 1,
+        execution: str | None = None,
     ) -> str:
-        execution = self.start(node, map_item=map_item, attempt=attempt)
+        execution = self.start(node, map_item=map_item, attempt=attempt, execution=execution)
         self.complete(execution, node, outcome)
         return execution
 

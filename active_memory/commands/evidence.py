@@ -43,19 +43,19 @@ def _render(result: ScanResult) -> None:
 
     console = Console(soft_wrap=False, highlight=False)
     if result.evidence:
-        table = Table(title=f"{len(result.evidence)} evidence items", title_justify="left")
-        for column in ("ID", "kind", "nodes", "count", "loop", "map item", "for"):
-            table.add_column(column, overflow="fold", no_wrap=column in ("ID", "kind", "count"))
+        table = Table(title=_count(len(result.evidence), "evidence item"), title_justify="left")
+        table.add_column("ID", no_wrap=True)
+        table.add_column("kind", no_wrap=True)
+        table.add_column("count", justify="right")
+        table.add_column("where", no_wrap=True)
+        table.add_column("nodes", overflow="fold")
         for item in result.evidence:
-            table.add_row(
-                item.id,
-                item.kind,
-                ", ".join(item.nodes) or "-",
-                str(item.count),
-                item.loop or "-",
-                _item(item.map_item),
-                ", ".join(s.replace("_discovery", "") for s in item.specialists),
-            )
+            where = item.loop or "-"
+            if item.map_item:
+                where += f" {_item(item.map_item)}"
+            if item.specialists == ("repository_discovery",):
+                where = "repository only"
+            table.add_row(item.id, item.kind, str(item.count), where, ", ".join(item.nodes) or "-")
         console.print(table)
         for item in result.evidence:
             for current in item.rounds:
@@ -67,9 +67,9 @@ def _render(result: ScanResult) -> None:
     else:
         console.print("No impact evidence in this run (nothing qualifies under SPEC §4).")
     if result.skipped:
-        table = Table(title=f"{len(result.skipped)} skipped", title_justify="left")
+        table = Table(title=_count(len(result.skipped), "skip"), title_justify="left")
         for column in ("loop / map", "map item", "round", "reason"):
-            table.add_column(column, overflow="fold")
+            table.add_column(column, overflow="fold", no_wrap=column != "reason")
         for skip in result.skipped:
             name = f"loop {skip.loop}" if skip.loop is not None else f"map {skip.map}"
             round_ = str(skip.round) if skip.round is not None else "-"
@@ -81,3 +81,7 @@ def _item(map_item: tuple[int, ...] | None) -> str:
     if map_item is None:
         return "-"
     return "[" + ", ".join(str(i) for i in map_item) + "]"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -118,7 +118,10 @@ def _entry_path(index: GraphIndex, loop: LoopNode) -> list[PathStep]:
     current: GraphNode = loop
     for parent in index.ancestors(loop.name):
         if isinstance(parent, SeqNode):
-            position = next(i for i, c in enumerate(parent.children) if c.name == current.name)
+            names = [child.name for child in parent.children]
+            if current.name not in names:
+                return path
+            position = names.index(current.name)
             for sibling in reversed(parent.children[:position]):
                 tail, complete = serial_tail(sibling)
                 path = tail + path

@@ -57,7 +57,9 @@ def relative_path(path: str, checkout: str | None) -> str | None:
     if windows:
         path = path.replace("/", "\\")
     if flavour.isabs(path) or (windows and _WINDOWS_ABSOLUTE.match(path)):
-        if not checkout:
+        # Only an absolute checkout can anchor an absolute path (relpath against a
+        # relative root would depend on the current directory).
+        if not checkout or not flavour.isabs(checkout.replace("/", "\\") if windows else checkout):
             return None
         root = flavour.normpath(checkout.replace("/", "\\") if windows else checkout)
         absolute = flavour.normpath(path)
