@@ -383,3 +383,13 @@ def test_rejected_rounds_ids_do_not_depend_on_reviewer_completion_order() -> Non
         return scan(run.record())
 
     assert build(True).to_json() == build(False).to_json()
+
+
+def test_a_loop_enclosing_a_loop_is_skipped_even_if_the_inner_one_never_ran() -> None:
+    run = RunBuilder(_nested())
+    run.visit("worker", ok())
+    run.visit("plan", error("crash"))
+    result = scan(run.record())
+    assert [(s.loop, s.reason) for s in result.skipped] == [
+        ("outer", "encloses loop inner (loops are checked innermost-first)")
+    ]

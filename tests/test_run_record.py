@@ -235,3 +235,26 @@ def test_naive_times_are_read_as_utc() -> None:
 def test_the_record_model_rejects_bad_schema_directly() -> None:
     with pytest.raises(ValueError):
         RunRecord.model_validate({"schema": "x", "run_id": "r", "outcome": "succeeded"})
+
+
+def test_a_graph_with_a_repeated_node_name_is_refused_with_its_path() -> None:
+    data = _sample()
+    data["graph"]["ir"]["root"]["children"][0]["name"] = "worker_result"
+    message = _problem(data)
+    assert "graph.ir: node name 'worker_result' is used more than once" in message
+
+
+def test_a_relative_checkout_cannot_anchor_absolute_paths() -> None:
+    data = _sample()
+    data["repository"]["checkout"] = "checkout"
+    data["receipts"] = [{"tool": "Read", "paths": ["/work/checkout/a.py", "b.py"]}]
+    assert parse_run_record(data).receipts[0].paths == ("b.py",)
+
+
+def test_windows_checkouts_relativize_with_either_separator() -> None:
+    data = _sample()
+    data["repository"]["checkout"] = "C:\\work\\api"
+    data["receipts"] = [
+        {"tool": "Read", "paths": ["C:\\work\\api\\src\\a.py", "C:/work/api/b.py", "D:\\x.py"]}
+    ]
+    assert parse_run_record(data).receipts[0].paths == ("src/a.py", "b.py")

@@ -113,8 +113,8 @@ class _Scanner:
     def run(self) -> tuple[list[EvidenceItem], list[Skip]]:
         loops, maps = maps_and_loops(self.index)
         for map_node in maps:
-            inner = [loop for loop in enclosed_loops(map_node) if self._ran(loop.name)]
-            if inner:
+            inner = enclosed_loops(map_node)
+            if inner and self._ran(map_node.name):
                 names = ", ".join(loop.name for loop in inner)
                 self.skips.append(
                     Skip(
@@ -126,7 +126,7 @@ class _Scanner:
         for loop in loops:
             if not self._ran(loop.name):
                 continue
-            inner = [i for i in enclosed_loops(loop) if self._ran(i.name)]
+            inner = enclosed_loops(loop)
             if inner:
                 names = ", ".join(i.name for i in inner)
                 self.skips.append(
