@@ -1,0 +1,77 @@
+"""Claude Code: a PreToolUse hook in `.claude/settings.json` (command or HTTP)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from active_memory.hooks.installers.files import (
+    FileChange,
+    dump_json,
+    json_indent,
+    parse_json_object,
+    read_text,
+)
+from active_memory.hooks.installers.hook_settings import install_hook, uninstall_hook
+from active_memory.hooks.paths import HOOK_PATH_PREFIX, TOKEN_ENV
+
+MATCHER = "Read|Edit|MultiEdit|Write|NotebookEdit|Grep|Glob|Bash"
+"""The tools whose arguments carry recall signals (paths, patterns, shell arguments)."""
+
+COMMAND = "active-memory hook claude"
+COMMAND_TIMEOUT = 10
+HTTP_TIMEOUT = 5
+
+# Ours: any command that runs `active-memory hook claude` (however the executable is
+# spelled: a path, a venv, quoted) and any HTTP hook pointed at our server's hook path.
+_OUR_COMMAND = re.compile(r"""(^|[\s/\\'"])active-memory(\.exe)?['"]?\s+hook\s+claude\b""")
+
+
+def settings_path(base: Path) -> Path:
+    """`<base>/.claude/settings.json` (base: the checkout root or the home folder)."""
+    return base / ".claude" / "settings.json"
+
+
+def is_ours(handler: Any) -> bool:
+    """True for a hook handler this installer wrote (command or HTTP)."""
+    if not isinstance(handler, dict):
+        return False
+    if handler.get("type") == "command":
+        command = handler.get("command")
+        return isinstance(command, str) and bool(_OUR_COMMAND.search(command))
+    if handler.get("type") == "http":
+        url = handler.get("url")
+        return isinstance(url, str) and f"{HOOK_PATH_PREFIX}claude" in url
+    return False
+
+
+def handler(http: bool, port: int) -> dict[str, Any]:
+    """Our hook handler: the command hook, or the HTTP hook to the resident server.
+
+    The HTTP hook's token is never written into the settings file (a project's is
+    usually committed): Claude Code expands `$ACTIVE_MEMORY_TOKEN` from its environment,
+    and only because `allowedEnvVars` lists it.
+    """
+    if not http:
+        return {"type": "command", "command": COMMAND, "timeout": COMMAND_TIMEOUT}
+    return {
+        "type": "http",
+        "url": f"http://127.0.0.1:{port}{HOOK_PATH_PREFIX}claude",
+        "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
+        "allowedEnvVars": [TOKEN_ENV],
+        "timeout": HTTP_TIMEOUT,
+    }
+
+
+def plan(path: Path, install: bool, http: bool, port: int) -> FileChange:
+    """The change that installs (or removes) our hook in the settings file at `path`."""
+    before = read_text(path)
+    settings = parse_json_object(path, before)
+    if install:
+        updated = install_hook(settings, handler(http, port), MATCHER, is_ours, path)
+    else:
+        updated = uninstall_hook(settings, is_ours, path)
+    if updated == settings and (before is not None or not install):
+        return FileChange(path, before, before)
+    return FileChange(path, before, dump_json(updated, json_indent(before)))

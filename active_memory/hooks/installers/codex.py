@@ -1,0 +1,55 @@
+"""Codex: a PreToolUse command hook in `.codex/hooks.json` (Codex has no HTTP hooks)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from active_memory.hooks.installers.files import (
+    FileChange,
+    dump_json,
+    json_indent,
+    parse_json_object,
+    read_text,
+)
+from active_memory.hooks.installers.hook_settings import install_hook, uninstall_hook
+
+MATCHER: str | None = None
+"""No matcher: every tool Codex reports to PreToolUse (shell, apply_patch, MCP tools)."""
+
+COMMAND = "active-memory hook codex"
+COMMAND_TIMEOUT = 10
+
+_OUR_COMMAND = re.compile(r"""(^|[\s/\\'"])active-memory(\.exe)?['"]?\s+hook\s+codex\b""")
+
+
+def hooks_path(base: Path) -> Path:
+    """`<base>/hooks.json`, base being `<checkout>/.codex` or the Codex home."""
+    return base / "hooks.json"
+
+
+def is_ours(handler: Any) -> bool:
+    """True for a hook handler this installer wrote."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and bool(_OUR_COMMAND.search(command))
+
+
+def handler() -> dict[str, Any]:
+    """Our command hook handler (it asks the resident server first when one runs)."""
+    return {"type": "command", "command": COMMAND, "timeout": COMMAND_TIMEOUT}
+
+
+def plan(path: Path, install: bool) -> FileChange:
+    """The change that installs (or removes) our hook in the hooks file at `path`."""
+    before = read_text(path)
+    settings = parse_json_object(path, before)
+    if install:
+        updated = install_hook(settings, handler(), MATCHER, is_ours, path)
+    else:
+        updated = uninstall_hook(settings, is_ours, path)
+    if updated == settings and (before is not None or not install):
+        return FileChange(path, before, before)
+    return FileChange(path, before, dump_json(updated, json_indent(before)))

@@ -1,0 +1,94 @@
+// active-memory: written by `active-memory hook install opencode`; `active-memory hook
+// uninstall opencode` removes it. Edits are overwritten by the next install.
+//
+// After each tool call, asks `active-memory hook after-tool` which lessons from earlier
+// runs match the call, and appends their framed text to the tool's output. Any failure
+// (command missing, slow, non-zero exit, unreadable answer) leaves the output unchanged:
+// recall must never break a tool call.
+
+import { spawn } from "node:child_process";
+
+const COMMAND = process.env.ACTIVE_MEMORY_COMMAND || "active-memory";
+const TIMEOUT_MS = 5000;
+const MAX_PENDING = 1000;
+
+function askActiveMemory(payload, cwd) {
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(COMMAND, ["hook", "after-tool"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
+    } catch {
+      resolve("");
+      return;
+    }
+    let out = "";
+    const timer = setTimeout(() => {
+      child.kill();
+      resolve("");
+    }, TIMEOUT_MS);
+    child.on("error", () => {
+      clearTimeout(timer);
+      resolve("");
+    });
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve(code === 0 ? out : "");
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(JSON.stringify(payload));
+  });
+}
+
+function contextOf(stdout) {
+  const text = stdout.trim();
+  if (!text) return "";
+  try {
+    const answer = JSON.parse(text);
+    if (answer && typeof answer.context === "string") return answer.context;
+    const specific = answer && answer.hookSpecificOutput;
+    if (specific && typeof specific.additionalContext === "string") {
+      return specific.additionalContext;
+    }
+    return "";
+  } catch {
+    return text;
+  }
+}
+
+export const ActiveMemory = async ({ directory, worktree }) => {
+  // tool.execute.after may not carry the arguments; remember them from before.
+  const pending = new Map();
+  return {
+    "tool.execute.before": async (input, output) => {
+      if (pending.size >= MAX_PENDING) pending.delete(pending.keys().next().value);
+      pending.set(input.callID, (output && output.args) || {});
+    },
+    "tool.execute.after": async (input, output) => {
+      const args = input.args || pending.get(input.callID) || {};
+      pending.delete(input.callID);
+      if (!output || typeof output.output !== "string") return;
+      try {
+        const cwd = directory || worktree || process.cwd();
+        const stdout = await askActiveMemory(
+          {
+            hook_event_name: "tool.execute.after",
+            harness: "opencode",
+            session_id: input.sessionID,
+            tool_name: input.tool,
+            tool_input: args,
+            cwd,
+          },
+          cwd,
+        );
+        const context = contextOf(stdout);
+        if (context) output.output = `${output.output}\n\n${context}`;
+      } catch {
+        // never fail the tool call
+      }
+    },
+  };
+};
