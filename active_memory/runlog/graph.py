@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 WORKER_ERROR_CODES: tuple[str, ...] = ("timeout", "crash", "malformed", "refusal")
 """The closed worker error channel of zeroshot."""
@@ -252,25 +252,17 @@ GroupNode = SeqNode | ChoiceNode | ParNode | LoopNode | MapNode
 
 
 class Graph(_Model):
-    """A zeroshot graph spec or compiled IR; only `profile` and `root` are required."""
+    """A zeroshot graph spec or compiled IR; only `profile` and `root` are required.
+
+    Parsing does not check that node names are unique (`GraphIndex.duplicates` tells);
+    the run record refuses a graph that repeats one.
+    """
 
     profile: str
     root: GraphNode
     initial_input: Any = Field(default=None, alias="initialInput")
     policy: Any = None
     bounds: Any = None
-
-    @model_validator(mode="after")
-    def _unique_names(self) -> Graph:
-        seen: set[str] = set()
-        for node in nodes_in_order(self.root):
-            if node.name in seen:
-                raise ValueError(
-                    f"node name {node.name!r} is used more than once; node names are unique"
-                    " in a graph"
-                )
-            seen.add(node.name)
-        return self
 
     @classmethod
     def from_json(cls, data: Any) -> Graph:

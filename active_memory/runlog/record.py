@@ -44,7 +44,7 @@ from pydantic import (
 
 from active_memory.errors import InvalidRecord
 from active_memory.runlog import receipts as _receipts
-from active_memory.runlog.graph import Graph
+from active_memory.runlog.graph import Graph, GraphIndex
 from active_memory.runlog.receipts import Receipt as Receipt
 from active_memory.runlog.receipts import Timestamp
 
@@ -230,6 +230,17 @@ class GraphRef(_Model):
     name: str | None = None
     hash: str | None = None
     ir: Graph | None = None
+
+    @field_validator("ir")
+    @classmethod
+    def _unique_names(cls, ir: Graph | None) -> Graph | None:
+        duplicates = GraphIndex(ir).duplicates if ir is not None else ()
+        if duplicates:
+            raise ValueError(
+                f"node name {duplicates[0]!r} is used more than once; node names are unique"
+                " in a graph"
+            )
+        return ir
 
 
 class Delivery(_Model):
