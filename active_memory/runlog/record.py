@@ -45,6 +45,7 @@ from pydantic import (
 from active_memory.errors import InvalidRecord
 from active_memory.runlog import receipts as _receipts
 from active_memory.runlog.graph import Graph, GraphIndex
+from active_memory.runlog.jsonpath import describe_validation_error
 from active_memory.runlog.receipts import Receipt as Receipt
 from active_memory.runlog.receipts import Timestamp
 
@@ -391,7 +392,7 @@ def parse_run_record(data: Any, source: str = "<run record>") -> RunRecord:
     try:
         return RunRecord.model_validate(data)
     except ValidationError as exc:
-        raise InvalidRecord(source, _describe(exc, data)) from None
+        raise InvalidRecord(source, describe_validation_error(exc, data)) from None
     except RecursionError:
         raise InvalidRecord(source, "the record is nested too deeply") from None
 
@@ -406,76 +407,6 @@ def _schema_problem(schema: Any) -> str:
             f"({RUN_SCHEMA}); upgrade active-memory to read it"
         )
     return f"schema: expected {RUN_SCHEMA!r}, found {json.dumps(schema)[:60]}"
-
-
-def _describe(exc: ValidationError, data: Any) -> str:
-    errors = exc.errors(include_url=False)
-    first = _one_error(errors[0], data)
-    more = len(errors) - 1
-    return first if more == 0 else f"{first} (and {more} more problem{'s' * (more > 1)})"
-
-
-def _one_error(error: Any, data: Any) -> str:
-    path = _json_path(error["loc"], data)
-    kind = error["type"]
-    ctx = error.get("ctx") or {}
-    if kind == "union_tag_invalid" or kind == "union_tag_not_found":
-        field = str(ctx.get("discriminator", "")).strip("'")
-        path = f"{path}.{field}" if path else field
-        if kind == "union_tag_not_found":
-            return f"{path}: required field missing"
-        expected = ", ".join(t.strip().strip("'") for t in ctx["expected_tags"].split(","))
-        return f"{path}: expected one of {expected}"
-    return f"{path or '(record)'}: {_expectation(kind, ctx, error['msg'])}"
-
-
-_EXPECTED = {
-    "missing": "required field missing",
-    "string_type": "expected a string",
-    "int_type": "expected an integer",
-    "int_parsing": "expected an integer",
-    "int_from_float": "expected an integer",
-    "bool_type": "expected true or false",
-    "bool_parsing": "expected true or false",
-    "list_type": "expected a list",
-    "tuple_type": "expected a list",
-    "dict_type": "expected an object",
-    "model_type": "expected an object",
-    "model_attributes_type": "expected an object",
-    "datetime_type": "expected an ISO 8601 time",
-    "datetime_parsing": "expected an ISO 8601 time",
-    "datetime_from_date_parsing": "expected an ISO 8601 time",
-}
-
-
-def _expectation(kind: str, ctx: dict[str, Any], message: str) -> str:
-    if kind == "literal_error":
-        options = str(ctx.get("expected", "")).replace(" or ", ", ")
-        return "expected one of " + ", ".join(o.strip().strip("'") for o in options.split(","))
-    if kind in ("greater_than_equal", "greater_than"):
-        bound = ctx.get("ge", ctx.get("gt"))
-        return f"expected a number {'>=' if kind.endswith('equal') else '>'} {bound}"
-    if kind == "value_error":
-        return str(ctx.get("error", message))
-    return _EXPECTED.get(kind, message[:1].lower() + message[1:])
-
-
-def _json_path(loc: tuple[int | str, ...], data: Any) -> str:
-    # Pydantic puts the tag of a discriminated union into `loc`; walk the real data
-    # alongside so the path names only keys and indexes the file actually has.
-    parts: list[str] = []
-    current = data
-    for position, element in enumerate(loc):
-        last = position == len(loc) - 1
-        if isinstance(element, int) and isinstance(current, list):
-            parts.append(f"[{element}]")
-            current = current[element] if 0 <= element < len(current) else None
-        elif isinstance(current, dict) and (element in current or last):
-            parts.append(f".{element}" if parts else str(element))
-            current = current.get(element)
-        elif last and not str(element).startswith(("function-", "[key]")):
-            parts.append(f".{element}" if parts else str(element))
-    return "".join(parts)
 
 
 def _json_type(value: Any) -> str:
