@@ -201,9 +201,11 @@ def test_work_before_the_verifiers_must_be_serial() -> None:
     assert _reasons(scan(run.record()))[0].startswith("unsupported layout: 'both' before")
 
 
-def _nested() -> dict[str, Any]:
+def _nested(until: bool = True) -> dict[str, Any]:
     inner = review_loop(name="inner")
-    return graph(seq("run", step("worker"), loop("outer", seq("o", step("plan"), inner))))
+    body = seq("o", step("plan"), inner, verifier("gate"))
+    outer = loop("outer", body, verdict_guard("gate") if until else None)
+    return graph(seq("run", step("worker"), outer))
 
 
 def test_an_enclosing_loop_is_skipped_and_the_inner_loop_checked() -> None:
@@ -225,12 +227,41 @@ def test_an_enclosing_loop_is_skipped_and_the_inner_loop_checked() -> None:
 def test_an_inner_loop_whose_enclosing_loop_iterated_is_skipped() -> None:
     run = RunBuilder(_nested())
     run.visit("worker", ok())
-    for _ in range(2):
+    for gate in ("rejected", "accepted"):
         run.visit("plan", ok())
         run.review_round("rejected", "accepted")
+        run.visit("gate", verdict(gate))
     result = scan(run.record())
     assert result.evidence == ()
-    assert "enclosing loop 'outer' iterated" in _reasons(result)[0]
+    assert [(s.loop, s.reason) for s in result.skipped] == [
+        (
+            "inner",
+            "enclosing loop 'outer' iterated while this loop ran, so its occurrences cannot"
+            " be told apart",
+        ),
+        ("outer", "encloses loop inner (loops are checked innermost-first)"),
+    ]
+
+
+def test_an_inner_loop_is_checked_when_it_ran_in_one_outer_iteration() -> None:
+    run = RunBuilder(_nested())
+    run.visit("worker", ok())
+    run.visit("plan", ok())
+    run.visit("gate", verdict("rejected"))  # outer iteration 1 skipped the inner loop
+    run.visit("plan", ok())
+    run.review_round("rejected", "accepted")
+    run.visit("review_repair", ok())
+    run.review_round("rejected", "accepted")
+    [item] = scan(run.record()).evidence
+    assert item.loop == "inner" and item.count == 2
+
+
+def test_an_inner_loop_is_skipped_when_the_enclosing_loop_has_no_until() -> None:
+    run = RunBuilder(_nested(until=False))
+    run.visit("worker", ok())
+    run.visit("plan", ok())
+    run.review_round("rejected", "accepted")
+    assert "enclosing loop 'outer' has no until verifier" in _reasons(scan(run.record()))[0]
 
 
 def test_an_incomplete_round_is_skipped_with_its_reason() -> None:
@@ -392,4 +423,47 @@ def test_a_loop_enclosing_a_loop_is_skipped_even_if_the_inner_one_never_ran() ->
     result = scan(run.record())
     assert [(s.loop, s.reason) for s in result.skipped] == [
         ("outer", "encloses loop inner (loops are checked innermost-first)")
+    ]
+
+
+def _merge_delivery_graph() -> dict[str, Any]:
+    """software-change with merge delivery: a delivery loop inside the accepted branch."""
+    deliver = verifier("deliver")
+    deliver["signals"] = {"outcome": ["ci_failed", "conflict", "merged"]}
+    merged = {
+        "kind": "in",
+        "value": {"name": "deliver", "source": "signal", "field": "outcome"},
+        "labels": ["merged"],
+    }
+    retry = dict(merged, labels=["ci_failed", "conflict"])
+    attempt = seq(
+        "delivery_attempt",
+        deliver,
+        choice(
+            "delivery_result",
+            [(error_guard("deliver"), fail("delivery_failed")), (retry, step("delivery_repair"))],
+            succeed("delivered"),
+        ),
+    )
+    delivery = seq(
+        "merge_delivery", loop("delivery_loop", attempt, merged), fail("delivery_exhausted")
+    )
+    reviews = review_loop()
+    reviews["body"]["children"][1]["branches"][1]["node"] = delivery
+    return graph(seq("run", step("worker"), reviews))
+
+
+def test_merge_delivery_nests_a_loop_so_the_review_loop_is_skipped() -> None:
+    run = RunBuilder(_merge_delivery_graph())
+    run.visit("worker", ok())
+    run.review_round("rejected", "accepted")
+    run.visit("review_repair", ok())
+    run.review_round("rejected", "accepted")
+    run.visit("review_repair", ok())
+    run.review_round("accepted", "accepted")
+    run.visit("deliver", {"status": "verifier", "signals": {"outcome": "merged"}})
+    result = scan(run.record())
+    assert result.evidence == ()
+    assert [(s.loop, s.reason) for s in result.skipped] == [
+        ("review_loop", "encloses loop delivery_loop (loops are checked innermost-first)")
     ]

@@ -27,7 +27,7 @@ from active_memory.evidence.model import (
     Skip,
     evidence_id,
 )
-from active_memory.runlog.graph import Graph, GraphIndex, nodes_in_order
+from active_memory.runlog.graph import Graph, GraphIndex, guard_selectors, nodes_in_order
 from active_memory.runlog.record import (
     ErrorOutcome,
     RunRecord,
@@ -84,6 +84,12 @@ def _no_graph_skip(visits: list[Visit]) -> list[Skip]:
         reason = "the run record carries no graph IR, so review loops cannot be identified"
         return [Skip(loop="(no graph)", reason=reason)]
     return []
+
+
+def _related(one: Scope, other: Scope) -> bool:
+    """True when one map scope contains the other (or they are equal)."""
+    shorter = min(len(one), len(other))
+    return one[:shorter] == other[:shorter]
 
 
 def _verdict(outcome: VerifiedOutcome | VerifierOutcome | ErrorOutcome | None) -> str | None:
@@ -158,38 +164,49 @@ class _Scanner:
         if layout.until_problem is not None:
             self._skip(layout, layout.until_problem)
             return
-        outer_problem = self._outer_iterated(layout)
-        if outer_problem is not None:
-            self._skip(layout, outer_problem)
-            return
         scopes = sorted(
             {v.map_indices for v in self.visits if v.node in layout.verifiers},
         )
         for scope in scopes:
             self._check_scope(layout, scope)
 
-    def _outer_iterated(self, layout: LoopLayout) -> str | None:
+    def _occurrence_problem(self, layout: LoopLayout, scope: Scope) -> str | None:
+        """Why this loop's visits in `scope` may belong to more than one occurrence."""
+        inner = [
+            v.started
+            for name in layout.body_nodes
+            for v in self.by_node_scope.get((name, scope), [])
+            if v.started is not None
+        ]
+        if not inner:
+            return None
+        low, high = min(inner), max(inner)
         for outer in layout.enclosing_loops:
-            witnesses = [
-                n.name
-                for n in nodes_in_order(outer.body)
-                if n.kind in ("step", "verifier") and n.name not in layout.body_nodes
-            ]
-            if not witnesses:
+            # zeroshot requires a loop's exit guard to read a verifier that runs on every
+            # iteration: the starts of those verifiers separate the outer iterations.
+            markers = {
+                s.name
+                for s in (guard_selectors(outer.until) if outer.until is not None else ())
+                if s.source == "signal" and s.name not in layout.body_nodes
+            }
+            if not markers:
                 return (
-                    f"enclosing loop {outer.name!r} has no executable outside this loop,"
+                    f"enclosing loop {outer.name!r} has no until verifier outside this loop,"
                     " so its iterations cannot be told apart"
                 )
-            for name in witnesses:
-                firsts: dict[Scope, int] = defaultdict(int)
-                for visit in self.visits:
-                    if visit.node == name and visit.attempt == 1:
-                        firsts[visit.map_indices] += 1
-                if any(count > 1 for count in firsts.values()):
-                    return (
-                        f"enclosing loop {outer.name!r} iterated, so this loop's occurrences"
-                        " cannot be told apart"
-                    )
+            boundaries = [
+                v.started
+                for v in self.visits
+                if v.node in markers
+                and v.attempt == 1
+                and v.started is not None
+                and _related(v.map_indices, scope)
+            ]
+            if any(low < boundary < high for boundary in boundaries):
+                return (
+                    f"enclosing loop {outer.name!r} iterated while this loop ran, so its"
+                    " occurrences cannot be told apart"
+                )
         return None
 
     def _check_scope(self, layout: LoopLayout, scope: Scope) -> None:
@@ -206,6 +223,10 @@ class _Scanner:
                 f"execution {unplaced[0]} has no node_started event, so rounds cannot be ordered",
                 **where,
             )
+            return
+        occurrence_problem = self._occurrence_problem(layout, scope)
+        if occurrence_problem is not None:
+            self._skip(layout, occurrence_problem, **where)
             return
         rounds = self._rounds(layout, scope)
         counted: list[_Round] = []
