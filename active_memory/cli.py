@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config",
     "imports",
     "evidence",
+    "hook",
 )
 
 Handler = Callable[[argparse.Namespace], int]

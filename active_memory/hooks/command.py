@@ -1,0 +1,121 @@
+"""The command hook: one process per tool call, stdin JSON in, stdout JSON out.
+
+Run as `active-memory-hook claude|codex|after-tool`, `python -m
+active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
+the full CLI). The first two import only what answering needs: the standard library and
+`active_memory.recall` (pydantic, anyio and SQLite load only when a run's first call
+freezes its snapshot).
+
+A hook never fails the tool call: whatever goes wrong (bad stdin, unreadable snapshot or
+store, full disk), it prints nothing, exits 0, and writes one line to
+`<zeroshot state dir>/active-memory/recall/hook.log`.
+
+When the recall server has announced itself (`<state dir>/active-memory/server.json`
+exists), its thin client `active_memory.hooks.client.ask_server(harness, stdin_bytes,
+env=env)` is asked first: it returns the object to print (`{}`: print nothing) or None
+when no server answered, and then the call is answered here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+LOG_FILE = "hook.log"
+LOG_MAX_BYTES = 1024 * 1024
+"""Past this the log is moved to `hook.log.1` (one generation kept)."""
+
+USAGE = "usage: active-memory-hook claude|codex|after-tool  (hook JSON on stdin)"
+
+
+def respond(harness: str, data: bytes, env: Mapping[str, str]) -> str | None:
+    """The hook's stdout for one payload (None: print nothing). Raises on any problem."""
+    from active_memory.recall import jsonio
+    from active_memory.recall.harness import HARNESSES
+
+    if harness not in HARNESSES:
+        raise ValueError(f"unknown harness {harness!r}; {USAGE}")
+    answered = _ask_server(harness, data, env)
+    if answered is not None:
+        return jsonio.dumps(answered) if answered else None
+    from active_memory.recall.engine import answer_hook
+
+    payload: Any = jsonio.loads(data.decode("utf-8"))
+    output = answer_hook(harness, payload, env)
+    return jsonio.dumps(output) if output else None
+
+
+SERVER_DISCOVERY_FILE = "server.json"
+"""Written by a running `active-memory serve` under the state dir (hooks/paths.py)."""
+
+
+def _ask_server(harness: str, data: bytes, env: Mapping[str, str]) -> dict[str, Any] | None:
+    # The client is imported only when a server has announced itself: without one, its
+    # imports would cost every tool call for nothing.
+    from active_memory.recall.environment import state_dir
+
+    if not os.path.exists(os.path.join(state_dir(env), SERVER_DISCOVERY_FILE)):
+        return None
+    try:
+        from active_memory.hooks import client
+    except ImportError:
+        return None
+    answer: dict[str, Any] | None = client.ask_server(harness, data, env=env)
+    return answer
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """Answer one hook call from stdin; always 0 (errors are logged, never raised)."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    environment = os.environ if env is None else env
+    harness = arguments[0] if arguments else ""
+    try:
+        data = sys.stdin.buffer.read()
+        output = respond(harness, data, environment)
+        if output is not None:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+    except BaseException as exc:  # a hook must never fail the tool call
+        log_error(harness, exc, environment)
+    return 0
+
+
+def log_error(harness: str, exc: BaseException, env: Mapping[str, str]) -> None:
+    """Append one line about `exc` to the hook log; never raises."""
+    try:
+        import time
+
+        from active_memory.recall.environment import state_dir
+
+        folder = os.path.join(state_dir(env), "recall")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, LOG_FILE)
+        try:
+            if os.path.getsize(path) > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        message = " ".join(str(exc).split()) or "(no message)"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {type(exc).__name__}: {message}"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(descriptor, (line[:2000] + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(descriptor)
+    except BaseException:  # logging is best effort
+        pass
+
+
+def run() -> None:
+    """Console-script entry point (`active-memory-hook`)."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

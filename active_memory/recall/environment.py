@@ -1,0 +1,255 @@
+"""Where a tool call happens: run and session identity, budget, checkout root, namespace.
+
+The orchestrator describes a run to its agents' hooks through environment variables
+(docs/recall.md, "Identity"); a bare harness session falls back to the hook payload's
+session and working directory. Reading the namespace never runs `git`: a hook process
+reads `.git/config` itself, because a subprocess would cost more than the whole hook.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from active_memory.recall.types import (
+    ALL_SCOPES,
+    DEFAULT_BUDGET_BYTES,
+    MAX_BUDGET_BYTES,
+    MIN_BUDGET_BYTES,
+    RecallContext,
+    ToolCall,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+RUN_ID_ENV = "ACTIVE_MEMORY_RUN_ID"
+SESSION_ENV = "ACTIVE_MEMORY_SESSION_ID"
+GRAPH_HASH_ENV = "ACTIVE_MEMORY_GRAPH_HASH"
+NODE_ENV = "ACTIVE_MEMORY_NODE"
+BUDGET_ENV = "ACTIVE_MEMORY_BUDGET_BYTES"
+REPOSITORY_ENV = "ACTIVE_MEMORY_REPOSITORY"
+WORKSPACE_ENV = "ACTIVE_MEMORY_WORKSPACE"
+SCOPES_ENV = "ACTIVE_MEMORY_SCOPES"
+STORE_ENV = "ACTIVE_MEMORY_STORE"
+
+ENVIRONMENT_VARIABLES: tuple[str, ...] = (
+    RUN_ID_ENV,
+    SESSION_ENV,
+    GRAPH_HASH_ENV,
+    NODE_ENV,
+    BUDGET_ENV,
+    REPOSITORY_ENV,
+    WORKSPACE_ENV,
+    SCOPES_ENV,
+    STORE_ENV,
+    "ZEROSHOT_STATE_DIR",
+    "XDG_STATE_HOME",
+    "LOCALAPPDATA",
+    "HOME",
+)
+"""Every variable recall reads: what a thin client forwards to the recall server."""
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def state_dir(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """`<zeroshot state dir>/active-memory` (SPEC §7's folder).
+
+    Same rule as `active_memory.store.location.zeroshot_state_dir`, repeated here because
+    importing the store package loads pydantic, which a hook process must not pay for
+    (a test keeps the two in agreement).
+    """
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    join = os.path.join
+    if env.get("ZEROSHOT_STATE_DIR"):
+        base = env["ZEROSHOT_STATE_DIR"]
+    elif platform == "win32":
+        local = env.get("LOCALAPPDATA") or join(os.path.expanduser("~"), "AppData", "Local")
+        base = join(local, "zeroshot", "state")
+    elif env.get("XDG_STATE_HOME"):
+        base = join(env["XDG_STATE_HOME"], "zeroshot")
+    else:
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = join(home, ".local", "state", "zeroshot")
+    return join(base, "active-memory")
+
+
+def find_checkout_root(start: str) -> str | None:
+    """The nearest folder at or above `start` holding `.git` (a folder or a worktree file)."""
+    current = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _git_dir(root: str) -> str | None:
+    dot_git = os.path.join(root, ".git")
+    if os.path.isdir(dot_git):
+        return dot_git
+    try:
+        with open(dot_git, encoding="utf-8") as handle:
+            first = handle.readline().strip()
+    except OSError:
+        return None
+    # A linked worktree: `.git` is a file `gitdir: <path>`; the config lives in the
+    # common dir named by `<gitdir>/commondir`.
+    if not first.startswith("gitdir:"):
+        return None
+    git_dir = first[len("gitdir:") :].strip()
+    if not os.path.isabs(git_dir):
+        git_dir = os.path.normpath(os.path.join(root, git_dir))
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+            common = handle.readline().strip()
+        git_dir = os.path.normpath(os.path.join(git_dir, common))
+    except OSError:
+        pass
+    return git_dir
+
+
+def _remote_name(line: str) -> str | None:
+    """`[remote "origin"]` → `origin`; None for any other line."""
+    text = line.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    inner = text[1:-1].strip()
+    if not inner.startswith("remote") or '"' not in inner:
+        return None
+    if inner[len("remote") :].strip()[:1] != '"':
+        return None
+    name = inner[inner.index('"') + 1 :]
+    return name[:-1] if name.endswith('"') else None
+
+
+def read_remote_url(root: str) -> str | None:
+    """The URL of remote `origin` (else of the first remote) from the checkout's config."""
+    git_dir = _git_dir(root)
+    if git_dir is None:
+        return None
+    try:
+        with open(os.path.join(git_dir, "config"), encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    remotes: dict[str, str] = {}
+    current: str | None = None
+    for line in lines:
+        text = line.strip()
+        if text.startswith("["):
+            current = _remote_name(text)
+            continue
+        if current is None or current in remotes or "=" not in text:
+            continue
+        key, _, value = text.partition("=")
+        if key.strip().lower() == "url":
+            remotes[current] = value.strip().strip('"')
+    if "origin" in remotes:
+        return remotes["origin"]
+    return next(iter(remotes.values()), None)
+
+
+def namespace_from_remote(remote: str) -> str | None:
+    """`git@github.com:acme/api.git` / `https://github.com/acme/api` → `repo:github.com/acme/api`.
+
+    The host is lowercased; user, port and a trailing `.git` or `/` are dropped. None for
+    a local path, a `file://` URL, or anything else that names no host.
+    """
+    text = remote.strip()
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        if scheme.lower() == "file" or not scheme:
+            return None
+        authority, _, path = rest.partition("/")
+        host = authority.rpartition("@")[2]
+        # `[::1]:22` keeps its brackets; `host:22` loses its port.
+        host = host[: host.find("]") + 1] if host.startswith("[") else host.partition(":")[0]
+    else:
+        # scp-like `user@host:path`; a Windows drive (`C:\x`) or a path is not one.
+        before, colon, path = text.partition(":")
+        if not colon or "/" in before or "\\" in before or len(before) <= 1:
+            return None
+        host = before.rpartition("@")[2]
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")].rstrip("/")
+    host = host.lower()
+    if not host or not path:
+        return None
+    return f"repo:{host}/{path}"
+
+
+def repository_namespace(root: str | None) -> str | None:
+    """The namespace of the checkout at `root`, from its remote (None without one)."""
+    if root is None:
+        return None
+    remote = read_remote_url(root)
+    return namespace_from_remote(remote) if remote else None
+
+
+def parse_budget(value: str | None) -> int:
+    """`ACTIVE_MEMORY_BUDGET_BYTES`: an integer 1..16384; anything else is the default."""
+    if not value:
+        return DEFAULT_BUDGET_BYTES
+    try:
+        budget = int(value)
+    except ValueError:
+        return DEFAULT_BUDGET_BYTES
+    if not MIN_BUDGET_BYTES <= budget <= MAX_BUDGET_BYTES:
+        return DEFAULT_BUDGET_BYTES
+    return budget
+
+
+def parse_scopes(value: str | None) -> frozenset[str]:
+    """`ACTIVE_MEMORY_SCOPES`: comma-separated `repository`, `graph`; unset means both."""
+    if value is None:
+        return ALL_SCOPES
+    return frozenset(part.strip() for part in value.split(",")) & ALL_SCOPES
+
+
+def resolve_context(
+    call: ToolCall,
+    env: Mapping[str, str] | None = None,
+    *,
+    repository: str | None = None,
+    dry_run: bool = False,
+) -> RecallContext:
+    """The `RecallContext` of `call`, from `env` (the hook's environment) and the call.
+
+    `repository` overrides the namespace (the `recall --repository` option). Precedence
+    for each part is written in docs/recall.md ("Identity").
+    """
+    env = os.environ if env is None else env
+    session = call.session or env.get(SESSION_ENV) or ""
+    run_id = env.get(RUN_ID_ENV) or ""
+    if run_id:
+        run_key = f"run:{run_id}"
+    elif session:
+        run_key = f"session:{session}"
+    else:
+        run_key = "anonymous"
+    cwd = call.cwd or os.getcwd()
+    root = env.get(WORKSPACE_ENV) or find_checkout_root(cwd)
+    namespace = repository or env.get(REPOSITORY_ENV) or repository_namespace(root)
+    graph_hash = env.get(GRAPH_HASH_ENV) or None
+    if graph_hash is not None and (len(graph_hash) != 64 or not set(graph_hash) <= _HEX):
+        graph_hash = None
+    return RecallContext(
+        state_dir=state_dir(env),
+        run_key=run_key,
+        session=session or run_key,
+        repository=namespace,
+        workspace_root=os.path.abspath(root) if root else os.path.abspath(cwd),
+        graph_hash=graph_hash,
+        node=env.get(NODE_ENV) or None,
+        budget_bytes=parse_budget(env.get(BUDGET_ENV)),
+        store=env.get(STORE_ENV) or None,
+        scopes=parse_scopes(env.get(SCOPES_ENV)),
+        dry_run=dry_run,
+    )

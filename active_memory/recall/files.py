@@ -1,0 +1,152 @@
+"""Small file primitives recall's state needs: safe names, atomic writes, appends, locks.
+
+Every state file lives under `<zeroshot state dir>/active-memory/recall/`. Writers
+replace whole files atomically (temporary file + `os.replace`), append one record per
+`write` on an `O_APPEND` descriptor (one short line, so concurrent appenders never
+interleave), and serialise read-modify-write cycles with an exclusive lock: `fcntl.flock`
+where it exists, `msvcrt.locking` on Windows, else an `O_EXCL` lock file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+MAX_NAME = 120
+
+
+def safe_name(key: str) -> str:
+    """A file name for `key`: safe characters kept, others `%XX`-escaped, never `.`/`..`.
+
+    Distinct keys give distinct names (the escaping is reversible); a very long key is
+    cut and suffixed with two checksums of the whole.
+    """
+    out: list[str] = []
+    for ch in key:
+        if ch in _SAFE and ch != "%":
+            out.append(ch)
+        else:
+            out.extend(f"%{byte:02X}" for byte in ch.encode("utf-8"))
+    name = "".join(out)
+    if name in ("", ".", ".."):
+        name = "%" + name.replace(".", "%2E")
+    if len(name) > MAX_NAME:
+        data = key.encode("utf-8")
+        name = f"{name[:90]}~{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+    return name
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Replace `path` with `data` so readers see the old or the new file, never a mix."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:  # noqa: SIM105 - contextlib would cost the hook process an import
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def append_line(path: str, line: str) -> None:
+    """Append one line (a newline is added) with a single `write` on an `O_APPEND` file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(descriptor, (line + "\n").encode("utf-8"))
+    finally:
+        os.close(descriptor)
+
+
+def read_bytes(path: str) -> bytes | None:
+    """The file's bytes, or None when it does not exist."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+class FileLock:
+    """An exclusive lock on `path` (created if missing), held inside a `with` block."""
+
+    __slots__ = ("_descriptor", "_kind", "path", "timeout")
+
+    def __init__(self, path: str, timeout: float = 30.0) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._descriptor = -1
+        self._kind = "flock"  # or "msvcrt", "exclusive-file"
+
+    def __enter__(self) -> FileLock:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:
+            fcntl = None  # type: ignore[assignment]
+        if fcntl is not None:
+            self._descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(self._descriptor, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(self._descriptor)
+                raise
+            return self
+        self._enter_without_fcntl()  # pragma: no cover - Windows
+        return self
+
+    def _enter_without_fcntl(self) -> None:  # pragma: no cover - Windows
+        deadline = time.monotonic() + self.timeout
+        try:
+            import msvcrt
+        except ImportError:
+            msvcrt = None  # type: ignore[assignment]
+        if msvcrt is not None:
+            self._descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            while True:
+                try:
+                    msvcrt.locking(self._descriptor, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+                    self._kind = "msvcrt"
+                    return
+                except OSError:
+                    if time.monotonic() > deadline:
+                        os.close(self._descriptor)
+                        raise TimeoutError(f"{self.path}: lock held too long") from None
+                    time.sleep(0.002)
+        exclusive = self.path + ".held"
+        while True:
+            try:
+                self._descriptor = os.open(exclusive, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+                self._kind = "exclusive-file"
+                return
+            except FileExistsError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{exclusive}: lock held too long") from None
+                time.sleep(0.002)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        descriptor, self._descriptor = self._descriptor, -1
+        if self._kind == "msvcrt":  # pragma: no cover - Windows
+            import msvcrt
+
+            os.lseek(descriptor, 0, os.SEEK_SET)
+            msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        os.close(descriptor)  # releases a flock
+        if self._kind == "exclusive-file":  # pragma: no cover - neither fcntl nor msvcrt
+            os.unlink(self.path + ".held")

@@ -1,0 +1,80 @@
+"""Harness payloads in, hook answers out: Claude Code, Codex, and after-tool callbacks.
+
+- `claude`, `codex`: the `PreToolUse` hook input (stdin of a command hook, body of a
+  Claude Code `"type": "http"` hook): `session_id`, `cwd`, `tool_name`, `tool_input`
+  (plus `hook_event_name`, `transcript_path`, `tool_use_id`, … which recall ignores).
+  Answer: `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+  "additionalContext": "<framed cards>"}}`, or nothing when no card is delivered.
+- `after-tool`: harnesses that can only append to a tool's result (OpenCode's
+  `tool.execute.after`, Pi). Input: `{"tool", "args", "sessionID", "cwd"}` (OpenCode's
+  names; `tool_name` / `tool_input` / `session_id` / `directory` are accepted too, and
+  `harness` names the caller, default `opencode`). Answer: `{"append": "\\n\\n<framed
+  cards>"}`, the exact text to add at the end of the tool's output, or nothing.
+"""
+
+from __future__ import annotations
+
+from active_memory.recall.types import ToolCall
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from active_memory.recall.types import RecallAnswer
+
+HARNESSES = ("claude", "codex", "after-tool")
+
+
+class PayloadError(ValueError):
+    """A hook payload is not what its harness sends; the message names the field."""
+
+
+def _text(payload: dict[str, Any], *names: str) -> str | None:
+    for name in names:
+        value = payload.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def parse_payload(harness: str, payload: Any) -> ToolCall:
+    """The `ToolCall` a harness's hook payload describes (`PayloadError` if malformed)."""
+    if not isinstance(payload, dict):
+        raise PayloadError("the hook payload must be a JSON object")
+    if harness in ("claude", "codex"):
+        tool = _text(payload, "tool_name")
+        tool_input = payload.get("tool_input", {})
+        name = harness
+    elif harness == "after-tool":
+        tool = _text(payload, "tool", "tool_name")
+        tool_input = payload.get("args", payload.get("tool_input", {}))
+        name = _text(payload, "harness") or "opencode"
+    else:
+        raise PayloadError(f"unknown harness {harness!r}; use one of {', '.join(HARNESSES)}")
+    if tool is None:
+        raise PayloadError("the hook payload has no tool name ('tool_name' or 'tool')")
+    if tool_input is None:
+        tool_input = {}
+    if not isinstance(tool_input, dict):
+        raise PayloadError("the tool's arguments ('tool_input' or 'args') must be an object")
+    return ToolCall(
+        name,
+        tool,
+        tool_input,
+        session=_text(payload, "session_id", "sessionID", "sessionId"),
+        cwd=_text(payload, "cwd", "directory", "worktree"),
+    )
+
+
+def hook_output(harness: str, answer: RecallAnswer) -> dict[str, Any] | None:
+    """What the hook prints for `answer` (None: print nothing)."""
+    if not answer.context:
+        return None
+    if harness == "after-tool":
+        return {"append": "\n\n" + answer.context}
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "additionalContext": answer.context,
+        }
+    }

@@ -1,0 +1,96 @@
+"""The session ledger: what one provider session has received, kept across hook processes.
+
+One file per provider session (`recall/sessions/<session>.ledger`, marshal): bytes
+delivered so far, framing included, and the (id, revision) pairs delivered. Every
+hook process of the session reads, decides and writes it while holding the session's
+exclusive lock (`<session>.lock`), so concurrent tool calls of one session can never
+together exceed the budget or deliver a card twice. The file is replaced atomically;
+an unreadable ledger is an error (the hook then delivers nothing), never a reset that
+could overspend.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+
+from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
+from active_memory.recall.frame import frame, select
+from active_memory.recall.types import Skipped
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from active_memory.recall.types import CardHit, RecallContext
+
+
+class LedgerCorrupt(Exception):
+    """A session ledger file cannot be read (the session then receives nothing)."""
+
+
+class LedgerState:
+    """A session's running totals: `spent` bytes and the `delivered` (id, revision) set."""
+
+    __slots__ = ("delivered", "spent")
+
+    def __init__(self, spent: int = 0, delivered: set[tuple[str, int]] | None = None) -> None:
+        self.spent = spent
+        self.delivered: set[tuple[str, int]] = delivered if delivered is not None else set()
+
+
+def ledger_path(context: RecallContext) -> str:
+    """The ledger file of the context's provider session."""
+    return os.path.join(context.recall_dir, "sessions", safe_name(context.session) + ".ledger")
+
+
+def read_state(path: str) -> LedgerState:
+    """The ledger at `path` (an empty one when the file does not exist)."""
+    data = read_bytes(path)
+    if data is None:
+        return LedgerState()
+    try:
+        value = marshal.loads(data)
+        spent = value["spent"]
+        delivered = {(str(item[0]), int(item[1])) for item in value["delivered"]}
+    except (ValueError, EOFError, TypeError, KeyError, IndexError) as exc:
+        raise LedgerCorrupt(f"{path}: unreadable session ledger ({exc})") from None
+    if not isinstance(spent, int) or spent < 0:
+        raise LedgerCorrupt(f"{path}: unreadable session ledger (spent={spent!r})")
+    return LedgerState(spent, delivered)
+
+
+def _write_state(path: str, session: str, state: LedgerState) -> None:
+    value = {"session": session, "spent": state.spent, "delivered": sorted(state.delivered)}
+    atomic_write(path, marshal.dumps(value))
+
+
+def admit(
+    context: RecallContext, hits: Sequence[CardHit]
+) -> tuple[list[CardHit], list[Skipped], str, int]:
+    """Choose what the session receives from `hits` and record it in the ledger.
+
+    Returns (admitted cards, skipped cards, framed context, budget left). A dry run reads
+    the ledger and changes nothing.
+    """
+    path = ledger_path(context)
+    if context.dry_run:
+        return _decide(context, read_state(path), hits)[:4]
+    with FileLock(path[: -len(".ledger")] + ".lock"):
+        state = read_state(path)
+        admitted, skipped, text, left, cost = _decide(context, state, hits)
+        if admitted:
+            state.spent += cost
+            state.delivered.update((hit.id, hit.revision) for hit in admitted)
+            _write_state(path, context.session, state)
+    return admitted, skipped, text, left
+
+
+def _decide(
+    context: RecallContext, state: LedgerState, hits: Sequence[CardHit]
+) -> tuple[list[CardHit], list[Skipped], str, int, int]:
+    remaining = max(0, context.budget_bytes - state.spent)
+    admitted, skipped, cost = select(hits, state.delivered, remaining)
+    text = frame(hit.text for hit in admitted)
+    left = remaining - cost
+    return admitted, [Skipped(hit, reason) for hit, reason in skipped], text, left, cost  # type: ignore[arg-type]

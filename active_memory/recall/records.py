@@ -1,0 +1,103 @@
+"""What the hooks leave for the run record (SPEC §3): tool receipts and card deliveries.
+
+Per run key, under `recall/runs/<run key>/`:
+
+- `receipts.jsonl`: one line per tool call, matched or not:
+  `{"node", "tool", "at", "paths"}` with at most `RECEIPT_PATHS` root-relative paths;
+  never arguments or results;
+- `deliveries.jsonl`: one line per delivered card:
+  `{"session", "lesson", "revision", "at"}`.
+
+The run controller reads them back (`read_receipts`, `read_deliveries`) into the run
+record's `receipts` and `deliveries`; the record's own bounds (512 receipts, first and
+latest kept) apply there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from active_memory.recall import jsonio
+from active_memory.recall.files import append_line, safe_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from active_memory.recall.types import CardHit, RecallContext
+
+RECEIPT_PATHS = 8
+RECEIPTS_FILE = "receipts.jsonl"
+DELIVERIES_FILE = "deliveries.jsonl"
+
+
+def run_dir(recall_dir: str, run_key: str) -> str:
+    """The folder of one run's recall files (snapshot, receipts, deliveries)."""
+    return os.path.join(recall_dir, "runs", safe_name(run_key))
+
+
+def utc_timestamp(seconds: float | None = None) -> str:
+    """`2026-11-29T10:00:00.123Z` for `seconds` since the epoch (default: now)."""
+    now = time.time() if seconds is None else seconds
+    whole = int(now)
+    millis = int((now - whole) * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def record_receipt(context: RecallContext, tool: str, paths: Iterable[str]) -> None:
+    """Append the receipt of one tool call to its run's receipts."""
+    receipt = {
+        "node": context.node,
+        "tool": tool,
+        "at": utc_timestamp(),
+        "paths": list(paths)[:RECEIPT_PATHS],
+    }
+    append_line(
+        os.path.join(run_dir(context.recall_dir, context.run_key), RECEIPTS_FILE),
+        jsonio.dumps(receipt),
+    )
+
+
+def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
+    """Append one delivery line per card the session received."""
+    at = utc_timestamp()
+    path = os.path.join(run_dir(context.recall_dir, context.run_key), DELIVERIES_FILE)
+    lines = [
+        jsonio.dumps(
+            {"session": context.session, "lesson": hit.id, "revision": hit.revision, "at": at}
+        )
+        for hit in cards
+    ]
+    if lines:
+        append_line(path, "\n".join(lines))
+
+
+def _read_jsonl(path: str) -> list[dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return []
+    records: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            value = jsonio.loads(line)
+        except ValueError:
+            continue  # a line cut by a crash mid-append: the rest still counts
+        if isinstance(value, dict):
+            records.append(value)
+    return records
+
+
+def read_receipts(recall_dir: str, run_key: str) -> list[dict[str, Any]]:
+    """Every receipt recorded for `run_key`, in the order written."""
+    return _read_jsonl(os.path.join(run_dir(recall_dir, run_key), RECEIPTS_FILE))
+
+
+def read_deliveries(recall_dir: str, run_key: str) -> list[dict[str, Any]]:
+    """Every card delivery recorded for `run_key`, in the order written."""
+    return _read_jsonl(os.path.join(run_dir(recall_dir, run_key), DELIVERIES_FILE))
