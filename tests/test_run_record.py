@@ -258,3 +258,12 @@ def test_windows_checkouts_relativize_with_either_separator() -> None:
         {"tool": "Read", "paths": ["C:\\work\\api\\src\\a.py", "C:/work/api/b.py", "D:\\x.py"]}
     ]
     assert parse_run_record(data).receipts[0].paths == ("src/a.py", "b.py")
+
+
+def test_receipts_never_keep_arguments_or_results() -> None:
+    data = _sample()
+    data["receipts"] = [
+        {"tool": "Bash", "paths": ["a.py"], "arguments": {"command": "cat .env"}, "result": "x"}
+    ]
+    dumped = parse_run_record(data).model_dump(mode="json")["receipts"][0]
+    assert set(dumped) == {"node", "tool", "at", "paths"}

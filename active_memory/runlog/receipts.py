@@ -38,9 +38,13 @@ Timestamp = Annotated[datetime, AfterValidator(_utc)]
 
 
 class Receipt(BaseModel):
-    """One tool call seen by the hook: node, tool name, time and workspace paths only."""
+    """One tool call seen by the hook: node, tool name, time and workspace paths only.
 
-    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True, frozen=True)
+    Unlike every other model, a receipt drops fields it does not know: SPEC §3 says a
+    receipt never carries a tool's arguments or results, so nothing else is stored.
+    """
+
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True, frozen=True)
 
     node: str | None = None
     tool: str
