@@ -23,6 +23,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "imports",
     "evidence",
     "hook",
+    "recall",
+    "instructions",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -93,4 +93,4 @@ def _decide(
     admitted, skipped, cost = select(hits, state.delivered, remaining)
     text = frame(hit.text for hit in admitted)
     left = remaining - cost
-    return admitted, [Skipped(hit, reason) for hit, reason in skipped], text, left, cost  # type: ignore[arg-type]
+    return admitted, [Skipped(hit, reason) for hit, reason in skipped], text, left, cost

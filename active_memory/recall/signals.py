@@ -157,14 +157,16 @@ class _Reader:
         text = raw.strip()
         if not text or "\x00" in text or "://" in text or text.startswith("-"):
             return
-        self.words(text)
         if glob or any(ch in text for ch in _GLOB_CHARS):
             self.glob(text, base)
             return
-        if len(self.signals.paths) >= MAX_PATHS:
-            return
         relative = self.relative(self.resolve(text, base))
-        if relative is not None:
+        if relative is None:
+            return
+        # Terms come from the root-relative path: the folders above the checkout say
+        # nothing about the work.
+        self.words(relative)
+        if len(self.signals.paths) < MAX_PATHS:
             self.signals.paths[relative] = None
 
     def glob(self, pattern: str, base: str) -> None:

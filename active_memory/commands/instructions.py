@@ -1,0 +1,167 @@
+"""`active-memory instructions --graph H --node N [--graph-file GRAPH.json]`.
+
+Prints a node's authored instructions with its admitted graph lessons appended, framed
+as reference data and within the budget (SPEC §8, §9). The authored graph is only read:
+its file and its hash never change. With `ACTIVE_MEMORY_RUN_ID` set, the lessons come
+from the run's frozen snapshot (frozen now if this is the run's first recall);
+otherwise from the store as it is, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+AGENT_KINDS = ("step", "verifier")
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `instructions`."""
+    parser = subcommands.add_parser(
+        "instructions",
+        help="a node's instructions with its graph lessons appended",
+        description="Print a graph node's authored instructions followed by its graph "
+        "lessons (framed, within the budget). The graph itself is never changed.",
+    )
+    parser.add_argument("--graph", required=True, metavar="H", help="the graph hash")
+    parser.add_argument("--node", required=True, metavar="N", help="the node's name")
+    parser.add_argument(
+        "--graph-file",
+        metavar="GRAPH.json",
+        help="the authored graph (must hash to H); its node's `instructions` come first",
+    )
+    parser.add_argument(
+        "--repository",
+        metavar="NS",
+        help="repository namespace for repository-qualified graph lessons "
+        "(default: $ACTIVE_MEMORY_REPOSITORY, else the current checkout's remote)",
+    )
+    parser.add_argument(
+        "--budget-bytes",
+        type=int,
+        metavar="N",
+        help="bytes of lessons, framing included (default: $ACTIVE_MEMORY_BUDGET_BYTES, else 2048)",
+    )
+    add_store_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=_instructions)
+
+
+def find_node(graph: Any, name: str) -> dict[str, Any] | None:
+    """The agent node (`step` or `verifier`) called `name` anywhere in a graph's JSON."""
+    stack = [graph]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if value.get("name") == name and value.get("kind") in AGENT_KINDS:
+                return value
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
+
+
+def authored_instructions(graph_file: str, graph_hash: str, node: str) -> str:
+    """The node's `instructions` from `graph_file`, after checking the file hashes to H."""
+    import json
+
+    from active_memory.errors import UsageError
+    from active_memory.runlog.canonical import graph_hash as compute_hash
+
+    try:
+        with open(graph_file, encoding="utf-8") as handle:
+            graph = json.load(handle)
+    except OSError as exc:
+        raise UsageError(f"{graph_file}: cannot read the graph: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"{graph_file}: not JSON: {exc}") from None
+    actual = compute_hash(graph)
+    if actual != graph_hash:
+        raise UsageError(
+            f"{graph_file}: the graph hashes to {actual}, not --graph {graph_hash}; "
+            "pass the graph file the run was started with"
+        )
+    found = find_node(graph, node)
+    if found is None:
+        raise UsageError(f"{graph_file}: no step or verifier node named {node!r}")
+    text = found.get("instructions")
+    return text if isinstance(text, str) else ""
+
+
+def _instructions(args: argparse.Namespace) -> int:
+    from active_memory.errors import UsageError
+    from active_memory.recall.environment import (
+        MAX_BUDGET_BYTES,
+        RUN_ID_ENV,
+        resolve_context,
+    )
+    from active_memory.recall.frame import frame, select
+    from active_memory.recall.index import SnapshotCorrupt
+    from active_memory.recall.snapshot import graph_cards
+    from active_memory.recall.types import ToolCall
+
+    graph_hash = args.graph.strip().lower()
+    if len(graph_hash) != 64 or not set(graph_hash) <= set("0123456789abcdef"):
+        raise UsageError(f"--graph {args.graph}: a graph hash is 64 lowercase hex characters")
+    authored = (
+        authored_instructions(args.graph_file, graph_hash, args.node) if args.graph_file else ""
+    )
+    env = dict(os.environ)
+    env.update(ACTIVE_MEMORY_GRAPH_HASH=graph_hash, ACTIVE_MEMORY_NODE=args.node)
+    call = ToolCall("instructions", "instructions", {}, cwd=os.getcwd())
+    context = resolve_context(
+        call, env, repository=args.repository, dry_run=not env.get(RUN_ID_ENV)
+    )
+    changes: dict[str, Any] = {}
+    if args.store:
+        changes["store"] = args.store
+    if args.budget_bytes is not None:
+        if not 1 <= args.budget_bytes <= MAX_BUDGET_BYTES:
+            raise UsageError(f"--budget-bytes must be 1..{MAX_BUDGET_BYTES}")
+        changes["budget_bytes"] = args.budget_bytes
+    if changes:
+        context = context.replace(**changes)
+    try:
+        cards = [_GraphCard(*card) for card in graph_cards(context)]
+    except SnapshotCorrupt as exc:
+        raise UsageError(str(exc)) from None
+    admitted, skipped, cost = select(cards, set(), context.budget_bytes)
+    block = frame(card.text for card in admitted)
+    text = authored.rstrip("\n")
+    if block:
+        text = f"{text}\n\n{block}" if text else block
+    if args.json:
+        print_json(
+            {
+                "graph": graph_hash,
+                "node": args.node,
+                "instructions": authored,
+                "lessons": [{"id": c.id, "revision": c.revision} for c in admitted],
+                "skipped": [
+                    {"id": c.id, "revision": c.revision, "reason": why} for c, why in skipped
+                ],
+                "context": block,
+                "budget_left": context.budget_bytes - cost,
+                "text": text,
+            }
+        )
+        return 0
+    sys.stdout.write(text + "\n" if text else "")
+    return 0
+
+
+class _GraphCard:
+    __slots__ = ("id", "revision", "text")
+
+    def __init__(self, lesson_id: str, revision: int, text: str) -> None:
+        self.id = lesson_id
+        self.revision = revision
+        self.text = text
+
+    @property
+    def size(self) -> int:
+        return len(self.text.encode("utf-8"))

@@ -1,0 +1,140 @@
+"""`active-memory recall --session S --cwd DIR [--repository NS] TOOL_JSON [--json]`.
+
+Shows what one tool call would receive now, and why (SPEC §9, §10), without spending
+the session's budget, writing a receipt or freezing a snapshot: it reads the run's
+frozen snapshot when there is one, else the store as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `recall`."""
+    parser = subcommands.add_parser(
+        "recall",
+        help="the cards a tool call would receive, and why",
+        description="Show the lesson cards one tool call would receive now and why "
+        "(match kind and score), without spending budget or recording anything. "
+        'TOOL_JSON is a hook payload ({"tool_name", "tool_input"}) or an after-tool '
+        'one ({"tool", "args"}): inline JSON, @FILE, or - for stdin.',
+    )
+    parser.add_argument("tool_json", metavar="TOOL_JSON", help="the tool call (JSON, @FILE or -)")
+    parser.add_argument("--session", required=True, help="provider session ID (budget ledger)")
+    parser.add_argument("--cwd", required=True, metavar="DIR", help="the tool's working folder")
+    parser.add_argument(
+        "--repository",
+        metavar="NS",
+        help="repository namespace (default: from the checkout's remote)",
+    )
+    parser.add_argument(
+        "--budget-bytes",
+        type=int,
+        metavar="N",
+        help="the session's budget (default: $ACTIVE_MEMORY_BUDGET_BYTES, else 2048)",
+    )
+    add_store_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=_recall)
+
+
+def read_tool_json(argument: str) -> Any:
+    """The decoded TOOL_JSON argument (inline, `@file` or `-`); UsageError if not JSON."""
+    import json
+
+    from active_memory.errors import UsageError
+
+    if argument == "-":
+        source, text = "stdin", sys.stdin.read()
+    elif argument.startswith("@"):
+        source = argument[1:]
+        try:
+            with open(source, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise UsageError(f"{source}: cannot read TOOL_JSON: {exc.strerror}") from None
+    else:
+        source, text = "TOOL_JSON", argument
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{source}: not JSON: {exc}") from None
+
+
+def _recall(args: argparse.Namespace) -> int:
+    from active_memory.errors import UsageError
+    from active_memory.recall.engine import answer_tool_call
+    from active_memory.recall.environment import MAX_BUDGET_BYTES, resolve_context
+    from active_memory.recall.harness import PayloadError, parse_payload
+    from active_memory.recall.index import SnapshotCorrupt
+    from active_memory.recall.ledger import LedgerCorrupt
+    from active_memory.recall.signals import extract_signals
+    from active_memory.recall.types import ToolCall
+
+    payload = read_tool_json(args.tool_json)
+    harness = "claude" if isinstance(payload, dict) and "tool_name" in payload else "after-tool"
+    try:
+        parsed = parse_payload(harness, payload)
+    except PayloadError as exc:
+        raise UsageError(f"TOOL_JSON: {exc}") from None
+    if not os.path.isdir(args.cwd):
+        raise UsageError(f"--cwd {args.cwd}: no such folder")
+    call = ToolCall(
+        parsed.harness,
+        parsed.tool,
+        parsed.tool_input,
+        session=args.session,
+        cwd=os.path.abspath(args.cwd),
+    )
+    context = resolve_context(call, repository=args.repository, dry_run=True)
+    changes: dict[str, Any] = {}
+    if args.store:
+        changes["store"] = args.store
+    if args.budget_bytes is not None:
+        if not 1 <= args.budget_bytes <= MAX_BUDGET_BYTES:
+            raise UsageError(f"--budget-bytes must be 1..{MAX_BUDGET_BYTES}")
+        changes["budget_bytes"] = args.budget_bytes
+    if changes:
+        context = context.replace(**changes)
+    try:
+        answer = answer_tool_call(call, context)
+    except (SnapshotCorrupt, LedgerCorrupt) as exc:
+        raise UsageError(str(exc)) from None
+    signals = extract_signals(call, context.workspace_root)
+    document = answer.to_json()
+    document["repository"] = context.repository
+    document["signals"] = {
+        "paths": list(signals.paths),
+        "identifiers": list(signals.identifiers),
+        "terms": sorted(signals.terms),
+    }
+    if args.json:
+        print_json(document)
+        return 0
+    _print_human(document)
+    return 0
+
+
+def _print_human(document: dict[str, Any]) -> None:
+    out = sys.stdout
+    if document["repository"] is None:
+        out.write("no repository namespace (no remote; pass --repository): nothing recalls\n")
+    signals = document["signals"]
+    out.write(f"paths: {', '.join(signals['paths']) or '-'}\n")
+    out.write(f"identifiers: {', '.join(signals['identifiers']) or '-'}\n")
+    for card in document["cards"]:
+        out.write(f"deliver {card['id']} r{card['revision']}: {card['match']} ({card['score']})\n")
+    for card in document["skipped"]:
+        out.write(f"skip {card['id']} r{card['revision']}: {card['match']} ({card['score']}), ")
+        out.write(f"{card['reason'].replace('_', ' ')}\n")
+    if not document["cards"]:
+        out.write("no card would be delivered\n")
+    else:
+        out.write("\n" + document["context"] + "\n\n")
+    out.write(f"budget left: {document['budget_left']} bytes\n")
