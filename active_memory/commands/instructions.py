@@ -94,15 +94,11 @@ def authored_instructions(graph_file: str, graph_hash: str, node: str) -> str:
 
 def _instructions(args: argparse.Namespace) -> int:
     from active_memory.errors import UsageError
-    from active_memory.recall.environment import (
-        MAX_BUDGET_BYTES,
-        RUN_ID_ENV,
-        resolve_context,
-    )
+    from active_memory.recall.environment import RUN_ID_ENV, resolve_context
     from active_memory.recall.frame import frame, select
     from active_memory.recall.index import SnapshotCorrupt
     from active_memory.recall.snapshot import graph_cards
-    from active_memory.recall.types import ToolCall
+    from active_memory.recall.types import MAX_BUDGET_BYTES, ToolCall
 
     graph_hash = args.graph.strip().lower()
     if len(graph_hash) != 64 or not set(graph_hash) <= set("0123456789abcdef"):

@@ -70,12 +70,12 @@ def read_tool_json(argument: str) -> Any:
 def _recall(args: argparse.Namespace) -> int:
     from active_memory.errors import UsageError
     from active_memory.recall.engine import answer_tool_call
-    from active_memory.recall.environment import MAX_BUDGET_BYTES, resolve_context
+    from active_memory.recall.environment import resolve_context
     from active_memory.recall.harness import PayloadError, parse_payload
     from active_memory.recall.index import SnapshotCorrupt
     from active_memory.recall.ledger import LedgerCorrupt
     from active_memory.recall.signals import extract_signals
-    from active_memory.recall.types import ToolCall
+    from active_memory.recall.types import MAX_BUDGET_BYTES, ToolCall
 
     payload = read_tool_json(args.tool_json)
     harness = "claude" if isinstance(payload, dict) and "tool_name" in payload else "after-tool"
