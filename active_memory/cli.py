@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hook",
     "recall",
     "instructions",
+    "serve",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -172,7 +172,7 @@ def test_plugin_appends_the_recalled_context_to_the_tool_output(tmp_path: Path) 
         '<active-memory note="Lessons from earlier runs.">\n## Regen (L-1 r1)\n</active-memory>'
     )
     answer = tmp_path / "answer.json"
-    answer.write_text(json.dumps({"context": context}))
+    answer.write_text(json.dumps({"append": "\n\n" + context}))
     hook = f'[ "$1 $2" = "hook after-tool" ] || exit 3\ncat > "$RECEIVED"\ncat "{answer}"\n'
 
     output, received = _run_plugin(tmp_path, hook)
@@ -182,14 +182,15 @@ def test_plugin_appends_the_recalled_context_to_the_tool_output(tmp_path: Path) 
         "## Regen (L-1 r1)\n</active-memory>"
     )
     payload = json.loads(received.read_text())
-    assert payload["tool_name"] == "read"
-    assert payload["session_id"] == "ses_1"
-    assert payload["tool_input"] == {"filePath": "src/api/client.ts"}
+    assert payload["tool"] == "read"
+    assert payload["sessionID"] == "ses_1"
+    assert payload["args"] == {"filePath": "src/api/client.ts"}
     assert payload["cwd"] == str(tmp_path)
+    assert payload["harness"] == "opencode"
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_plugin_leaves_the_output_alone_when_the_hook_fails(tmp_path: Path) -> None:
-    output, _ = _run_plugin(tmp_path, 'echo \'{"context": "x"}\'\nexit 1\n')
+    output, _ = _run_plugin(tmp_path, 'echo \'{"append": "x"}\'\nexit 1\n')
 
     assert output["output"] == "file contents"

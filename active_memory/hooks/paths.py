@@ -29,6 +29,15 @@ HOOK_PATH_PREFIX = "/active-memory/v1/hook/"
 HEALTH_PATH = "/active-memory/v1/health"
 """`GET`: answers `{"ok": true}` without touching any snapshot (liveness, benchmarks)."""
 
+ENV_HEADER_PREFIX = "x-active-memory-env-"
+"""A hook call's environment travels as headers `X-Active-Memory-Env-<NAME>: value`.
+
+Recall reads the run's identity (ACTIVE_MEMORY_RUN_ID, …) from the hook's environment;
+the server has its own, so the thin client (and Claude Code's HTTP hook, through
+`allowedEnvVars`) forwards those variables. An empty value counts as unset, because
+Claude Code sends an empty string for a variable that is not set.
+"""
+
 TOKEN_FILE = "server.token"
 DISCOVERY_FILE = "server.json"
 

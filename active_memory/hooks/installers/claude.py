@@ -14,10 +14,24 @@ from active_memory.hooks.installers.files import (
     read_text,
 )
 from active_memory.hooks.installers.hook_settings import install_hook, uninstall_hook
-from active_memory.hooks.paths import HOOK_PATH_PREFIX, TOKEN_ENV
+from active_memory.hooks.paths import ENV_HEADER_PREFIX, HOOK_PATH_PREFIX, TOKEN_ENV
 
 MATCHER = "Read|Edit|MultiEdit|Write|NotebookEdit|Grep|Glob|Bash"
 """The tools whose arguments carry recall signals (paths, patterns, shell arguments)."""
+
+FORWARDED_ENV = (
+    "ACTIVE_MEMORY_RUN_ID",
+    "ACTIVE_MEMORY_SESSION_ID",
+    "ACTIVE_MEMORY_GRAPH_HASH",
+    "ACTIVE_MEMORY_NODE",
+    "ACTIVE_MEMORY_BUDGET_BYTES",
+    "ACTIVE_MEMORY_REPOSITORY",
+    "ACTIVE_MEMORY_WORKSPACE",
+    "ACTIVE_MEMORY_SCOPES",
+    "ACTIVE_MEMORY_STORE",
+)
+"""The run identity a hook reads from its environment (docs/recall.md, "Identity"): the
+HTTP hook forwards them as headers, as the command hook's thin client does."""
 
 COMMAND = "active-memory hook claude"
 COMMAND_TIMEOUT = 10
@@ -26,6 +40,10 @@ HTTP_TIMEOUT = 5
 # Ours: any command that runs `active-memory hook claude` (however the executable is
 # spelled: a path, a venv, quoted) and any HTTP hook pointed at our server's hook path.
 _OUR_COMMAND = re.compile(r"""(^|[\s/\\'"])active-memory(\.exe)?['"]?\s+hook\s+claude\b""")
+
+
+ENV_HEADER_TITLE = "-".join(part.capitalize() for part in ENV_HEADER_PREFIX.split("-"))
+"""`X-Active-Memory-Env-` (the same header name, capitalised as people write it)."""
 
 
 def settings_path(base: Path) -> Path:
@@ -55,11 +73,14 @@ def handler(http: bool, port: int) -> dict[str, Any]:
     """
     if not http:
         return {"type": "command", "command": COMMAND, "timeout": COMMAND_TIMEOUT}
+    headers = {"Authorization": f"Bearer ${TOKEN_ENV}"}
+    for name in FORWARDED_ENV:
+        headers[f"{ENV_HEADER_TITLE}{name}"] = f"${name}"
     return {
         "type": "http",
         "url": f"http://127.0.0.1:{port}{HOOK_PATH_PREFIX}claude",
-        "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
-        "allowedEnvVars": [TOKEN_ENV],
+        "headers": headers,
+        "allowedEnvVars": [TOKEN_ENV, *FORWARDED_ENV],
         "timeout": HTTP_TIMEOUT,
     }
 

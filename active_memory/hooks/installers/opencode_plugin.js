@@ -43,19 +43,15 @@ function askActiveMemory(payload, cwd) {
   });
 }
 
-function contextOf(stdout) {
+// The hook prints `{"append": "\n\n<framed cards>"}` (the exact text to add), or nothing.
+function appendixOf(stdout) {
   const text = stdout.trim();
   if (!text) return "";
   try {
     const answer = JSON.parse(text);
-    if (answer && typeof answer.context === "string") return answer.context;
-    const specific = answer && answer.hookSpecificOutput;
-    if (specific && typeof specific.additionalContext === "string") {
-      return specific.additionalContext;
-    }
-    return "";
+    return answer && typeof answer.append === "string" ? answer.append : "";
   } catch {
-    return text;
+    return "";
   }
 }
 
@@ -74,18 +70,11 @@ export const ActiveMemory = async ({ directory, worktree }) => {
       try {
         const cwd = directory || worktree || process.cwd();
         const stdout = await askActiveMemory(
-          {
-            hook_event_name: "tool.execute.after",
-            harness: "opencode",
-            session_id: input.sessionID,
-            tool_name: input.tool,
-            tool_input: args,
-            cwd,
-          },
+          { harness: "opencode", tool: input.tool, args, sessionID: input.sessionID, cwd },
           cwd,
         );
-        const context = contextOf(stdout);
-        if (context) output.output = `${output.output}\n\n${context}`;
+        const appendix = appendixOf(stdout);
+        if (appendix) output.output += appendix;
       } catch {
         // never fail the tool call
       }

@@ -1,0 +1,99 @@
+"""`active-memory serve`: the resident recall server (loopback only, token-protected)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from active_memory.commands.common import add_store_option
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `serve`."""
+    from active_memory.hooks.paths import DEFAULT_PORT
+
+    parser = subcommands.add_parser(
+        "serve",
+        help="the resident recall server (Claude Code HTTP hooks; fast path for command hooks)",
+        description="Answer hook calls from snapshots and indexes kept in memory. Listens "
+        "on loopback only; every hook call must carry the token "
+        "(`Authorization: Bearer …`). Stop it with Ctrl-C or SIGTERM.",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="loopback address to listen on: 127.0.0.1 (default), ::1 or localhost",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port (default {DEFAULT_PORT}, the one `hook install --http` writes; "
+        "0: any free port)",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        default=None,
+        help="the token file (created 0600 if missing; default: "
+        "<zeroshot state dir>/active-memory/server.token)",
+    )
+    parser.add_argument(
+        "--print-token",
+        action="store_true",
+        help="print the token (creating it if needed) and exit, e.g. "
+        'export ACTIVE_MEMORY_TOKEN="$(active-memory serve --print-token)"',
+    )
+    add_store_option(parser)
+    parser.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+    import os
+    import sys
+
+    from active_memory.errors import UsageError
+    from active_memory.hooks.paths import default_token_path, discovery_path
+    from active_memory.hooks.server import loopback_host
+    from active_memory.hooks.token import load_or_create_token
+
+    # Checked before anything is created or imported: a bad --host must cost nothing.
+    host = loopback_host(args.host)
+    if not 0 <= args.port < 65536:
+        raise UsageError(f"--port {args.port}: must be 0..65535")
+    token_file = Path(args.token_file) if args.token_file else default_token_path()
+    token = load_or_create_token(token_file)
+    if args.print_token:
+        print(token)
+        return 0
+
+    from active_memory.hooks.recall_answer import make_answer
+    from active_memory.hooks.server import serve
+
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s active-memory serve: %(levelname)s %(message)s",
+    )
+
+    def listening(bound_host: str, port: int) -> None:
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        print(
+            f"active-memory serve: listening on http://{shown}:{port} (pid {os.getpid()}); "
+            f"token in {token_file}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    serve(
+        make_answer(os.environ, args.store),
+        token=token,
+        token_file=token_file,
+        discovery=discovery_path(),
+        host=host,
+        port=args.port,
+        on_listen=listening,
+    )
+    print("active-memory serve: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,332 @@
+"""The resident recall server: a minimal ASGI app served by uvicorn on loopback only.
+
+Routes (all answers are JSON):
+
+- `POST /active-memory/v1/hook/{harness}` with `Authorization: Bearer <token>`: the body
+  is the hook JSON a harness would give its command hook (Claude Code's `"type": "http"`
+  hook POSTs exactly that); the answer is the JSON that command hook would print.
+- `GET /active-memory/v1/health`: `{"ok": true}`; no token, no snapshot, no lesson text.
+
+Rules that keep a hook from ever failing a tool call: a missing token is 401 and a wrong
+one 403 (Claude Code treats any non-2xx as a non-blocking error, so the tool runs with no
+context); a body that is not a JSON object is 400 with a log line; an error inside the
+answer is logged and answered `200 {}` (no context).
+
+The answer function blocks (it takes the session ledger's file lock, and a run's first
+call freezes its snapshot from the store), so it runs in worker threads, a few at a
+time: one slow first call never holds up the event loop, other sessions' calls, or the
+token checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hmac
+import ipaddress
+import json
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from active_memory.errors import UsageError
+from active_memory.hooks.discovery import read_discovery, remove_discovery, write_discovery
+from active_memory.hooks.paths import ENV_HEADER_PREFIX, HEALTH_PATH, HOOK_PATH_PREFIX
+
+log = logging.getLogger("active_memory.server")
+
+Answer = Callable[[str, dict[str, Any], dict[str, str]], Mapping[str, Any]]
+"""(harness, hook JSON, forwarded environment) → the JSON the command hook would print."""
+
+HARNESSES = frozenset({"claude", "codex", "after-tool"})
+"""The hook names the server answers (the same as `active-memory hook NAME`)."""
+
+MAX_BODY_BYTES = 1024 * 1024
+"""Larger hook bodies are refused (413): a tool call's arguments never need more."""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+ANSWER_THREADS = 4
+"""Hook calls answered at once; more wait for a thread (a harness sends one at a time)."""
+
+
+class BadHookCall(ValueError):
+    """Raised by an answer function for a hook body that is JSON but not a hook call (400)."""
+
+
+class NotLoopback(UsageError):
+    """`serve --host` named an address other machines could reach."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(
+            f"--host {host}: the recall server listens on loopback only "
+            "(127.0.0.1, ::1 or localhost)"
+        )
+        self.host = host
+
+
+class ServerAlreadyRunning(UsageError):
+    """Another live recall server is recorded in the discovery file."""
+
+    def __init__(self, pid: int, port: int) -> None:
+        super().__init__(
+            f"a recall server is already running (pid {pid}, port {port}); "
+            f"stop it first (`kill {pid}`)"
+        )
+        self.pid = pid
+        self.port = port
+
+
+class PortInUse(UsageError):
+    """The port cannot be bound."""
+
+    def __init__(self, host: str, port: int, reason: str) -> None:
+        super().__init__(f"cannot listen on {host}:{port}: {reason}; choose another --port")
+        self.host = host
+        self.port = port
+
+
+def loopback_host(host: str) -> str:
+    """The loopback IP literal to bind for `host`; NotLoopback for anything else."""
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        raise NotLoopback(host) from None
+    if not address.is_loopback:
+        raise NotLoopback(host)
+    return str(address)
+
+
+class RecallApp:
+    """The ASGI application: token check, body limits, JSON in and out, never a crash."""
+
+    def __init__(self, answer: Answer, token: str) -> None:
+        self._answer = answer
+        self._expected = f"Bearer {token}".encode()
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one HTTP request (other ASGI scopes are ignored)."""
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path == HEALTH_PATH:
+            if method not in ("GET", "HEAD"):
+                await _respond(send, 405, {"error": "use GET"})
+            else:
+                await _respond(send, 200, {"ok": True})
+            return
+        harness = path.removeprefix(HOOK_PATH_PREFIX)
+        if harness == path or harness not in HARNESSES:
+            await _respond(send, 404, {"error": "no such hook"})
+            return
+        if method != "POST":
+            await _respond(send, 405, {"error": "use POST"})
+            return
+        status = self._authorize(scope)
+        if status != 200:
+            log.warning("refused %s hook call: %s token", harness, _TOKEN_REASON[status])
+            await _respond(send, status, {"error": f"{_TOKEN_REASON[status]} token"})
+            return
+        body = await _read_body(receive)
+        if body is None:
+            log.warning("refused %s hook call: body over %d bytes", harness, MAX_BODY_BYTES)
+            await _respond(send, 413, {"error": "body too large"})
+            return
+        try:
+            payload = json.loads(body)
+        except ValueError as exc:
+            log.warning("bad %s hook call: body is not JSON (%s)", harness, exc)
+            await _respond(send, 400, {"error": "body is not JSON"})
+            return
+        if not isinstance(payload, dict):
+            log.warning("bad %s hook call: body is JSON but not an object", harness)
+            await _respond(send, 400, {"error": "body must be a JSON object"})
+            return
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(ANSWER_THREADS)
+        work = functools.partial(self._answer_json, harness, payload, forwarded_env(scope))
+        try:
+            encoded = await anyio.to_thread.run_sync(work, limiter=self._limiter)
+        except BadHookCall as exc:
+            log.warning("bad %s hook call: %s", harness, exc)
+            await _respond(send, 400, {"error": str(exc)})
+            return
+        except Exception:
+            # A hook must never fail the tool call: log, and answer "no context".
+            log.exception("recall failed on a %s hook call; answered with no context", harness)
+            encoded = b"{}"
+        await _send(send, 200, encoded)
+
+    def _answer_json(self, harness: str, payload: dict[str, Any], env: dict[str, str]) -> bytes:
+        document = dict(self._answer(harness, payload, env))
+        return json.dumps(document, ensure_ascii=False).encode()
+
+    def _authorize(self, scope: Scope) -> int:
+        values = [value for name, value in scope["headers"] if name == b"authorization"]
+        if not values:
+            return 401
+        if len(values) == 1 and hmac.compare_digest(values[0], self._expected):
+            return 200
+        return 403
+
+
+_TOKEN_REASON = {401: "missing", 403: "wrong"}
+
+_PREFIX = ENV_HEADER_PREFIX.encode()
+
+
+def forwarded_env(scope: Scope) -> dict[str, str]:
+    """The hook's environment variables sent as `X-Active-Memory-Env-<NAME>` headers.
+
+    Names come back upper-case (HTTP lower-cases header names; every variable recall
+    reads is upper-case); empty and undecodable values are left out.
+    """
+    env: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        if not name.startswith(_PREFIX) or not value:
+            continue
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        env[name[len(_PREFIX) :].decode("latin-1").upper()] = text
+    return env
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)  # client went away; the answer goes nowhere anyway
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _respond(send: Send, status: int, document: Mapping[str, Any]) -> None:
+    await _send(send, status, json.dumps(document).encode())
+
+
+async def _send(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def bind_loopback(host: str, port: int) -> socket.socket:
+    """A listening socket on `host:port` (loopback only; port 0: the system picks one)."""
+    ip = loopback_host(host)
+    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((ip, port))
+        sock.listen(512)
+    except OSError as exc:
+        sock.close()
+        raise PortInUse(ip, port, exc.strerror or str(exc)) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+@contextlib.contextmanager
+def _stop_on_signals(server: Any) -> Iterator[None]:
+    # uvicorn installs its own SIGINT/SIGTERM handlers only while it runs, then restores
+    # the ones it found and raises the signal again. Ours, around the whole lifetime,
+    # turn a signal before uvicorn's handlers exist into a clean stop (instead of a
+    # KeyboardInterrupt or death by SIGTERM), and absorb the re-raise afterwards, so
+    # the discovery file is always removed and `serve` exits 0.
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals can only be handled on the main thread; uvicorn skips them too
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        server.should_exit = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in _SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def serve(
+    answer: Answer,
+    *,
+    token: str,
+    token_file: Path,
+    discovery: Path,
+    host: str = "127.0.0.1",
+    port: int,
+    on_listen: Callable[[str, int], None] | None = None,
+) -> None:
+    """Listen on loopback and answer hook calls until SIGINT or SIGTERM.
+
+    Refuses a non-loopback host (NotLoopback) and a second live server (ServerAlreadyRunning);
+    writes the discovery file once listening and removes it on the way out.
+    """
+    try:
+        import uvicorn
+    except ImportError:
+        raise UsageError(
+            "the recall server needs uvicorn: pip install 'active-memory[server]'"
+        ) from None
+
+    ip = loopback_host(host)
+    running = read_discovery(discovery)
+    if running is not None:
+        raise ServerAlreadyRunning(running.pid, running.port)
+    sock = bind_loopback(ip, port)
+    bound_port: int = sock.getsockname()[1]
+    config = uvicorn.Config(
+        RecallApp(answer, token),
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    with _stop_on_signals(server):
+        write_discovery(discovery, ip, bound_port, token_file)
+        try:
+            if on_listen is not None:
+                on_listen(ip, bound_port)
+            server.run(sockets=[sock])
+        finally:
+            remove_discovery(discovery)
+            sock.close()

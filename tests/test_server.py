@@ -1,0 +1,222 @@
+"""`active-memory serve` end to end: real lessons, a real checkout, HTTP hook calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO_ROOT
+
+CLI = [sys.executable, "-c", "from active_memory.cli import run; run()"]
+LESSONS = REPO_ROOT / "examples" / "lessons.jsonl"
+
+
+@dataclass
+class Running:
+    process: subprocess.Popen[str]
+    port: int
+    token: str
+    checkout: Path
+    env: dict[str, str]
+
+    def post(
+        self, body: bytes, headers: dict[str, str] | None = None, harness: str = "claude"
+    ) -> tuple[int, Any]:
+        """POST a hook body as Claude Code's HTTP hook does; status and decoded answer."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/active-memory/v1/hook/{harness}",
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                **(self.auth() if headers is None else headers),
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            with error:
+                return error.code, json.loads(error.read() or b"null")
+
+    def auth(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self.token}"}
+
+
+def read_call(checkout: Path, session: str, path: str = "api/schema.json") -> bytes:
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": str(checkout),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": str(checkout / path)},
+        }
+    ).encode()
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[Running]:
+    checkout = tmp_path / "repo"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/api.git\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")} | {
+        "ZEROSHOT_STATE_DIR": str(tmp_path / "state")
+    }
+    store = tmp_path / "lessons.sqlite3"
+    subprocess.run(
+        [*CLI, "lessons", "import", str(LESSONS), "--store", str(store)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--store", str(store)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        banner = process.stderr.readline()
+        found = re.search(r"listening on http://127\.0\.0\.1:(\d+) ", banner)
+        assert found, banner
+        token = (tmp_path / "state" / "active-memory" / "server.token").read_text().strip()
+        yield Running(process, int(found.group(1)), token, checkout, env)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def test_a_matching_pre_tool_use_call_gets_additional_context(running: Running) -> None:
+    status, answer = running.post(read_call(running.checkout, "s-1"))
+
+    assert status == 200
+    output = answer["hookSpecificOutput"]
+    assert output["hookEventName"] == "PreToolUse"
+    assert "(L-1 r2)" in output["additionalContext"]
+    assert output["additionalContext"].startswith("<active-memory note=")
+
+
+def test_a_card_reaches_a_session_once_and_other_sessions_too(running: Running) -> None:
+    assert "hookSpecificOutput" in running.post(read_call(running.checkout, "s-1"))[1]
+
+    assert running.post(read_call(running.checkout, "s-1")) == (200, {})
+    assert "hookSpecificOutput" in running.post(read_call(running.checkout, "s-2"))[1]
+
+
+def test_a_call_matching_nothing_gets_an_empty_answer(running: Running) -> None:
+    assert running.post(read_call(running.checkout, "s-1", "README.md")) == (200, {})
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_a_wrong_or_missing_token_gets_no_context(running: Running, token: str | None) -> None:
+    headers = {} if token is None else running.auth(token)
+
+    status, answer = running.post(read_call(running.checkout, "s-1"), headers=headers)
+
+    assert status == (401 if token is None else 403)
+    assert "hookSpecificOutput" not in answer
+    # …and nothing was spent: the right token still gets the card in that session.
+    assert "hookSpecificOutput" in running.post(read_call(running.checkout, "s-1"))[1]
+
+
+def test_garbage_bodies_are_400_and_the_server_keeps_answering(running: Running) -> None:
+    for body in (b"{not json", b"\xff\xfe\x00", b"[]", b'{"tool_input": {}}'):
+        status, answer = running.post(body)
+        assert status == 400, body
+        assert "error" in answer
+
+    assert running.process.poll() is None
+    assert "hookSpecificOutput" in running.post(read_call(running.checkout, "s-1"))[1]
+
+
+def test_the_after_tool_hook_answers_with_text_to_append(running: Running) -> None:
+    body = json.dumps(
+        {
+            "tool": "read",
+            "args": {"filePath": str(running.checkout / "api" / "schema.json")},
+            "sessionID": "ses_1",
+            "cwd": str(running.checkout),
+        }
+    ).encode()
+
+    status, answer = running.post(body, harness="after-tool")
+
+    assert status == 200
+    assert answer["append"].startswith("\n\n<active-memory")
+
+
+def test_the_command_hook_and_the_server_share_one_session_ledger(running: Running) -> None:
+    # The command hook (with or without the server's help) and the server see the same
+    # budget ledger: a card the server delivered is not delivered again by the hook.
+    assert "hookSpecificOutput" in running.post(read_call(running.checkout, "s-9"))[1]
+
+    hook = subprocess.run(
+        [*CLI, "hook", "claude"],
+        input=read_call(running.checkout, "s-9").decode(),
+        env=running.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert hook.returncode == 0
+    assert hook.stdout.strip() == ""
+
+
+def test_sigterm_stops_the_server_and_removes_its_discovery_file(running: Running) -> None:
+    discovery = Path(running.env["ZEROSHOT_STATE_DIR"]) / "active-memory" / "server.json"
+    assert json.loads(discovery.read_text())["port"] == running.port
+
+    running.process.send_signal(signal.SIGTERM)
+
+    assert running.process.wait(timeout=10) == 0
+    assert not discovery.exists()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "example.com"])
+def test_a_non_loopback_host_is_refused(tmp_path: Path, host: str) -> None:
+    result = subprocess.run(
+        [*CLI, "serve", "--host", host, "--port", "0"],
+        env={**os.environ, "ZEROSHOT_STATE_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 2
+    assert "loopback only" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "active-memory").exists()  # no token, no discovery file
+
+
+def test_print_token_prints_the_token_the_server_checks(tmp_path: Path) -> None:
+    env = {**os.environ, "ZEROSHOT_STATE_DIR": str(tmp_path)}
+
+    result = subprocess.run(
+        [*CLI, "serve", "--print-token"], env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 0
+    token_file = tmp_path / "active-memory" / "server.token"
+    assert result.stdout.strip() == token_file.read_text().strip()
+    assert oct(token_file.stat().st_mode & 0o777) == "0o600"
