@@ -29,6 +29,7 @@ class Running:
     token: str
     checkout: Path
     env: dict[str, str]
+    store: Path
 
     def post(
         self, body: bytes, headers: dict[str, str] | None = None, harness: str = "claude"
@@ -97,7 +98,7 @@ def running(tmp_path: Path) -> Iterator[Running]:
         found = re.search(r"listening on http://127\.0\.0\.1:(\d+) ", banner)
         assert found, banner
         token = (tmp_path / "state" / "active-memory" / "server.token").read_text().strip()
-        yield Running(process, int(found.group(1)), token, checkout, env)
+        yield Running(process, int(found.group(1)), token, checkout, env, store)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -165,22 +166,40 @@ def test_the_after_tool_hook_answers_with_text_to_append(running: Running) -> No
     assert answer["append"].startswith("\n\n<active-memory")
 
 
-def test_the_command_hook_and_the_server_share_one_session_ledger(running: Running) -> None:
-    # The command hook (with or without the server's help) and the server see the same
-    # budget ledger: a card the server delivered is not delivered again by the hook.
-    assert "hookSpecificOutput" in running.post(read_call(running.checkout, "s-9"))[1]
-
+def run_hook(running: Running, body: bytes, **env: str) -> str:
     hook = subprocess.run(
         [*CLI, "hook", "claude"],
-        input=read_call(running.checkout, "s-9").decode(),
-        env=running.env,
+        input=body.decode(),
+        env={**running.env, **env},
         capture_output=True,
         text=True,
         timeout=60,
     )
-
     assert hook.returncode == 0
-    assert hook.stdout.strip() == ""
+    return hook.stdout.strip()
+
+
+def test_the_command_hook_asks_the_running_server(running: Running) -> None:
+    # The hook's own environment names no store (so alone it would find no lessons); the
+    # server was started with --store: a card in the hook's output came from the server.
+    output = run_hook(running, read_call(running.checkout, "s-5"))
+
+    assert "(L-1 r2)" in json.loads(output)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_without_the_server_the_command_hook_answers_from_the_same_ledger(
+    running: Running,
+) -> None:
+    store = str(running.store)
+    assert "hookSpecificOutput" in running.post(read_call(running.checkout, "s-9"))[1]
+    running.process.send_signal(signal.SIGTERM)
+    assert running.process.wait(timeout=10) == 0
+
+    # Same session: the server's delivery is in the shared ledger, nothing twice.
+    assert run_hook(running, read_call(running.checkout, "s-9"), ACTIVE_MEMORY_STORE=store) == ""
+    # Another session: the hook alone finds the card.
+    alone = run_hook(running, read_call(running.checkout, "s-10"), ACTIVE_MEMORY_STORE=store)
+    assert "(L-1 r2)" in alone
 
 
 def test_sigterm_stops_the_server_and_removes_its_discovery_file(running: Running) -> None:

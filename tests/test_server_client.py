@@ -61,8 +61,8 @@ class Server:
 def server(tmp_path: Path) -> Iterator[Server]:
     env = {**os.environ, "ZEROSHOT_STATE_DIR": str(tmp_path / "state")}
     env.pop("ACTIVE_MEMORY_TOKEN", None)
-    token_file = server_state_dir(env) / "server.token"
-    discovery = discovery_path(env)
+    token_file = Path(server_state_dir(env)) / "server.token"
+    discovery = Path(discovery_path(env))
     process = subprocess.Popen(
         [sys.executable, "-c", _SERVER, str(token_file), str(discovery)],
         env=env,
@@ -180,7 +180,7 @@ def test_a_stale_discovery_file_is_ignored(tmp_path: Path) -> None:
     env = {"ZEROSHOT_STATE_DIR": str(tmp_path)}
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    path = discovery_path(env)
+    path = Path(discovery_path(env))
     write_discovery(path, "127.0.0.1", 9, tmp_path / "token")
     raw = json.loads(path.read_text())
     path.write_text(json.dumps({**raw, "pid": dead.pid}))
@@ -256,4 +256,4 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     ],
 )
 def test_server_paths_agree_with_store_location(env: dict[str, str]) -> None:
-    assert server_state_dir(env) == zeroshot_state_dir(env) / "active-memory"
+    assert Path(server_state_dir(env)) == zeroshot_state_dir(env) / "active-memory"

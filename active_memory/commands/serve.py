@@ -62,7 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
     host = loopback_host(args.host)
     if not 0 <= args.port < 65536:
         raise UsageError(f"--port {args.port}: must be 0..65535")
-    token_file = Path(args.token_file) if args.token_file else default_token_path()
+    token_file = Path(args.token_file or default_token_path())
     token = load_or_create_token(token_file)
     if args.print_token:
         print(token)
@@ -90,7 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
         make_answer(os.environ, args.store),
         token=token,
         token_file=token_file,
-        discovery=discovery_path(),
+        discovery=Path(discovery_path()),
         host=host,
         port=args.port,
         on_listen=listening,

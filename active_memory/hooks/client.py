@@ -1,40 +1,41 @@
-"""The command hooks' thin client of the recall server (standard library only).
+"""The command hooks' thin client of the recall server.
 
-`ask_server(harness, hook_json)` sends one hook call to the resident server and returns
-the JSON document the command hook should print, or None on *any* failure: no server,
-a stale discovery file, a refused or slow connection, a wrong token, an error status,
-a malformed answer. None means "answer the call yourself from the snapshot"; the
-client never raises and never waits longer than its timeouts.
+`ask_server(harness, hook_json, env)` sends one hook call to the resident server and
+returns the JSON object the command hook should print (`{}`: print nothing), or None on
+*any* failure: no server, a stale discovery file, a refused or slow connection, a wrong
+token, an error status, a malformed answer. None means "answer the call yourself from
+the snapshot"; the client never raises and never waits longer than its timeouts.
 
-It speaks HTTP/1.1 over a plain socket instead of importing `http.client`, whose import
-alone (~30 ms, for the `email` parser) costs more than the whole lookup it saves. The
-exchange is one request with `Connection: close` and one response with a
-Content-Length body, written by our own server.
+It runs inside a fresh hook process, so it imports almost nothing: the C socket module
+(`socket` would load `enum`), `recall.jsonio` instead of `json`, and it speaks
+HTTP/1.1 by hand instead of importing `http.client` (~30 ms for the `email` parser,
+more than the whole lookup it saves). The exchange is one request with
+`Connection: close` and one Content-Length response, written by our own server.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import time
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
 
-from active_memory.hooks.discovery import read_discovery
-from active_memory.hooks.paths import (
-    ENV_HEADER_PREFIX,
-    HOOK_PATH_PREFIX,
-    TOKEN_ENV,
-    discovery_path,
-)
+from active_memory.hooks.paths import ENV_HEADER_PREFIX, HOOK_PATH_PREFIX, TOKEN_ENV
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
 CONNECT_TIMEOUT = 0.05
 """Seconds to wait for the loopback connection; a live server accepts in microseconds."""
 
-READ_TIMEOUT = 0.05
-"""Seconds to wait for the whole answer once connected."""
+READ_TIMEOUT = 2.0
+"""Seconds to wait for the whole answer once connected.
+
+Longer than the connect timeout on purpose: once the server has the call it charges the
+session's ledger, so giving up early would lose the cards it charged (the fallback then
+sees them as delivered). A run's first call is the slow one (the server freezes the
+snapshot from the store). A dead or stale server costs nothing here: it refuses the
+connection at once, or its discovery file names a dead pid."""
 
 _MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
@@ -55,7 +56,8 @@ def ask_server(
     `env` (default: this process's environment) locates the server and supplies the
     variables to forward: those named in `forward`, by default every `ACTIVE_MEMORY_*`
     variable but the token. A value that cannot travel in a header (non-ASCII, control
-    characters) makes the call return None, so the hook answers it itself, correctly.
+    characters, surrounding blanks) makes the call return None, so the hook answers it
+    itself, correctly.
     """
     try:
         return _ask(harness, hook_json, connect_timeout, read_timeout, env, forward)
@@ -72,6 +74,12 @@ def _ask(
     env: Mapping[str, str] | None,
     forward: Iterable[str] | None,
 ) -> dict[str, Any] | None:
+    import _socket
+
+    from active_memory.hooks.discovery import read_discovery
+    from active_memory.hooks.paths import discovery_path
+    from active_memory.recall import jsonio
+
     env = os.environ if env is None else env
     env_headers = _env_headers(env, forward)
     if env_headers is None:
@@ -79,10 +87,10 @@ def _ask(
     address = read_discovery(discovery_path(env))
     if address is None:
         return None
-    token = _token(Path(address.token_file), env)
+    token = _token(address.token_file, env)
     if token is None:
         return None
-    body = hook_json if isinstance(hook_json, bytes) else json.dumps(hook_json).encode()
+    body = hook_json if isinstance(hook_json, bytes) else jsonio.dumps(hook_json).encode()
     head = (
         f"POST {HOOK_PATH_PREFIX}{harness} HTTP/1.1\r\n"
         f"Host: {address.host}:{address.port}\r\n"
@@ -92,12 +100,18 @@ def _ask(
         f"Content-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     ).encode("latin-1")
-    deadline = time.monotonic() + connect_timeout + read_timeout
-    with socket.create_connection((address.host, address.port), timeout=connect_timeout) as conn:
+    family = _socket.AF_INET6 if ":" in address.host else _socket.AF_INET
+    conn = _socket.socket(family, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(connect_timeout)
+        conn.connect((address.host, address.port))
+        deadline = time.monotonic() + read_timeout
         conn.settimeout(read_timeout)
         conn.sendall(head + body)
         raw = _read_all(conn, deadline)
-    return _parse_response(raw)
+    finally:
+        conn.close()
+    return _parse_response(raw, jsonio.loads)
 
 
 def _env_headers(env: Mapping[str, str], forward: Iterable[str] | None) -> str | None:
@@ -117,15 +131,16 @@ def _env_headers(env: Mapping[str, str], forward: Iterable[str] | None) -> str |
     return "".join(lines)
 
 
-def _token(token_file: Path, env: Mapping[str, str]) -> str | None:
+def _token(token_file: str, env: Mapping[str, str]) -> str | None:
     try:
-        token = token_file.read_text(encoding="utf-8").strip()
+        with open(token_file, encoding="utf-8") as handle:
+            token = handle.read().strip()
     except (OSError, UnicodeDecodeError):
         token = ""
     return token or env.get(TOKEN_ENV) or None
 
 
-def _read_all(conn: socket.socket, deadline: float) -> bytes:
+def _read_all(conn: Any, deadline: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -133,7 +148,7 @@ def _read_all(conn: socket.socket, deadline: float) -> bytes:
         if remaining <= 0:
             raise TimeoutError("recall server answered too slowly")
         conn.settimeout(remaining)
-        chunk = conn.recv(65536)
+        chunk: bytes = conn.recv(65536)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
@@ -142,7 +157,7 @@ def _read_all(conn: socket.socket, deadline: float) -> bytes:
             raise ValueError("recall server answer too large")
 
 
-def _parse_response(raw: bytes) -> dict[str, Any] | None:
+def _parse_response(raw: bytes, loads: Any) -> dict[str, Any] | None:
     head, separator, body = raw.partition(b"\r\n\r\n")
     if not separator:
         return None
@@ -150,11 +165,12 @@ def _parse_response(raw: bytes) -> dict[str, Any] | None:
     status = lines[0].split(b" ", 2)
     if len(status) < 2 or status[1] != b"200":
         return None
+    length = None
     for line in lines[1:]:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             length = int(value.strip())
-            if length != len(body):
-                return None
-    document = json.loads(body)
+    if length != len(body):
+        return None
+    document = loads(body.decode("utf-8"))
     return document if isinstance(document, dict) else None

@@ -1,34 +1,45 @@
-"""The discovery file: how a client finds the running recall server (standard library only).
+"""The discovery file: how a client finds the running recall server.
 
 `serve` writes `{"host", "port", "pid", "token_file", "started_at"}` (mode 0600,
 atomically) once it listens, and removes it on shutdown if it still names its own pid.
 A file whose pid is no longer alive is stale and ignored, so a server killed with
 SIGKILL never misleads a client for longer than one failed `kill(pid, 0)`.
 
-This is a private file between two processes of the same version; it is read with the
-standard library (no pydantic) because the command hook reads it on every tool call.
+This is a private file between two processes of the same version, read on the command
+hook's path: it is parsed with `recall.jsonio` (no `json`, no pydantic, no dataclasses).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import tempfile
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
 class ServerAddress:
     """Where a live recall server listens and which token file it checks against."""
 
-    host: str
-    port: int
-    pid: int
-    token_file: str
-    started_at: float
+    __slots__ = ("host", "pid", "port", "started_at", "token_file")
+
+    def __init__(self, host: str, port: int, pid: int, token_file: str, started_at: float):
+        self.host = host
+        self.port = port
+        self.pid = pid
+        self.token_file = token_file
+        self.started_at = started_at
+
+    def to_json(self) -> dict[str, Any]:
+        """The discovery file's content."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def __repr__(self) -> str:
+        return f"ServerAddress({self.host}:{self.port}, pid {self.pid})"
+
+
+_FIELDS = ("host", "port", "pid", "token_file", "started_at")
 
 
 def pid_alive(pid: int) -> bool:
@@ -46,10 +57,13 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def read_discovery(path: Path) -> ServerAddress | None:
+def read_discovery(path: str | os.PathLike[str]) -> ServerAddress | None:
     """The server recorded in `path`, or None if missing, malformed or its pid is dead."""
+    from active_memory.recall import jsonio
+
     try:
-        raw = json.loads(path.read_bytes())
+        with open(path, "rb") as handle:
+            raw = jsonio.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict):
@@ -71,14 +85,21 @@ def read_discovery(path: Path) -> ServerAddress | None:
     return ServerAddress(host, port, pid, token_file, float(started_at))
 
 
-def write_discovery(path: Path, host: str, port: int, token_file: Path) -> ServerAddress:
+def write_discovery(
+    path: str | os.PathLike[str], host: str, port: int, token_file: str | os.PathLike[str]
+) -> ServerAddress:
     """Record this process as the live server (0600, temp file + rename)."""
-    address = ServerAddress(host, port, os.getpid(), str(token_file), time.time())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    import contextlib
+    import json
+    import tempfile
+
+    address = ServerAddress(host, port, os.getpid(), os.fspath(token_file), time.time())
+    folder = os.path.dirname(os.fspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=".server.json.", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(asdict(address), handle)
+            json.dump(address.to_json(), handle)
             handle.write("\n")
         os.replace(temporary, path)
     except BaseException:
@@ -88,13 +109,18 @@ def write_discovery(path: Path, host: str, port: int, token_file: Path) -> Serve
     return address
 
 
-def remove_discovery(path: Path, pid: int | None = None) -> None:
+def remove_discovery(path: str | os.PathLike[str], pid: int | None = None) -> None:
     """Delete the discovery file if it still names `pid` (default: this process)."""
+    from active_memory.recall import jsonio
+
     pid = os.getpid() if pid is None else pid
     try:
-        raw = json.loads(path.read_bytes())
+        with open(path, "rb") as handle:
+            raw = jsonio.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return
     if isinstance(raw, dict) and raw.get("pid") == pid:
+        import contextlib
+
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            os.unlink(path)

@@ -1,17 +1,19 @@
-"""Where the recall server keeps its token and discovery file (standard library only).
+"""Where the recall server keeps its token and discovery file, and the names it answers to.
 
-The command hook imports this on every tool call, so it must not import the store
-package (whose `__init__` loads pydantic and the lesson models: ~130 ms). The state-dir
-rule is therefore restated here; `tests/test_server_paths.py` pins it to
-`active_memory.store.location.zeroshot_state_dir`.
+The command hook reads these on every tool call while a server runs, so this module
+imports only `os` (already loaded by every interpreter): no pathlib, no store package
+(whose `__init__` loads pydantic and the lesson models). The state-dir rule is
+`active_memory.recall.environment.state_dir`, itself pinned by tests to SPEC §7's
+`store.location.zeroshot_state_dir`.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 DEFAULT_PORT = 47683
 """The port `serve` binds and `hook install --http` writes into Claude Code's settings.
@@ -42,26 +44,18 @@ TOKEN_FILE = "server.token"
 DISCOVERY_FILE = "server.json"
 
 
-def server_state_dir(env: Mapping[str, str] | None = None) -> Path:
-    """`<zeroshot state dir>/active-memory`: same rule as `store.location.zeroshot_state_dir`."""
-    env = os.environ if env is None else env
-    if env.get("ZEROSHOT_STATE_DIR"):
-        base = Path(env["ZEROSHOT_STATE_DIR"])
-    elif sys.platform == "win32":
-        local = env.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        base = Path(local) / "zeroshot" / "state"
-    elif env.get("XDG_STATE_HOME"):
-        base = Path(env["XDG_STATE_HOME"]) / "zeroshot"
-    else:
-        base = Path(env.get("HOME") or str(Path.home())) / ".local" / "state" / "zeroshot"
-    return base / "active-memory"
+def server_state_dir(env: Mapping[str, str] | None = None) -> str:
+    """`<zeroshot state dir>/active-memory` (SPEC §7's folder)."""
+    from active_memory.recall.environment import state_dir
+
+    return state_dir(os.environ if env is None else env)
 
 
-def default_token_path(env: Mapping[str, str] | None = None) -> Path:
+def default_token_path(env: Mapping[str, str] | None = None) -> str:
     """The token file `serve` creates (mode 0600) unless `--token-file` names another."""
-    return server_state_dir(env) / TOKEN_FILE
+    return os.path.join(server_state_dir(env), TOKEN_FILE)
 
 
-def discovery_path(env: Mapping[str, str] | None = None) -> Path:
+def discovery_path(env: Mapping[str, str] | None = None) -> str:
     """The file a running server writes (port, pid, token file) so clients find it."""
-    return server_state_dir(env) / DISCOVERY_FILE
+    return os.path.join(server_state_dir(env), DISCOVERY_FILE)
