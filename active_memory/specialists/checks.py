@@ -1,0 +1,367 @@
+"""The checks an answer must pass before anything of it is published (SPEC §5, §6).
+
+- `check_discovery(task, answer, checkout=)` → `DiscoveryResult`: each proposal is
+  checked on its own; `accepted` holds the ones that passed (as `lessons.Proposal` with
+  their scope), `rejected` one entry per refused proposal with every reason.
+- `check_maintenance(task, answer, checkout=)` → `Reconciled` (one valid decision per
+  supplied `(id, revision)`, in batch order) or `Failed` (every reason). Any violation
+  fails the batch as a whole: a decision that cannot be applied is as good as missing,
+  and maintenance never guesses.
+
+Nothing here raises on a bad answer: every violation becomes a reason string that names
+the answer's JSON path (`lessons[2].title: ...`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from active_memory.checkout import Checkout
+from active_memory.evidence import EvidenceItem
+from active_memory.lessons import (
+    Associations,
+    Decision,
+    GraphScope,
+    Proposal,
+    RepositoryScope,
+    Scope,
+)
+from active_memory.specialists.actionable import generic_advice
+from active_memory.specialists.answers import (
+    GraphDiscoveryAnswer,
+    GraphProposalDraft,
+    MaintenanceAnswer,
+    ProposalDraft,
+    RepositoryDiscoveryAnswer,
+)
+from active_memory.specialists.kinds import kind_of
+from active_memory.specialists.tasks import DiscoveryTask, MaintenanceTask
+from active_memory.validation import error_lines
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptedProposal:
+    """A proposal that passed every check: the lesson to create and where it goes."""
+
+    index: int
+    proposal: Proposal
+    scope: Scope
+    evidence: tuple[EvidenceItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A refused proposal: its position in the answer, its title, and every reason."""
+
+    index: int
+    title: str
+    reasons: tuple[str, ...]
+
+    @property
+    def reason(self) -> str:
+        """All reasons in one line."""
+        return "; ".join(self.reasons)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"index", "title", "reason", "reasons"}` for the postmortem report."""
+        return {
+            "index": self.index,
+            "title": self.title,
+            "reason": self.reason,
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryResult:
+    """What a discovery answer yielded: accepted proposals and refused ones."""
+
+    specialist: str
+    accepted: tuple[AcceptedProposal, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    """A maintenance batch whose every supplied lesson has exactly one valid decision."""
+
+    specialist: str
+    decisions: tuple[Decision, ...]
+    status: Literal["reconciled"] = "reconciled"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A maintenance batch that failed reconciliation; nothing of it may be published."""
+
+    specialist: str
+    reasons: tuple[str, ...]
+    status: Literal["failed"] = "failed"
+
+    @property
+    def reason(self) -> str:
+        """All reasons in one line."""
+        return "; ".join(self.reasons)
+
+
+MaintenanceResult = Reconciled | Failed
+
+
+def _validate(model: type[BaseModel], data: dict[str, Any], path: str) -> tuple[Any, list[str]]:
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        return None, error_lines(exc, path)
+
+
+# --- discovery ----------------------------------------------------------------------
+
+
+def check_discovery(
+    task: DiscoveryTask,
+    answer: RepositoryDiscoveryAnswer | GraphDiscoveryAnswer,
+    *,
+    checkout: Checkout | None,
+) -> DiscoveryResult:
+    """Check each proposal of a discovery answer against `task` and the checkout."""
+    lessons: Sequence[ProposalDraft] = answer.lessons
+    accepted: list[AcceptedProposal] = []
+    rejected: list[Rejection] = []
+    titles: dict[str, int] = {}
+    for index, draft in enumerate(lessons):
+        found, scope, reasons = _check_proposal(task, draft, index, checkout)
+        key = " ".join(draft.title.casefold().split())
+        if key in titles:
+            reasons.append(f"lessons[{index}]: repeats the title of lessons[{titles[key]}]")
+        titles.setdefault(key, index)
+        if reasons or found is None or scope is None:
+            rejected.append(Rejection(index, draft.title, tuple(reasons)))
+            continue
+        evidence = task.evidence_by_id()
+        items = tuple(evidence[e] for e in found.evidence)
+        accepted.append(AcceptedProposal(index, found, scope, items))
+    return DiscoveryResult(task.specialist, tuple(accepted), tuple(rejected))
+
+
+def _check_proposal(
+    task: DiscoveryTask, draft: ProposalDraft, index: int, checkout: Checkout | None
+) -> tuple[Proposal | None, Scope | None, list[str]]:
+    path = f"lessons[{index}]"
+    data = draft.model_dump(exclude={"node"})
+    proposal, reasons = _validate(Proposal, data, path)
+    cited = _cited_evidence(task, draft.evidence, path, reasons)
+    advice = generic_advice(draft.recommendation)
+    if advice is not None:
+        reasons.append(f"{path}.recommendation: generic advice: {advice}")
+    scope: Scope | None = None
+    if task.specialist == "graph_discovery":
+        node = draft.node if isinstance(draft, GraphProposalDraft) else None
+        scope = _graph_target(task, node, cited, path, reasons)
+        if proposal is not None and proposal.citations:
+            _current_citations(proposal, checkout, path, reasons, need_match=False)
+    else:
+        scope = _repository_target(task, path, reasons)
+        if proposal is not None:
+            if proposal.associations.is_empty():
+                reasons.append(f"{path}.associations: a repository lesson needs one at least")
+            _current_citations(proposal, checkout, path, reasons, need_match=True)
+    return proposal, scope, reasons
+
+
+def _cited_evidence(
+    task: DiscoveryTask, ids: Sequence[str], path: str, reasons: list[str]
+) -> list[EvidenceItem]:
+    kind = kind_of(task.specialist)
+    given = task.evidence_by_id()
+    cited: list[EvidenceItem] = []
+    for position, evidence_id in enumerate(ids):
+        item = given.get(evidence_id)
+        where = f"{path}.evidence[{position}]"
+        if item is None:
+            reasons.append(f"{where}: {evidence_id!r} is not an evidence item of this task")
+        elif item.kind not in kind.evidence_kinds or task.specialist not in item.specialists:
+            reasons.append(
+                f"{where}: {evidence_id} is {item.kind} evidence, which {task.specialist} "
+                "may not cite (graph discovery: repeated failures only)"
+            )
+        else:
+            cited.append(item)
+    return cited
+
+
+def _graph_target(
+    task: DiscoveryTask,
+    node: str | None,
+    cited: Sequence[EvidenceItem],
+    path: str,
+    reasons: list[str],
+) -> GraphScope | None:
+    allowed = sorted({n for item in cited for n in item.nodes})
+    if not node:
+        reasons.append(f"{path}.node: required: one of the cited evidence's nodes {allowed}")
+        return None
+    if node not in allowed:
+        reasons.append(f"{path}.node: {node!r} is not a node of the cited evidence {allowed}")
+        return None
+    if node not in task.run.executed_nodes:
+        reasons.append(f"{path}.node: {node!r} did not execute in run {task.run.run_id}")
+        return None
+    try:
+        return GraphScope(graph_hash=task.run.graph_hash or "", node=node)
+    except ValidationError:
+        reasons.append(f"{path}: the run's graph hash is unknown; a graph lesson needs it")
+        return None
+
+
+def _repository_target(task: DiscoveryTask, path: str, reasons: list[str]) -> Scope | None:
+    if not task.run.repository:
+        reasons.append(f"{path}: the run has no repository namespace to scope the lesson to")
+        return None
+    return RepositoryScope(repository=task.run.repository)
+
+
+def _current_citations(
+    proposal: Proposal,
+    checkout: Checkout | None,
+    path: str,
+    reasons: list[str],
+    *,
+    need_match: bool,
+) -> None:
+    if not proposal.citations:
+        if need_match:
+            reasons.append(f"{path}.citations: a repository lesson must cite a current file")
+        return
+    if checkout is None:
+        reasons.append(f"{path}.citations: no checkout to verify them against")
+        return
+    verdicts = checkout.check_paths(c.path for c in proposal.citations)
+    matched: list[str] = []
+    misses: list[str] = []
+    current = 0
+    for position, citation in enumerate(proposal.citations):
+        verdict = verdicts[citation.path]
+        if not verdict.current:
+            reasons.append(f"{path}.citations[{position}]: not a current file: {verdict.reason}")
+            continue
+        current += 1
+        if need_match:
+            match = checkout.match_association(
+                verdict,
+                files=proposal.associations.files,
+                folders=proposal.associations.folders,
+                identifiers=proposal.associations.identifiers,
+            )
+            (matched if match.matched else misses).append(match.reason)
+    if need_match and current and not matched:
+        reasons.append(f"{path}.associations: none matches a cited file ({misses[0]})")
+
+
+# --- maintenance --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Ledger:
+    reasons: list[str] = field(default_factory=list)
+    decided: dict[str, int] = field(default_factory=dict)
+    valid: dict[str, Decision] = field(default_factory=dict)
+
+
+def check_maintenance(
+    task: MaintenanceTask, answer: MaintenanceAnswer, *, checkout: Checkout | None
+) -> MaintenanceResult:
+    """Reconcile a maintenance answer with its batch: all or nothing."""
+    supplied = task.supplied()
+    others = {ref.id: ref for ref in task.others}
+    ledger = _Ledger()
+    for index, draft in enumerate(answer.decisions):
+        path = f"decisions[{index}]"
+        lesson = supplied.get(draft.id)
+        if lesson is None:
+            where = "outside this batch" if draft.id in others else "not supplied to you"
+            ledger.reasons.append(
+                f"{path}: {draft.id!r} is {where} (unknown, or another scope's lesson)"
+            )
+            continue
+        if draft.id in ledger.decided:
+            first = ledger.decided[draft.id]
+            ledger.reasons.append(
+                f"{path}: a second decision for {draft.id} (the first is decisions[{first}])"
+            )
+            continue
+        ledger.decided[draft.id] = index
+        if draft.revision != lesson.revision:
+            ledger.reasons.append(
+                f"{path}: {draft.id} was supplied at revision {lesson.revision}, "
+                f"not {draft.revision}"
+            )
+            continue
+        decision, errors = _validate(Decision, draft.model_dump(), path)
+        ledger.reasons.extend(errors)
+        if decision is None:
+            continue
+        problems = _decision_problems(task, decision, path, checkout)
+        ledger.reasons.extend(problems)
+        if not problems:
+            ledger.valid[decision.id] = decision
+    for lesson in task.lessons:
+        if lesson.id not in ledger.decided:
+            ledger.reasons.append(f"{lesson.id} (revision {lesson.revision}) has no decision")
+    for decision in ledger.valid.values():
+        target = ledger.valid.get(decision.canonical or "")
+        if target is not None and target.action == "retire":
+            ledger.reasons.append(
+                f"{decision.id}: canonical {decision.canonical} is retired in the same answer"
+            )
+    if ledger.reasons:
+        return Failed(task.specialist, tuple(ledger.reasons))
+    return Reconciled(task.specialist, tuple(ledger.valid[x.id] for x in task.lessons))
+
+
+def _decision_problems(
+    task: MaintenanceTask, decision: Decision, path: str, checkout: Checkout | None
+) -> list[str]:
+    problems: list[str] = []
+    supplied = task.supplied()
+    lesson = supplied[decision.id]
+    if decision.canonical is not None:
+        scopes = {x.id: x.scope for x in task.lessons} | {x.id: x.scope for x in task.others}
+        scope = scopes.get(decision.canonical)
+        if scope is None:
+            problems.append(
+                f"{path}.canonical: {decision.canonical!r} is not a living lesson of this scope"
+            )
+        elif scope != lesson.scope:
+            problems.append(
+                f"{path}.canonical: {decision.canonical} has another scope than {decision.id}"
+            )
+    if decision.lesson is not None:
+        card = decision.lesson
+        advice = generic_advice(card.recommendation)
+        if advice is not None:
+            problems.append(f"{path}.lesson.recommendation: generic advice: {advice}")
+        if task.specialist == "repository_maintenance":
+            problems.extend(_repository_associations(card.associations, checkout, path))
+    return problems
+
+
+def _repository_associations(
+    associations: Associations, checkout: Checkout | None, path: str
+) -> list[str]:
+    where = f"{path}.lesson.associations"
+    if associations.is_empty():
+        return [f"{where}: a repository lesson needs one at least"]
+    if not associations.files:
+        return []
+    if checkout is None:
+        return [f"{where}.files: no checkout to verify them against"]
+    verdicts = checkout.check_paths(associations.files)
+    return [
+        f"{where}.files[{position}]: not a current file: {verdicts[name].reason}"
+        for position, name in enumerate(associations.files)
+        if not verdicts[name].current
+    ]

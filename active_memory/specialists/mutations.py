@@ -1,0 +1,110 @@
+"""Accepted answers → the store's mutations (SPEC §7 publishes them in one transaction).
+
+Only checked results go in: a `Reconciled` batch (never a `Failed` one) and the
+`accepted` proposals of a `DiscoveryResult` (never the rejected ones). Every mutation
+carries `Author(specialist, run_id, model)`; adapt and retire are checked by the store
+against the revision they were decided on (`base_revision`).
+
+- keep → nothing (the report counts it); adapt → `AdaptLesson` (the run's ID added to
+  the lesson's evidence); retire → `RetireLesson` (with `canonical`); defer →
+  `DeferLesson`.
+- an accepted proposal → `CreateLesson` with its scope, card, and `Evidence(run_ids,
+  evidence_ids, citations)`; `why_recurs` becomes the history's reason.
+"""
+
+from __future__ import annotations
+
+from active_memory.lessons import (
+    AdaptLesson,
+    Author,
+    Card,
+    CreateLesson,
+    DeferLesson,
+    Evidence,
+    RetireLesson,
+)
+from active_memory.specialists.checks import DiscoveryResult, Failed, Reconciled
+
+MaintenanceMutation = AdaptLesson | RetireLesson | DeferLesson
+AnyMutation = CreateLesson | AdaptLesson | RetireLesson | DeferLesson
+
+
+def author(specialist: str, run_id: str, model: str | None) -> Author:
+    """Who made the change: the specialist, in which run's postmortem, with which model."""
+    return Author(specialist=specialist, run_id=run_id, model=model)
+
+
+def maintenance_mutations(
+    result: Reconciled, *, run_id: str, model: str | None
+) -> list[MaintenanceMutation]:
+    """One mutation per decision that changes something, in the batch's order."""
+    by = author(result.specialist, run_id, model)
+    found: list[MaintenanceMutation] = []
+    for decision in result.decisions:
+        if decision.action == "adapt" and decision.lesson is not None:
+            found.append(
+                AdaptLesson(
+                    id=decision.id,
+                    base_revision=decision.revision,
+                    card=decision.lesson,
+                    evidence=Evidence(run_ids=[run_id]),
+                    author=by,
+                    reason=decision.reason,
+                )
+            )
+        elif decision.action == "retire":
+            found.append(
+                RetireLesson(
+                    id=decision.id,
+                    base_revision=decision.revision,
+                    canonical=decision.canonical,
+                    author=by,
+                    reason=decision.reason,
+                )
+            )
+        elif decision.action == "defer":
+            found.append(
+                DeferLesson(
+                    id=decision.id,
+                    base_revision=decision.revision,
+                    author=by,
+                    reason=decision.reason,
+                )
+            )
+    return found
+
+
+def discovery_mutations(
+    result: DiscoveryResult, *, run_id: str, model: str | None
+) -> list[CreateLesson]:
+    """One `CreateLesson` per accepted proposal, in answer order."""
+    by = author(result.specialist, run_id, model)
+    return [
+        CreateLesson(
+            scope=accepted.scope,
+            card=Card(
+                title=accepted.proposal.title,
+                recommendation=accepted.proposal.recommendation,
+                associations=accepted.proposal.associations,
+            ),
+            evidence=Evidence(
+                run_ids=[run_id],
+                evidence_ids=list(accepted.proposal.evidence),
+                citations=list(accepted.proposal.citations),
+            ),
+            author=by,
+            reason=accepted.proposal.why_recurs,
+        )
+        for accepted in result.accepted
+    ]
+
+
+def mutations(
+    result: Reconciled | Failed | DiscoveryResult, *, run_id: str, model: str | None
+) -> list[AnyMutation]:
+    """The mutations of any checked result; a `Failed` batch yields none."""
+    if isinstance(result, Failed):
+        return []
+    if isinstance(result, Reconciled):
+        return list(maintenance_mutations(result, run_id=run_id, model=model))
+    return list(discovery_mutations(result, run_id=run_id, model=model))
