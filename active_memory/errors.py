@@ -162,3 +162,69 @@ class DeadlineExceeded(ActiveMemoryError):
         super().__init__(f"{what} did not finish within {seconds:g} s")
         self.what = what
         self.seconds = seconds
+
+
+class SpecialistFailed(ActiveMemoryError):
+    """A specialist's provider session produced no usable answer.
+
+    `kind` says why, for reports and tests: `invalid_answer` (failed validation after the
+    one repair turn), `empty_answer`, `not_json`, `refusal`, `provider` (see
+    `ProviderError`), `credentials`, `harness` (a CLI exited badly), `missing_recording`,
+    `malformed_exchange`, `timed_out`. `errors` holds the last validation error lines.
+    """
+
+    def __init__(
+        self,
+        specialist: str,
+        kind: str,
+        detail: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        errors: Sequence[str] = (),
+    ) -> None:
+        super().__init__(f"{specialist}: {detail}")
+        self.specialist = specialist
+        self.kind = kind
+        self.detail = detail
+        self.provider = provider
+        self.model = model
+        self.errors = tuple(errors)
+
+
+class ProviderError(SpecialistFailed):
+    """The provider refused or failed a request for good (after any retries).
+
+    `status_code` is the HTTP status (None for a connection failure or a CLI);
+    `body` is a short excerpt of the response with every secret masked.
+    """
+
+    def __init__(
+        self,
+        specialist: str,
+        detail: str,
+        *,
+        provider: str,
+        model: str,
+        status_code: int | None = None,
+        body: str = "",
+    ) -> None:
+        super().__init__(specialist, "provider", detail, provider=provider, model=model)
+        self.status_code = status_code
+        self.body = body
+
+
+class SpecialistTimedOut(SpecialistFailed):
+    """The specialist's deadline passed before its provider answered."""
+
+    def __init__(
+        self, specialist: str, seconds: float, *, provider: str | None, model: str | None
+    ) -> None:
+        super().__init__(
+            specialist,
+            "timed_out",
+            f"no answer before the deadline ({seconds:g} s left when the turn began)",
+            provider=provider,
+            model=model,
+        )
+        self.seconds = seconds

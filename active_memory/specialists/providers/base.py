@@ -1,0 +1,394 @@
+"""The provider session interface: one session per specialist, typed answers, usage.
+
+A session answers `ask(prompt, AnswerModel)` with a validated `AnswerModel` and the usage
+it cost. `BaseSession` holds what every adapter shares: the deadline (an absolute
+`anyio.current_time()` value), the one repair turn after an answer fails validation, and
+usage accounting that is marked incomplete when a turn is interrupted. An adapter only
+implements `_turn`: send one request, return the raw answer and its usage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from active_memory.errors import SpecialistFailed, SpecialistTimedOut
+from active_memory.specialists.kinds import SpecialistName as SpecialistName
+from active_memory.validation import error_lines
+
+AnswerT = TypeVar("AnswerT", bound=BaseModel)
+
+
+class Message(BaseModel):
+    """One turn of a conversation, as every adapter sends it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Usage(BaseModel):
+    """Model usage of a session or of one ask.
+
+    `cost_usd` is None unless the lane reports cost (OpenRouter, the `claude` CLI).
+    `complete` is False when a turn was interrupted (cancelled or cut by the deadline):
+    the tokens of that turn are unknown, so the counts are a lower bound.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    requests: int = 0
+    complete: bool = True
+
+    def plus(self, other: Usage) -> Usage:
+        """The sum of two usages; cost stays None only when neither reports one."""
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        )
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=cost,
+            requests=self.requests + other.requests,
+            complete=self.complete and other.complete,
+        )
+
+
+class Reply(BaseModel, Generic[AnswerT]):
+    """A validated answer, what this ask cost (all its turns) and how many turns it took."""
+
+    model_config = ConfigDict(frozen=True)
+
+    answer: AnswerT
+    usage: Usage
+    turns: int
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What an adapter sends for one turn.
+
+    `resume` carries the adapter's own handle of the conversation so far (a CLI session
+    or thread ID) on a repair turn; adapters without one resend every message.
+    """
+
+    specialist: str
+    system: str | None
+    messages: tuple[Message, ...]
+    schema: dict[str, Any]
+    schema_name: str
+    input: JsonValue
+    turn: int = 1
+    resume: str | None = None
+
+    def instructions(self) -> str:
+        """The system prompt with the answer contract appended (every lane gets it)."""
+        contract = (
+            "Answer with exactly one JSON object and nothing else. It must validate "
+            f"against this JSON schema ({self.schema_name}):\n"
+            + json.dumps(self.schema, ensure_ascii=False, sort_keys=True)
+        )
+        return f"{self.system}\n\n{contract}" if self.system else contract
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutput:
+    """One raw answer: its text, or `data` when the lane already decoded the JSON."""
+
+    text: str
+    usage: Usage
+    data: JsonValue | None = None
+    refusal: str | None = None
+    resume: str | None = None
+
+
+class ProviderSession(Protocol):
+    """One specialist's conversation with its model lane."""
+
+    @property
+    def specialist(self) -> str:
+        """The specialist this session serves (`SpecialistName`)."""
+        ...
+
+    @property
+    def provider(self) -> str:
+        """Where answers come from: anthropic, openai, openrouter, claude-cli, ..."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model ID the lane names."""
+        ...
+
+    @property
+    def usage(self) -> Usage:
+        """Everything this session has cost so far."""
+        ...
+
+    async def ask(
+        self,
+        prompt: str | Sequence[Message],
+        answer_schema: type[AnswerT],
+        *,
+        system: str | None = None,
+        input: JsonValue = None,
+    ) -> Reply[AnswerT]:
+        """One validated answer; raises `SpecialistFailed` (or a subclass) otherwise."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the session's client or files."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    kind: str
+    detail: str
+    errors: tuple[str, ...] = ()
+
+
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*)\n```\s*$", re.DOTALL)
+
+
+def excerpt(text: str, limit: int = 200) -> str:
+    """A one-line excerpt for messages."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def decode_answer(text: str) -> tuple[JsonValue | None, _Problem | None]:
+    """The JSON value of an answer text; models often fence JSON in ``` even when told not to."""
+    stripped = text.strip()
+    if not stripped:
+        return None, _Problem("empty_answer", "the model's answer was empty")
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    try:
+        value: JsonValue = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        return None, _Problem(
+            "not_json",
+            f"the model's answer is not JSON ({exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}): {excerpt(stripped)!r}",
+        )
+    return value, None
+
+
+def check_answer(
+    turn: TurnOutput, answer_schema: type[AnswerT]
+) -> tuple[AnswerT | None, _Problem | None]:
+    """Validate one raw answer; a validation failure is data (a problem), never raised."""
+    if turn.refusal is not None:
+        return None, _Problem("refusal", f"the model refused: {excerpt(turn.refusal)}")
+    data = turn.data
+    if data is None:
+        data, problem = decode_answer(turn.text)
+        if problem is not None:
+            return None, problem
+    try:
+        return answer_schema.model_validate(data), None
+    except ValidationError as exc:
+        lines = tuple(error_lines(exc))
+        shown = "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")
+        return None, _Problem(
+            "invalid_answer", f"the answer does not match {answer_schema.__name__}: {shown}", lines
+        )
+
+
+def repair_prompt(problem: _Problem) -> str:
+    """The one repair turn: quote exactly what was wrong."""
+    listed = "".join(f"\n- {line}" for line in problem.errors) or f"\n- {problem.detail}"
+    return (
+        "Your previous answer was not accepted:"
+        + listed
+        + "\nAnswer again with one corrected JSON object that validates against the schema, "
+        "and nothing else."
+    )
+
+
+def build_request(
+    specialist: str,
+    prompt: str | Sequence[Message],
+    answer_schema: type[BaseModel],
+    system: str | None,
+    input: JsonValue,
+) -> Request:
+    """The first turn of an ask. Without an explicit `input`, the input that identifies the
+    ask (for replay digests and exchange files) is the system prompt and the messages."""
+    messages = (Message(role="user", content=prompt),) if isinstance(prompt, str) else tuple(prompt)
+    if not messages or messages[-1].role != "user":
+        raise ValueError("a prompt must end with a user message")
+    if input is None:
+        input = {"system": system, "messages": [m.model_dump() for m in messages]}
+    return Request(
+        specialist=specialist,
+        system=system,
+        messages=messages,
+        schema=answer_schema.model_json_schema(),
+        schema_name=answer_schema.__name__,
+        input=input,
+    )
+
+
+def input_digest(value: JsonValue) -> str:
+    """Lowercase hex SHA-256 of the canonical JSON of a specialist's input (keys sorted,
+    no whitespace, UTF-8, no NaN): the key of recorded and exchanged answers."""
+    canonical = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class BaseSession:
+    """The shared ask loop; subclasses implement `_turn` (and `aclose` if they hold a client)."""
+
+    #: Whether a failed answer gets one repair turn (replay and file exchange do not).
+    repairable = True
+
+    def __init__(
+        self, specialist: str, provider: str, model: str, *, deadline: float | None
+    ) -> None:
+        self._specialist = specialist
+        self._provider = provider
+        self._model = model
+        self._deadline = math.inf if deadline is None else deadline
+        self._usage = Usage()
+
+    @property
+    def specialist(self) -> str:
+        """The specialist this session serves."""
+        return self._specialist
+
+    @property
+    def provider(self) -> str:
+        """The lane answers come from."""
+        return self._provider
+
+    @property
+    def model(self) -> str:
+        """The model ID of the lane."""
+        return self._model
+
+    @property
+    def usage(self) -> Usage:
+        """Everything this session has cost so far."""
+        return self._usage
+
+    @property
+    def deadline(self) -> float:
+        """The absolute anyio time after which no turn may run (inf: none)."""
+        return self._deadline
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline."""
+        return self._deadline - anyio.current_time()
+
+    async def ask(
+        self,
+        prompt: str | Sequence[Message],
+        answer_schema: type[AnswerT],
+        *,
+        system: str | None = None,
+        input: JsonValue = None,
+    ) -> Reply[AnswerT]:
+        """Ask once, repair once if needed; raise `SpecialistFailed` or `SpecialistTimedOut`."""
+        request = build_request(self._specialist, prompt, answer_schema, system, input)
+        left = self.remaining()
+        if left <= 0:
+            raise SpecialistTimedOut(
+                self._specialist, 0.0, provider=self._provider, model=self._model
+            )
+        before = self._usage
+        reply: Reply[AnswerT] | None = None
+        try:
+            with anyio.CancelScope(deadline=self._deadline) as scope:
+                reply = await self._converse(request, answer_schema, before)
+        except anyio.get_cancelled_exc_class():
+            self._usage = self._usage.model_copy(update={"complete": False})
+            raise
+        if reply is None or scope.cancelled_caught:
+            self._usage = self._usage.model_copy(update={"complete": False})
+            raise SpecialistTimedOut(
+                self._specialist, round(left, 3), provider=self._provider, model=self._model
+            )
+        return reply
+
+    async def _converse(
+        self, request: Request, answer_schema: type[AnswerT], before: Usage
+    ) -> Reply[AnswerT]:
+        turn = await self._counted_turn(request)
+        turns = 1
+        answer, problem = check_answer(turn, answer_schema)
+        if problem is not None and problem.kind != "refusal" and self.repairable:
+            repair = replace(
+                request,
+                messages=(
+                    *request.messages,
+                    Message(role="assistant", content=turn.text or json.dumps(turn.data)),
+                    Message(role="user", content=repair_prompt(problem)),
+                ),
+                turn=2,
+                resume=turn.resume,
+            )
+            turn = await self._counted_turn(repair)
+            turns = 2
+            answer, problem = check_answer(turn, answer_schema)
+        if answer is None:
+            assert problem is not None
+            raise SpecialistFailed(
+                self._specialist,
+                problem.kind,
+                problem.detail + (" (after one repair turn)" if turns == 2 else ""),
+                provider=self._provider,
+                model=self._model,
+                errors=problem.errors,
+            )
+        raw = turn.text if turn.data is None else json.dumps(turn.data, ensure_ascii=False)
+        return Reply(answer=answer, usage=_difference(self._usage, before), turns=turns, raw=raw)
+
+    async def _counted_turn(self, request: Request) -> TurnOutput:
+        turn = await self._turn(request)
+        self._usage = self._usage.plus(turn.usage)
+        return turn
+
+    async def _turn(self, request: Request) -> TurnOutput:
+        """Send one request and return the raw answer. Adapters override this."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Nothing to release by default."""
+
+    async def __aenter__(self) -> BaseSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.aclose()
+
+
+def _difference(after: Usage, before: Usage) -> Usage:
+    """What one finished ask cost: every one of its turns returned, so it is complete."""
+    cost = None if after.cost_usd is None else after.cost_usd - (before.cost_usd or 0.0)
+    return Usage(
+        input_tokens=after.input_tokens - before.input_tokens,
+        output_tokens=after.output_tokens - before.output_tokens,
+        cost_usd=cost,
+        requests=after.requests - before.requests,
+    )

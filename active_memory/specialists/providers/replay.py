@@ -1,0 +1,179 @@
+"""Recorded answers: the bundled example and dry runs replay them instead of a model.
+
+A recordings file is one JSON document (`active-memory/recordings@1`) holding answers
+keyed by specialist and `input_digest(input)`: the SHA-256 of the canonical JSON of what
+the specialist was asked (see `base.build_request`). `RecordingSession` wraps a live
+session and appends each validated answer it gets, which is how recordings are made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from active_memory.errors import InvalidRecord, SpecialistFailed, UsageError
+from active_memory.specialists.providers.base import (
+    AnswerT,
+    BaseSession,
+    Message,
+    ProviderSession,
+    Reply,
+    Request,
+    TurnOutput,
+    Usage,
+    build_request,
+    input_digest,
+)
+from active_memory.validation import error_lines
+
+RECORDINGS_SCHEMA: Final = "active-memory/recordings@1"
+
+
+class Recording(BaseModel):
+    """One recorded answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    specialist: str
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    answer: JsonValue
+    usage: Usage | None = None
+    model: str | None = None
+
+
+class Recordings(BaseModel):
+    """A recordings file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["active-memory/recordings@1"] = Field(RECORDINGS_SCHEMA, alias="schema")
+    recordings: list[Recording] = Field(default_factory=list)
+
+    def find(self, specialist: str, digest: str) -> Recording | None:
+        """The last recording for this specialist and input digest, if any."""
+        for recording in reversed(self.recordings):
+            if recording.specialist == specialist and recording.digest == digest:
+                return recording
+        return None
+
+
+async def load_recordings(path: Path, *, missing_ok: bool = False) -> Recordings:
+    """Read a recordings file; a missing or malformed one is a usage error naming it."""
+    try:
+        text = await anyio.Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if missing_ok:
+            return Recordings()
+        raise UsageError(f"{path}: no such recordings file; check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the recordings file: {exc}") from None
+    try:
+        return Recordings.model_validate_json(text)
+    except ValidationError as exc:
+        raise InvalidRecord(str(path), "; ".join(error_lines(exc)[:5])) from None
+
+
+async def save_recordings(path: Path, recordings: Recordings) -> None:
+    """Write a recordings file atomically (a temporary file, then a rename)."""
+    target = anyio.Path(path)
+    await target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = anyio.Path(f"{path}.{os.getpid()}.tmp")
+    await temporary.write_text(
+        recordings.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n",
+        encoding="utf-8",
+    )
+    await temporary.replace(target)
+
+
+class ReplaySession(BaseSession):
+    """Answers from a recordings file; a missing recording fails the specialist clearly."""
+
+    repairable = False  # a recording is what it is; another turn would get the same one
+
+    def __init__(
+        self, specialist: str, model: str, *, path: Path, deadline: float | None = None
+    ) -> None:
+        super().__init__(specialist, "replay", model, deadline=deadline)
+        self._path = path
+        self._recordings: Recordings | None = None
+
+    async def _turn(self, request: Request) -> TurnOutput:
+        if self._recordings is None:
+            self._recordings = await load_recordings(self._path)
+        digest = input_digest(request.input)
+        found = self._recordings.find(self.specialist, digest)
+        if found is None:
+            raise SpecialistFailed(
+                self.specialist,
+                "missing_recording",
+                f"no recorded answer for {self.specialist} with input digest {digest} in "
+                f"{self._path}; record it by running this input once against a live lane "
+                f"with RecordingSession(..., path={str(self._path)!r}), or add "
+                f'{{"specialist": "{self.specialist}", "digest": "{digest}", "answer": {{...}}}} '
+                "to its recordings",
+                provider=self.provider,
+                model=self.model,
+            )
+        return TurnOutput(text="", data=found.answer, usage=found.usage or Usage())
+
+
+class RecordingSession:
+    """A live session whose validated answers are appended to a recordings file."""
+
+    def __init__(self, inner: ProviderSession, path: Path) -> None:
+        self._inner = inner
+        self._path = path
+        self._lock = anyio.Lock()
+
+    @property
+    def specialist(self) -> str:
+        """The wrapped session's specialist."""
+        return self._inner.specialist
+
+    @property
+    def provider(self) -> str:
+        """The wrapped session's provider."""
+        return self._inner.provider
+
+    @property
+    def model(self) -> str:
+        """The wrapped session's model."""
+        return self._inner.model
+
+    @property
+    def usage(self) -> Usage:
+        """The wrapped session's usage."""
+        return self._inner.usage
+
+    async def ask(
+        self,
+        prompt: str | Sequence[Message],
+        answer_schema: type[AnswerT],
+        *,
+        system: str | None = None,
+        input: JsonValue = None,
+    ) -> Reply[AnswerT]:
+        """Ask the wrapped session, then record its answer under the input's digest."""
+        request = build_request(self.specialist, prompt, answer_schema, system, input)
+        reply = await self._inner.ask(prompt, answer_schema, system=system, input=input)
+        recording = Recording(
+            specialist=self.specialist,
+            digest=input_digest(request.input),
+            answer=reply.answer.model_dump(mode="json", by_alias=True),
+            usage=reply.usage,
+            model=self.model,
+        )
+        async with self._lock:
+            recordings = await load_recordings(self._path, missing_ok=True)
+            recordings.recordings.append(recording)
+            await save_recordings(self._path, recordings)
+        return reply
+
+    async def aclose(self) -> None:
+        """Close the wrapped session."""
+        await self._inner.aclose()
