@@ -95,7 +95,12 @@ def extract_signals(call: ToolCall, root: str) -> Signals:
     for key in PATH_KEYS:
         if key in tool_input:
             for value in _strings(tool_input[key]):
-                reader.path(value, reader.base, glob=tool in GLOB_TOOLS)
+                reader.path(value, reader.base)
+    # A search tool's `path` is the folder its glob or pattern is relative to.
+    search_base = tool_input.get("path")
+    pattern_base = (
+        reader.resolve(search_base, reader.base) if isinstance(search_base, str) else reader.base
+    )
     for key in PATCH_KEYS:
         patch = tool_input.get(key)
         if isinstance(patch, str) and (tool in PATCH_TOOLS or "*** Begin Patch" in patch):
@@ -114,7 +119,7 @@ def extract_signals(call: ToolCall, root: str) -> Signals:
     for key in PATTERN_KEYS:
         for value in _strings(tool_input.get(key)):
             if key in ("glob", "include") or tool in GLOB_TOOLS:
-                reader.glob(value, reader.base)
+                reader.glob(value, pattern_base)
             else:
                 reader.pattern(value)
     return reader.signals
@@ -153,11 +158,11 @@ class _Reader:
         relative = absolute[len(prefix) :]
         return relative.replace(os.sep, "/") if os.sep != "/" else relative
 
-    def path(self, raw: str, base: str, *, glob: bool = False) -> None:
+    def path(self, raw: str, base: str) -> None:
         text = raw.strip()
         if not text or "\x00" in text or "://" in text or text.startswith("-"):
             return
-        if glob or any(ch in text for ch in _GLOB_CHARS):
+        if any(ch in text for ch in _GLOB_CHARS):
             self.glob(text, base)
             return
         relative = self.relative(self.resolve(text, base))
@@ -264,7 +269,10 @@ class _Reader:
                 if equals and "/" in value:
                     self.path(value, base)
                 continue
-            self.path(arg, base)
+            if looks_like_path(arg):
+                self.path(arg, base)
+            else:
+                self.words(arg)
 
     def search(self, args: list[str], base: str) -> None:
         pattern_given = False
@@ -317,6 +325,17 @@ class _Reader:
             if len(found) >= MAX_TERMS:
                 return
             found.add(term)
+
+
+_NOT_IN_PATHS = frozenset(" \t\n,=$(){}<>|;&\"'`!")
+
+
+def looks_like_path(word: str) -> bool:
+    """A shell argument that could name a file: no spaces or shell/script punctuation, and
+    not a bare number (`sed -n 1,80p`, `head -n 20`, a commit message are not paths)."""
+    if not word or word.isdigit() or any(ch in _NOT_IN_PATHS for ch in word):
+        return False
+    return any(ch.isalnum() for ch in word)
 
 
 def _is_assignment(word: str) -> bool:
