@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from recall_support import (
+    AUTHOR,
     GRAPH_HASH,
     graph_lesson,
     make_checkout,
@@ -16,6 +17,7 @@ from recall_support import (
 )
 
 from active_memory.cli import main
+from active_memory.lessons import CreateLesson, GraphScope
 from active_memory.runlog.canonical import graph_hash
 
 
@@ -106,7 +108,8 @@ def test_recall_refuses_bad_tool_json_with_exit_2(
     world: Path, tool_json: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["recall", "--session", "s", "--cwd", str(world / "api"), tool_json]) == 2
-    assert "TOOL_JSON" in capsys.readouterr().err or "nonexistent" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "TOOL_JSON" in err or "nonexistent" in err
 
 
 def test_recall_human_output_names_the_cards(
@@ -177,9 +180,6 @@ def test_instructions_text_is_authored_then_lessons(
     world: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path, digest = graph_file(world)
-    from recall_support import AUTHOR
-
-    from active_memory.lessons import CreateLesson, GraphScope
 
     mutation = graph_lesson("Run checks first")
     scoped = CreateLesson(
