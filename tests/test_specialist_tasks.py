@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from run_builder import RunBuilder, software_change
 from specialist_builders import (
     NAMESPACE,
     checkout,
@@ -15,6 +16,8 @@ from specialist_builders import (
     rejections_record,
     repo_lesson,
     timeouts_record,
+    with_graph_hash,
+    write_record,
 )
 
 from active_memory.lessons import GraphScope, Lesson
@@ -345,3 +348,21 @@ def test_canonical_json_keeps_unicode_and_sorts_keys() -> None:
     )
     with pytest.raises(ValueError):
         canonical_json({"x": float("nan")})
+
+
+def test_exploration_receipts_are_bounded_first_and_latest(tmp_path: Path, repo: Path) -> None:
+    run = RunBuilder(software_change())
+    for minute in range(10):
+        run.receipt("Read", [f"src/file_{minute}.py"], minute)
+    data = with_graph_hash(run.build())
+    data["repository"]["checkout"] = str(repo)
+    record = write_record(tmp_path, data)
+    task = build_discovery("repository_discovery", record, limits=TaskLimits(receipts_max=4))
+    [item] = task.evidence
+    assert [r.paths[0] for r in item.receipts] == [
+        "src/file_0.py",
+        "src/file_1.py",
+        "src/file_8.py",
+        "src/file_9.py",
+    ]
+    assert task.receipts_omitted == {item.id: 6} and item.count == 10

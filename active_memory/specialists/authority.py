@@ -39,6 +39,8 @@ class TaskLimits:
     """One node's authored instructions."""
     others_max: int = 200
     """Living lessons outside the batch listed as possible `canonical` targets."""
+    receipts_max: int = 64
+    """Receipts shown per evidence item (the first and the latest half); the rest counted."""
 
 
 class _Model(BaseModel):

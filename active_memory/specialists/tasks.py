@@ -162,6 +162,8 @@ class DiscoveryTask(_Task):
     specialist: DiscoveryName
     run: RunEssentials
     evidence: tuple[EvidenceItem, ...]
+    receipts_omitted: dict[str, int] = {}
+    """Per evidence ID, how many of its receipts were left out (`TaskLimits.receipts_max`)."""
     completions: tuple[CompletionView, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
 
@@ -344,15 +346,35 @@ def build_discovery(
     run = RunEssentials.of(record)
     graphs = _run_graphs(record)
     nodes = sorted({node for item in items for node in item.nodes})
+    shown, omitted = _bounded_receipts(items, limits.receipts_max)
     return DiscoveryTask(
         specialist=name,
         run=run,
-        evidence=items,
+        evidence=shown,
+        receipts_omitted=omitted,
         completions=_completions(record, items, limits),
         nodes=tuple(node_authority(graphs, run.graph_hash or "", n, limits) for n in nodes)
         if run.graph_hash
         else (),
     )
+
+
+def _bounded_receipts(
+    items: Sequence[EvidenceItem], limit: int
+) -> tuple[tuple[EvidenceItem, ...], dict[str, int]]:
+    """Items with at most `limit` receipts each: the first and the latest half survive,
+    as in the run record's own receipt cap, so the exploration's span stays visible."""
+    shown: list[EvidenceItem] = []
+    omitted: dict[str, int] = {}
+    for item in items:
+        receipts = item.receipts
+        if len(receipts) > limit:
+            head = (limit + 1) // 2
+            kept = receipts[:head] + receipts[len(receipts) - (limit - head) :]
+            omitted[item.id] = len(receipts) - len(kept)
+            item = item.model_copy(update={"receipts": kept})
+        shown.append(item)
+    return tuple(shown), omitted
 
 
 def _run_graphs(record: RunRecord) -> dict[str, Graph]:
