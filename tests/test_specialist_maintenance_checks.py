@@ -291,3 +291,22 @@ def test_graph_canonical_must_be_for_the_same_node(record: RunRecord) -> None:
     assert _failed(check_maintenance(task, answer, checkout=None)) == (
         "decisions[0].canonical: G-2 has another scope than G-1",
     )
+
+
+def test_deferring_an_already_deferred_lesson_changes_nothing(
+    record: RunRecord, repo: Path
+) -> None:
+    deferred = repo_lesson("L-1", 2).model_copy(update={"status": "deferred"})
+    task = build_repository_maintenance(record, [deferred, repo_lesson("L-2", 1)], checkout=None)
+    answer = MaintenanceAnswer.model_validate(
+        {
+            "decisions": [
+                {"id": "L-1", "revision": 2, "action": "defer"},
+                {"id": "L-2", "revision": 1, "action": "defer"},
+            ]
+        }
+    )
+    result = check_maintenance(task, answer, checkout=None)
+    assert isinstance(result, Reconciled)
+    [defer] = maintenance_mutations(result, run_id="run-1", model=None)
+    assert isinstance(defer, DeferLesson) and defer.id == "L-2"

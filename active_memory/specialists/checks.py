@@ -91,6 +91,8 @@ class Reconciled:
 
     specialist: str
     decisions: tuple[Decision, ...]
+    already_deferred: frozenset[str] = frozenset()
+    """Batch lessons that were deferred already: deferring them again changes nothing."""
     status: Literal["reconciled"] = "reconciled"
 
 
@@ -132,6 +134,7 @@ def check_discovery(
     accepted: list[AcceptedProposal] = []
     rejected: list[Rejection] = []
     titles: dict[str, int] = {}
+    evidence = task.evidence_by_id()
     for index, draft in enumerate(lessons):
         found, scope, reasons = _check_proposal(task, draft, index, checkout)
         key = " ".join(draft.title.casefold().split())
@@ -141,7 +144,6 @@ def check_discovery(
         if reasons or found is None or scope is None:
             rejected.append(Rejection(index, draft.title, tuple(reasons)))
             continue
-        evidence = task.evidence_by_id()
         items = tuple(evidence[e] for e in found.evidence)
         accepted.append(AcceptedProposal(index, found, scope, items))
     return DiscoveryResult(task.specialist, tuple(accepted), tuple(rejected))
@@ -304,7 +306,7 @@ def check_maintenance(
         ledger.reasons.extend(errors)
         if decision is None:
             continue
-        problems = _decision_problems(task, decision, path, checkout)
+        problems = _decision_problems(task, lesson.scope, decision, path, checkout)
         ledger.reasons.extend(problems)
         if not problems:
             ledger.valid[decision.id] = decision
@@ -319,15 +321,18 @@ def check_maintenance(
             )
     if ledger.reasons:
         return Failed(task.specialist, tuple(ledger.reasons))
-    return Reconciled(task.specialist, tuple(ledger.valid[x.id] for x in task.lessons))
+    deferred = frozenset(x.id for x in task.lessons if x.status == "deferred")
+    return Reconciled(task.specialist, tuple(ledger.valid[x.id] for x in task.lessons), deferred)
 
 
 def _decision_problems(
-    task: MaintenanceTask, decision: Decision, path: str, checkout: Checkout | None
+    task: MaintenanceTask,
+    own_scope: Scope,
+    decision: Decision,
+    path: str,
+    checkout: Checkout | None,
 ) -> list[str]:
     problems: list[str] = []
-    supplied = task.supplied()
-    lesson = supplied[decision.id]
     if decision.canonical is not None:
         scopes = {x.id: x.scope for x in task.lessons} | {x.id: x.scope for x in task.others}
         scope = scopes.get(decision.canonical)
@@ -335,7 +340,7 @@ def _decision_problems(
             problems.append(
                 f"{path}.canonical: {decision.canonical!r} is not a living lesson of this scope"
             )
-        elif scope != lesson.scope:
+        elif scope != own_scope:
             problems.append(
                 f"{path}.canonical: {decision.canonical} has another scope than {decision.id}"
             )

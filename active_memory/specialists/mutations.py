@@ -7,7 +7,8 @@ against the revision they were decided on (`base_revision`).
 
 - keep → nothing (the report counts it); adapt → `AdaptLesson` (the run's ID added to
   the lesson's evidence); retire → `RetireLesson` (with `canonical`); defer →
-  `DeferLesson`.
+  `DeferLesson`, except for a lesson that is deferred already (a new revision would
+  change nothing and only race other writers).
 - an accepted proposal → `CreateLesson` with its scope, card, and `Evidence(run_ids,
   evidence_ids, citations)`; `why_recurs` becomes the history's reason.
 """
@@ -62,7 +63,7 @@ def maintenance_mutations(
                     reason=decision.reason,
                 )
             )
-        elif decision.action == "defer":
+        elif decision.action == "defer" and decision.id not in result.already_deferred:
             found.append(
                 DeferLesson(
                     id=decision.id,
