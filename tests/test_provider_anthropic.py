@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -114,6 +115,25 @@ async def test_server_error_three_times_fails_with_status_and_body(
     assert (error.status_code, error.provider, error.model) == (500, "anthropic", "claude-sonnet-5")
     assert "api_error" in error.body and "Internal server error" in error.body
     assert error.specialist == "repository_discovery"
+
+
+@pytest.mark.asyncio
+async def test_connection_reset_then_success(server: FakeServer, session: AnthropicSession) -> None:
+    server.script(Scripted(reset=True), anthropic_message(GOOD))
+    reply = await session.ask("What recurs?", Discoveries)
+    assert reply.answer.lessons and len(server.received) == 2
+
+
+@pytest.mark.asyncio
+async def test_retry_log_masks_the_key(
+    server: FakeServer, session: AnthropicSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.script(anthropic_error(429, f"slow down, {ANTHROPIC_KEY}"), anthropic_message(GOOD))
+    with caplog.at_level(logging.WARNING, logger="active_memory.providers"):
+        await session.ask("What recurs?", Discoveries)
+    (record,) = caplog.records
+    assert "HTTP 429" in record.getMessage() and "slow down" in record.getMessage()
+    assert ANTHROPIC_KEY not in record.getMessage()
 
 
 @pytest.mark.asyncio

@@ -2,12 +2,14 @@
 
 Each request takes the next scripted `Scripted` reply: status, JSON body, headers, and
 optionally a delay or a hang (the handler waits until the server stops, as a stuck
-upstream would). Requests are recorded with path, headers and JSON body.
+upstream would) or a connection reset. Requests are recorded with path, headers and JSON body.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -26,6 +28,7 @@ class Scripted:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     hang: bool = False
+    reset: bool = False  # drop the connection with a TCP reset instead of answering
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
         reply = fake.next_reply()
+        if reply.reset:
+            # SO_LINGER 0: close() sends RST, as a crashing proxy or load balancer does.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         if reply.hang:
             fake.stopping.wait(30)
             return

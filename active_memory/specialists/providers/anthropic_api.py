@@ -21,8 +21,16 @@ from anthropic.types import OutputConfigParam
 from active_memory.config import Effort
 from active_memory.specialists.providers.base import BaseSession, Request, TurnOutput, Usage
 from active_memory.specialists.providers.credentials import Secrets
-from active_memory.specialists.providers.http import provider_error, transient
-from active_memory.specialists.providers.retry import RetryPolicy, call_with_retries
+from active_memory.specialists.providers.http import (
+    describe_failure,
+    provider_error,
+    transient,
+)
+from active_memory.specialists.providers.retry import (
+    RetryPolicy,
+    call_with_retries,
+    request_timeout,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 16000
@@ -76,7 +84,7 @@ class AnthropicSession(BaseSession):
 
         async def send() -> anthropic.types.Message:
             reply: anthropic.types.Message = await self._client.messages.create(
-                **params, timeout=max(self.remaining(), 0.001)
+                **params, timeout=request_timeout(self.remaining())
             )
             return reply
 
@@ -88,6 +96,7 @@ class AnthropicSession(BaseSession):
                 ),
                 policy=self._retry,
                 deadline=self.deadline,
+                describe=lambda exc: describe_failure(exc, self._secrets),
             )
         except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
             raise provider_error(

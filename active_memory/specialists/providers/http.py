@@ -44,6 +44,14 @@ def body_excerpt(exc: Any, secrets: Secrets, limit: int = 300) -> str:
     return secrets.mask(excerpt(text, limit))
 
 
+def describe_failure(exc: BaseException, secrets: Secrets) -> str:
+    """A failure in one masked line, for the retry log."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return f"HTTP {status}: {body_excerpt(exc, secrets, 120)}"
+    return secrets.mask(excerpt(f"{type(exc).__name__}: {exc}", 120))
+
+
 def provider_error(
     exc: BaseException,
     *,

@@ -25,8 +25,16 @@ from openai.types.chat import ChatCompletion
 from active_memory.config import Effort
 from active_memory.specialists.providers.base import BaseSession, Request, TurnOutput, Usage
 from active_memory.specialists.providers.credentials import Secrets
-from active_memory.specialists.providers.http import provider_error, transient
-from active_memory.specialists.providers.retry import RetryPolicy, call_with_retries
+from active_memory.specialists.providers.http import (
+    describe_failure,
+    provider_error,
+    transient,
+)
+from active_memory.specialists.providers.retry import (
+    RetryPolicy,
+    call_with_retries,
+    request_timeout,
+)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -97,7 +105,7 @@ class OpenAICompatibleSession(BaseSession):
 
             async def send(params: dict[str, Any] = params) -> ChatCompletion:
                 reply: ChatCompletion = await self._client.chat.completions.create(
-                    **params, timeout=max(self.remaining(), 0.001)
+                    **params, timeout=request_timeout(self.remaining())
                 )
                 return reply
 
@@ -109,6 +117,7 @@ class OpenAICompatibleSession(BaseSession):
                     ),
                     policy=self._retry,
                     deadline=self.deadline,
+                    describe=lambda exc: describe_failure(exc, self._secrets),
                 )
             except openai.APIStatusError as exc:
                 if not self._format_refused(exc):

@@ -10,6 +10,7 @@ of sleeping into its timeout.
 from __future__ import annotations
 
 import email.utils
+import logging
 import math
 import random
 import time
@@ -21,6 +22,9 @@ import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 T = TypeVar("T")
+DEADLINE_MARGIN = 1.0
+MAX_REQUEST_SECONDS = 600.0
+logger = logging.getLogger("active_memory.providers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,13 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return max(value, 0.0) if math.isfinite(value) else None
 
 
+def request_timeout(remaining: float) -> float:
+    """The HTTP timeout of one request: a little past the deadline, so that the session's
+    cancel scope, the one authority on time, ends a stuck request first (and it becomes
+    `SpecialistTimedOut`, not a connection error); at most 10 minutes without a deadline."""
+    return max(min(remaining + DEADLINE_MARGIN, MAX_REQUEST_SECONDS), 0.001)
+
+
 def _backoff(policy: RetryPolicy, attempt: int) -> float:
     base = min(policy.max_wait, policy.initial_wait * 2.0 ** (attempt - 1))
     return base * (1 + random.uniform(0, policy.jitter))
@@ -76,8 +87,21 @@ async def call_with_retries(
     transient: Callable[[BaseException], Transient | None],
     policy: RetryPolicy,
     deadline: float,
+    describe: Callable[[BaseException], str] = repr,
 ) -> T:
-    """`await call()`, retrying transient failures; the last failure is raised unchanged."""
+    """`await call()`, retrying transient failures; the last failure is raised unchanged.
+
+    `describe` renders a failure for the log (with secrets masked: the log is output too).
+    """
+
+    def log_retry(state: RetryCallState) -> None:
+        failure = state.outcome.exception() if state.outcome else None
+        logger.warning(
+            "attempt %d failed (%s); retrying in %.2f s",
+            state.attempt_number,
+            describe(failure) if failure is not None else "no outcome",
+            state.upcoming_sleep,
+        )
 
     def wait(state: RetryCallState) -> float:
         failure = state.outcome.exception() if state.outcome else None
@@ -96,6 +120,7 @@ async def call_with_retries(
         stop=stop,
         wait=wait,
         sleep=anyio.sleep,
+        before_sleep=log_retry,
         reraise=True,
     )
     async for attempt in retrying:
