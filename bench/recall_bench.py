@@ -120,7 +120,7 @@ def bench_match(sizes: list[int], repeat: int) -> dict[int, tuple[float, float, 
 
 
 def prepare_hook_state(state: Path, checkout: Path, size: int) -> dict[str, str]:
-    """A frozen 10k-lesson snapshot for run `bench-run`, and the hook's environment."""
+    """A frozen `size`-lesson snapshot for run `bench-run` (none for 0), and the env."""
     (checkout / ".git").mkdir(parents=True)
     (checkout / ".git" / "config").write_text(
         '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', encoding="utf-8"
@@ -136,7 +136,8 @@ def prepare_hook_state(state: Path, checkout: Path, size: int) -> dict[str, str]
                                     "cwd": str(checkout)})  # fmt: skip
     folder = repository_dir(resolve_context(call, env))
     assert folder is not None
-    write_index(build_index(lessons(size)), folder)
+    if size:
+        write_index(build_index(lessons(size)), folder)
     return env
 
 
@@ -182,6 +183,64 @@ def bench_process(runs: int, size: int) -> dict[str, list[float]]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def bench_freeze(size: int) -> tuple[float, float]:
+    """A run's first call with `size` lessons in a real store: (hook seconds, bare seconds)."""
+    import anyio
+
+    from active_memory.lessons import Associations, Author, Card, CreateLesson, RepositoryScope
+    from active_memory.store.sqlite import SqliteStore
+
+    work = Path(tempfile.mkdtemp(prefix="recall-freeze-"))
+    try:
+        store_path = work / "lessons.sqlite3"
+        author = Author(specialist="bench")
+        mutations = [
+            CreateLesson(
+                scope=RepositoryScope(repository=NAMESPACE),
+                card=Card(
+                    title=f"Lesson {n}",
+                    recommendation="Run the generator before editing the derived copy.",
+                    associations=Associations(
+                        files=[f"src/pkg{n // PER_GROUP}/mod{n}.py"],
+                        identifiers=[f"HandlerNumber{n}"],
+                        keywords=[[f"alpha{n // PER_GROUP}", f"beta{n // PER_GROUP}"]],
+                    ),
+                ),
+                author=author,
+            )
+            for n in range(size)
+        ]
+
+        async def seed() -> None:
+            store = await SqliteStore.open(store_path)
+            try:
+                await store.publish(mutations)
+            finally:
+                await store.aclose()
+
+        anyio.run(seed)
+        checkout = work / "api"
+        env = prepare_hook_state(work / "state", checkout, 0)
+        env.update(ACTIVE_MEMORY_RUN_ID="first-call", ACTIVE_MEMORY_STORE=str(store_path))
+        payload = tool_calls(size)[0]
+        payload["cwd"] = str(checkout)
+        payload["tool_input"] = {"file_path": str(checkout / "src/pkg7/mod71.py")}
+        script = Path(sys.executable).with_name("active-memory-hook")
+        command = [str(script), "claude"] if script.exists() else [
+            sys.executable, "-m", "active_memory.hooks.command", "claude"]  # fmt: skip
+        start = time.perf_counter()
+        done = subprocess.run(command, input=json.dumps(payload).encode(), capture_output=True,
+                              env=env, cwd=str(REPO), check=True)  # fmt: skip
+        hook = time.perf_counter() - start
+        if b"additionalContext" not in done.stdout:
+            raise SystemExit(f"first call delivered nothing: {done.stdout!r}")
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        return hook, time.perf_counter() - start
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
@@ -206,6 +265,11 @@ def main() -> None:
     for name, values in times.items():
         median = statistics.median(values)
         print(f"  {name:<46} {median * 1000:7.2f} ms   {median / bare:5.2f} x bare")
+
+    print(f"\na run's first call: freezes {args.hook_lessons:,} lessons from a SQLite store")
+    hook, bare_once = bench_freeze(args.hook_lessons)
+    print(f"  {'first hook call (read store, build, publish)':<46} {hook * 1000:7.1f} ms "
+          f"  {hook / bare_once:5.1f} x bare")  # fmt: skip
 
 
 if __name__ == "__main__":
