@@ -226,3 +226,16 @@ async def test_empty_choices_are_an_empty_answer(server: FakeServer) -> None:
     finally:
         await session.aclose()
     assert caught.value.kind == "empty_answer"
+
+
+@pytest.mark.asyncio
+async def test_answer_echoing_the_key_is_masked_in_the_failure(server: FakeServer) -> None:
+    server.script(*[openai_completion(f"my key is {OPENAI_KEY}, not JSON")] * 2)
+    session = session_for(server)
+    try:
+        with pytest.raises(SpecialistFailed) as caught:
+            await session.ask("What recurs?", Discoveries)
+    finally:
+        await session.aclose()
+    assert caught.value.kind == "not_json"
+    assert OPENAI_KEY not in str(caught.value) and "my key is ***" in caught.value.detail

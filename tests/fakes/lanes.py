@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from active_memory.config import SpecialistLane
 
@@ -47,5 +47,5 @@ class Discoveries(BaseModel):
     lessons: list[Proposal]
 
 
-GOOD = {"lessons": [{"title": "Regenerate the client", "evidence": ["E-1"]}]}
-BAD = {"lessons": [{"title": "Regenerate the client", "evidence": []}]}
+GOOD: JsonValue = {"lessons": [{"title": "Regenerate the client", "evidence": ["E-1"]}]}
+BAD: JsonValue = {"lessons": [{"title": "Regenerate the client", "evidence": []}]}

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.specialists.kinds import SpecialistName as SpecialistName
+from active_memory.specialists.providers.credentials import Secrets
 from active_memory.validation import error_lines
 
 AnswerT = TypeVar("AnswerT", bound=BaseModel)
@@ -270,6 +271,8 @@ class BaseSession:
         self._model = model
         self._deadline = math.inf if deadline is None else deadline
         self._usage = Usage()
+        # Adapters that hold keys replace this; a failure quoting an answer is masked too.
+        self._secrets = Secrets()
 
     @property
     def specialist(self) -> str:
@@ -355,10 +358,11 @@ class BaseSession:
             raise SpecialistFailed(
                 self._specialist,
                 problem.kind,
-                problem.detail + (" (after one repair turn)" if turns == 2 else ""),
+                self._secrets.mask(problem.detail)
+                + (" (after one repair turn)" if turns == 2 else ""),
                 provider=self._provider,
                 model=self._model,
-                errors=problem.errors,
+                errors=[self._secrets.mask(line) for line in problem.errors],
             )
         raw = turn.text if turn.data is None else json.dumps(turn.data, ensure_ascii=False)
         return Reply(answer=answer, usage=_difference(self._usage, before), turns=turns, raw=raw)

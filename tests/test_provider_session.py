@@ -1,0 +1,100 @@
+"""The shared ask loop (deadline, repair turn, usage) through `FunctionSession`."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from fakes.lanes import BAD, GOOD, Discoveries
+from pydantic import JsonValue
+
+from active_memory.errors import SpecialistFailed, SpecialistTimedOut
+from active_memory.specialists.providers import Message, Usage
+from active_memory.specialists.providers.base import Request
+from active_memory.specialists.providers.function import FunctionSession
+
+
+@pytest.mark.asyncio
+async def test_repair_turn_sees_the_quoted_errors_and_its_previous_answer() -> None:
+    seen: list[Request] = []
+
+    async def answer(request: Request) -> JsonValue:
+        seen.append(request)
+        return BAD if request.turn == 1 else GOOD
+
+    session = FunctionSession("graph_discovery", answer)
+    reply = await session.ask("What recurs?", Discoveries, input={"task": 1})
+    assert reply.turns == 2 and reply.usage.requests == 2
+    repair = seen[1]
+    assert [m.role for m in repair.messages] == ["user", "assistant", "user"]
+    assert '"evidence": []' in repair.messages[1].content
+    assert repair.messages[2].content.startswith("Your previous answer was not accepted:")
+    assert repair.input == {"task": 1}
+
+
+@pytest.mark.asyncio
+async def test_failure_after_repair_records_every_error_line() -> None:
+    async def answer(request: Request) -> JsonValue:
+        return {"lessons": [{"title": "x" * 97, "evidence": []}]}
+
+    with pytest.raises(SpecialistFailed) as caught:
+        await FunctionSession("graph_discovery", answer).ask("What recurs?", Discoveries)
+    assert caught.value.kind == "invalid_answer"
+    assert [line.split(":")[0] for line in caught.value.errors] == [
+        "lessons[0].title",
+        "lessons[0].evidence",
+    ]
+
+
+@pytest.mark.asyncio
+async def test_garbage_is_a_typed_failure_with_an_excerpt() -> None:
+    async def answer(request: Request) -> JsonValue:
+        return "I think the lessons are fine."
+
+    with pytest.raises(SpecialistFailed) as caught:
+        await FunctionSession("graph_discovery", answer).ask("What recurs?", Discoveries)
+    assert caught.value.kind == "not_json" and "I think the lessons" in caught.value.detail
+
+
+@pytest.mark.asyncio
+async def test_no_time_left_fails_before_asking() -> None:
+    calls = 0
+
+    async def answer(request: Request) -> JsonValue:
+        nonlocal calls
+        calls += 1
+        return GOOD
+
+    session = FunctionSession("graph_discovery", answer, deadline=anyio.current_time() - 1)
+    with pytest.raises(SpecialistTimedOut):
+        await session.ask("What recurs?", Discoveries)
+    assert calls == 0 and session.usage.complete
+
+
+@pytest.mark.asyncio
+async def test_deadline_during_the_repair_turn_keeps_the_first_turns_usage() -> None:
+    async def answer(request: Request) -> JsonValue:
+        if request.turn == 2:
+            await anyio.sleep_forever()
+        return BAD
+
+    session = FunctionSession(
+        "graph_discovery",
+        answer,
+        deadline=anyio.current_time() + 0.2,
+        usage_per_turn=Usage(input_tokens=10, output_tokens=5, requests=1),
+    )
+    with pytest.raises(SpecialistTimedOut):
+        await session.ask("What recurs?", Discoveries)
+    assert (session.usage.input_tokens, session.usage.complete) == (10, False)
+
+
+@pytest.mark.asyncio
+async def test_prompt_must_end_with_a_user_message() -> None:
+    async def answer(request: Request) -> JsonValue:
+        return GOOD
+
+    with pytest.raises(ValueError, match="user message"):
+        await FunctionSession("graph_discovery", answer).ask(
+            [Message(role="user", content="a"), Message(role="assistant", content="b")],
+            Discoveries,
+        )
