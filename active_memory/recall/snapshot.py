@@ -37,8 +37,7 @@ from active_memory.recall.records import run_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
+    from collections.abc import Callable, Sequence
 
     from active_memory.lessons import Lesson
     from active_memory.recall.types import RecallContext
@@ -279,13 +278,24 @@ def _in_event_loop() -> bool:
     return True
 
 
-def _publish_folder(folder: str, fill: Any) -> None:
+def _temporary_name(final: str) -> str:
+    # Unique per process and thread: a server may freeze the same run from two threads.
+    import threading
+    import time
+
+    return f"{final}.{os.getpid()}.{threading.get_ident()}.{time.monotonic_ns()}.tmp"
+
+
+def _publish_folder(folder: str, fill: Callable[[str], None]) -> None:
     import shutil
 
     os.makedirs(os.path.dirname(folder), exist_ok=True)
-    temporary = f"{folder}.{os.getpid()}.tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    fill(temporary)
+    temporary = _temporary_name(folder)
+    try:
+        fill(temporary)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
     try:
         os.rename(temporary, folder)
     except OSError:
@@ -297,7 +307,7 @@ def _publish_folder(folder: str, fill: Any) -> None:
 
 def _publish_file(path: str, data: bytes) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
+    temporary = _temporary_name(path)
     with open(temporary, "wb") as handle:
         handle.write(data)
     try:
