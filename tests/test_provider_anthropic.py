@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 
+import anthropic
 import anyio
 import pytest
 import pytest_asyncio
@@ -15,6 +16,8 @@ from fakes.network import NetworkGuard
 from fakes.wire import anthropic_error, anthropic_message
 
 from active_memory.errors import ProviderError, SpecialistFailed, SpecialistTimedOut
+from active_memory.specialists.answers import answer_schema, example_answer
+from active_memory.specialists.kinds import SPECIALISTS
 from active_memory.specialists.providers import RetryPolicy, SessionOptions, open_session
 from active_memory.specialists.providers.anthropic_api import AnthropicSession
 
@@ -285,3 +288,18 @@ async def test_outer_cancellation_marks_usage_incomplete(server: FakeServer) -> 
         await session.aclose()
     assert not session.usage.complete
     assert session.usage.requests == 1  # the first ask's tokens are kept
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", list(SPECIALISTS))
+async def test_every_specialist_answer_schema_round_trips(server: FakeServer, name: str) -> None:
+    example = example_answer(name)
+    server.script(anthropic_message(example.model_dump(mode="json", by_alias=True)))
+    session = session_for(server)
+    try:
+        reply = await session.ask("Answer.", answer_schema(name), input={"specialist": name})
+    finally:
+        await session.aclose()
+    assert reply.answer == example
+    sent = server.received[0].body["output_config"]["format"]["schema"]
+    assert sent == anthropic.transform_schema(answer_schema(name).model_json_schema())
