@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from recall_support import (
     GRAPH_HASH,
@@ -239,3 +240,39 @@ def test_concurrent_first_calls_agree_on_one_snapshot(world: World, tmp_path: Pa
     assert len(seen) == 1
     leftovers = [p for p in Path(world.recall_dir).rglob("*.tmp")]
     assert leftovers == []
+
+
+@pytest.mark.asyncio
+async def test_a_first_call_made_on_an_event_loop_still_freezes(world: World) -> None:
+    await anyio.to_thread.run_sync(
+        publish, world.store, [repository_lesson("Src", folders=["src"])]
+    )
+    payload = claude_payload("Read", {"file_path": "src/a.py"}, session="s", cwd=world.root)
+    answer = answer_hook("claude", payload, world.env, cache=SnapshotCache())
+    assert "(L-1 r1)" in context_of(answer)
+
+
+def test_threads_of_one_server_freezing_one_run_agree(world: World) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    publish(world.store, [repository_lesson("Src", folders=["src"])])
+    cache = SnapshotCache()
+    env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "threads"}
+
+    def call(n: int) -> str:
+        payload = claude_payload("Read", {"file_path": "src/a.py"}, session=f"s{n}",
+                                 cwd=world.root)  # fmt: skip
+        return context_of(answer_hook("claude", payload, env, cache=cache))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        contexts = list(pool.map(call, range(8)))
+    assert all("(L-1 r1)" in text for text in contexts)
+    assert list(Path(world.recall_dir).rglob("*.tmp")) == []
+
+
+def test_a_receipt_keeps_a_few_paths_only(world: World) -> None:
+    files = " ".join(f"f{n}.py" for n in range(20))
+    payload = claude_payload("Bash", {"command": f"cat {files}"}, session="s", cwd=world.root)
+    answer_hook("claude", payload, world.env)
+    (receipt,) = read_receipts(world.recall_dir, "session:s")
+    assert receipt["paths"] == [f"f{n}.py" for n in range(8)]
