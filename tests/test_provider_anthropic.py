@@ -303,3 +303,15 @@ async def test_every_specialist_answer_schema_round_trips(server: FakeServer, na
     assert reply.answer == example
     sent = server.received[0].body["output_config"]["format"]["schema"]
     assert sent == anthropic.transform_schema(answer_schema(name).model_json_schema())
+
+
+@pytest.mark.asyncio
+async def test_answer_cut_at_max_tokens_says_so(
+    server: FakeServer, session: AnthropicSession
+) -> None:
+    cut = anthropic_message('{"lessons": [{"title": "Regen', stop_reason="max_tokens")
+    server.script(cut, cut)
+    with pytest.raises(SpecialistFailed) as caught:
+        await session.ask("What recurs?", Discoveries)
+    assert caught.value.kind == "not_json"
+    assert "cut off at the output token limit" in caught.value.detail

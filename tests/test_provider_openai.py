@@ -14,6 +14,7 @@ from fakes.wire import openai_completion, openai_error, vllm_error
 
 from active_memory.config import SpecialistLane
 from active_memory.errors import ProviderError, SpecialistFailed, SpecialistTimedOut
+from active_memory.specialists.kinds import SPECIALISTS
 from active_memory.specialists.providers import RetryPolicy, SessionOptions, open_session
 from active_memory.specialists.providers.openai_api import OpenAICompatibleSession
 
@@ -239,3 +240,29 @@ async def test_answer_echoing_the_key_is_masked_in_the_failure(server: FakeServe
         await session.aclose()
     assert caught.value.kind == "not_json"
     assert OPENAI_KEY not in str(caught.value) and "my key is ***" in caught.value.detail
+
+
+@pytest.mark.asyncio
+async def test_four_sessions_run_concurrently_with_their_own_usage(server: FakeServer) -> None:
+    server.script(*[openai_completion(GOOD, prompt_tokens=10, completion_tokens=1, cost=0.5)] * 4)
+    sessions = [
+        open_session(
+            ROUTER_LANE,
+            name,
+            deadline=anyio.current_time() + 10,
+            options=SessionOptions(base_url=server.url + "/v1", retry=FAST),
+            environ=ENV,
+        )
+        for name in SPECIALISTS
+    ]
+    try:
+        async with anyio.create_task_group() as group:
+            for session in sessions:
+                group.start_soon(session.ask, "What recurs?", Discoveries)
+    finally:
+        for session in sessions:
+            await session.aclose()
+    assert len(server.received) == 4
+    for session in sessions:
+        assert (session.usage.input_tokens, session.usage.requests) == (10, 1)
+        assert session.usage.cost_usd == pytest.approx(0.5)

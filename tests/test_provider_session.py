@@ -8,7 +8,7 @@ from fakes.lanes import BAD, GOOD, Discoveries
 from pydantic import JsonValue
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
-from active_memory.specialists.providers import Message, Usage
+from active_memory.specialists.providers import Message, ProviderSession, Usage
 from active_memory.specialists.providers.base import Request
 from active_memory.specialists.providers.function import FunctionSession
 
@@ -21,7 +21,7 @@ async def test_repair_turn_sees_the_quoted_errors_and_its_previous_answer() -> N
         seen.append(request)
         return BAD if request.turn == 1 else GOOD
 
-    session = FunctionSession("graph_discovery", answer)
+    session: ProviderSession = FunctionSession("graph_discovery", answer)  # the protocol fits
     reply = await session.ask("What recurs?", Discoveries, input={"task": 1})
     assert reply.turns == 2 and reply.usage.requests == 2
     repair = seen[1]

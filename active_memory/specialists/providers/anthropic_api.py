@@ -119,7 +119,9 @@ class AnthropicSession(BaseSession):
         refusal = None
         if reply.stop_reason == "refusal":
             refusal = text or "stop_reason refusal"
-        return TurnOutput(text=text, usage=usage, refusal=refusal)
+        return TurnOutput(
+            text=text, usage=usage, refusal=refusal, truncated=reply.stop_reason == "max_tokens"
+        )
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""

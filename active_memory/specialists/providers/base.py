@@ -116,6 +116,7 @@ class TurnOutput:
     data: JsonValue | None = None
     refusal: str | None = None
     resume: str | None = None
+    truncated: bool = False  # the answer hit the output token limit
 
 
 class ProviderSession(Protocol):
@@ -202,6 +203,10 @@ def check_answer(
     if data is None:
         data, problem = decode_answer(turn.text)
         if problem is not None:
+            if turn.truncated:
+                problem = replace(
+                    problem, detail=problem.detail + " (cut off at the output token limit)"
+                )
             return None, problem
     try:
         return answer_schema.model_validate(data), None

@@ -148,8 +148,13 @@ class OpenAICompatibleSession(BaseSession):
             )
         if not reply.choices:
             return TurnOutput(text="", usage=usage)
-        message = reply.choices[0].message
-        return TurnOutput(text=message.content or "", usage=usage, refusal=message.refusal)
+        choice = reply.choices[0]
+        return TurnOutput(
+            text=choice.message.content or "",
+            usage=usage,
+            refusal=choice.message.refusal,
+            truncated=choice.finish_reason == "length",
+        )
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""
