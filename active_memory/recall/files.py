@@ -16,6 +16,7 @@ import zlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
+    from typing import Any
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 MAX_NAME = 120
@@ -83,7 +84,7 @@ class FileLock:
 
     __slots__ = ("_descriptor", "_kind", "path", "timeout")
 
-    def __init__(self, path: str, timeout: float = 30.0) -> None:
+    def __init__(self, path: str, timeout: float = 5.0) -> None:
         self.path = path
         self.timeout = timeout
         self._descriptor = -1
@@ -98,13 +99,28 @@ class FileLock:
         if fcntl is not None:
             self._descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                fcntl.flock(self._descriptor, fcntl.LOCK_EX)
+                self._flock(fcntl)
             except BaseException:
                 os.close(self._descriptor)
                 raise
             return self
         self._enter_without_fcntl()  # pragma: no cover - Windows
         return self
+
+    def _flock(self, fcntl: Any) -> None:
+        # Non-blocking attempts with a short back-off, so that a holder that never lets go
+        # (a stopped process) costs this call `timeout` seconds, not the tool call forever.
+        deadline = time.monotonic() + self.timeout
+        pause = 0.0005
+        while True:
+            try:
+                fcntl.flock(self._descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.path}: lock held over {self.timeout:g} s") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
 
     def _enter_without_fcntl(self) -> None:  # pragma: no cover - Windows
         deadline = time.monotonic() + self.timeout

@@ -1,0 +1,43 @@
+"""State-file primitives: safe names, atomic replacement, the session lock."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from active_memory.recall.files import FileLock, atomic_write, safe_name
+
+
+def test_safe_names_are_distinct_and_never_dot_or_dotdot() -> None:
+    keys = ["run:1", "run/1", "run%3A1", ".", "..", "", "a" * 300, "a" * 299 + "b", "é"]
+    names = [safe_name(key) for key in keys]
+    assert len(set(names)) == len(names)
+    assert not any(name in ("", ".", "..") or "/" in name or ":" in name for name in names)
+    assert all(len(name) <= 120 for name in names)
+
+
+def test_atomic_write_replaces_the_whole_file(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "state.bin"
+    atomic_write(str(target), b"first")
+    atomic_write(str(target), b"second")
+    assert target.read_bytes() == b"second"
+    assert [p.name for p in target.parent.iterdir()] == ["state.bin"]
+
+
+def test_a_lock_held_elsewhere_times_out_instead_of_hanging(tmp_path: Path) -> None:
+    path = tmp_path / "s.lock"
+    holder = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        start = time.monotonic()
+        with pytest.raises(TimeoutError), FileLock(str(path), timeout=0.2):
+            pass
+        assert 0.2 <= time.monotonic() - start < 2
+    finally:
+        os.close(holder)
+    with FileLock(str(path), timeout=0.2):  # free again
+        pass
