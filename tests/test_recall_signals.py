@@ -194,3 +194,21 @@ def test_split_terms_handles_snake_camel_pascal_and_kebab() -> None:
 def test_unknown_tools_without_paths_give_no_signals() -> None:
     found = claude("WebSearch", {"allowed_domains": ["example.com"]})
     assert not found.paths and not found.identifiers and not found.terms
+
+
+def test_path_names_become_terms_for_keyword_groups() -> None:
+    found = claude("Edit", {"file_path": f"{ROOT}/src/stripe/webhookHandler.ts"})
+    assert {"stripe", "webhook", "handler"} <= found.terms
+    assert "work" not in found.terms  # folders above the root say nothing
+
+
+def test_words_that_cannot_be_paths_are_only_terms() -> None:
+    found = claude("Bash", {"command": 'git commit -m "fix refund rounding" && head -n 20 a.py'})
+    assert list(found.paths) == ["a.py"]
+    assert {"refund", "rounding"} <= found.terms
+
+
+def test_git_subcommands_are_verbs_and_dash_c_moves_the_base() -> None:
+    assert list(claude("Bash", {"command": "git diff --stat src/api"}).paths) == ["src/api"]
+    found = claude("Bash", {"command": "git -C web log -- app.tsx"})
+    assert list(found.paths) == ["web", "web/app.tsx"]

@@ -234,8 +234,22 @@ class _Reader:
             for arg in args:
                 self.patch(arg, base)
             return base
-        if program == "git" and args and args[0] == "grep":
-            self.search(args[1:], base)
+        if program == "git":
+            # `git [-C dir] SUBCOMMAND args…`: the subcommand is a verb, not a path.
+            position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+            if position is not None and args[:position] and args[position - 1] == "-C":
+                self.path(args[position], base)
+                base = self.resolve(args[position], base)
+                args = args[position + 1 :]
+                position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+            if position is None:
+                return base
+            subcommand, rest = args[position], args[position + 1 :]
+            self.words(subcommand)
+            if subcommand == "grep":
+                self.search(rest, base)
+            else:
+                self.arguments(rest, base)
             return base
         if program in SEARCHERS:
             self.search(args, base)
