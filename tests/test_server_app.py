@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from active_memory.hooks.server import NotLoopback, RecallApp, loopback_host
+from active_memory.hooks.server import NotLoopback, RecallApp, bind_loopback, loopback_host
 
 TOKEN = "s3cret-token"
 CONTEXT = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "card"}}
@@ -224,3 +225,14 @@ def test_non_loopback_hosts_are_refused(host: str) -> None:
 )
 def test_loopback_hosts_are_accepted(host: str, bound: str) -> None:
     assert loopback_host(host) == bound
+
+
+def test_the_listening_socket_says_tcp_so_answers_are_not_held_back_by_nagle() -> None:
+    # asyncio turns on TCP_NODELAY only for sockets whose proto is IPPROTO_TCP; with
+    # proto 0, every keep-alive answer waited ~40 ms for the client's delayed ACK.
+    sock = bind_loopback("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()

@@ -246,7 +246,9 @@ def bind_loopback(host: str, port: int) -> socket.socket:
     """A listening socket on `host:port` (loopback only; port 0: the system picks one)."""
     ip = loopback_host(host)
     family = socket.AF_INET6 if ":" in ip else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP;
+    # without it every keep-alive answer waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((ip, port))
