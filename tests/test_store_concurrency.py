@@ -158,12 +158,6 @@ def test_concurrent_revision_checked_updates_lose_nothing(tmp_path: Path) -> Non
     assert conflicts > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store bug: SqliteStore._schema_version reads application_id, user_version and "
-    "the table count in three separate autocommit statements; a store created by another "
-    "process between them is refused as 'not an Active Memory lesson store'",
-)
 @pytest.mark.asyncio
 async def test_store_created_by_another_process_while_opening_is_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -36,6 +36,7 @@ from active_memory.errors import (
 )
 from active_memory.lessons import (
     AdaptLesson,
+    Associations,
     Author,
     Card,
     CreateLesson,
@@ -51,7 +52,14 @@ from active_memory.lessons import (
     utcnow,
 )
 from active_memory.store.protocol import ImportReport, LessonQuery
-from active_memory.store.sqlite_rows import LESSON_COLUMNS, ChangeSet, load_evidence, row_to_model
+from active_memory.store.sqlite_rows import (
+    LESSON_COLUMNS,
+    ChangeSet,
+    collector_paused,
+    load_evidence,
+    row_scope,
+    row_to_model,
+)
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -63,12 +71,29 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, slots=True)
 class _Current:
-    """What a write transaction needs to know of a lesson as it stands."""
+    """What a write transaction needs to know of a lesson as it stands.
+
+    The card stays as its raw columns until asked for: only a defer needs it, and
+    validating every target's card would lengthen the time the write lock is held.
+    """
 
     revision: int
     status: str
     scope: RepositoryScope | GraphScope
-    card: Card | None
+    columns: tuple[str | None, str | None, str | None]
+    location: str
+
+    def card(self) -> Card:
+        """The lesson's current card (a retired lesson has none)."""
+        title, recommendation, associations = self.columns
+        try:
+            return Card(
+                title=title or "",
+                recommendation=recommendation or "",
+                associations=Associations.model_validate_json(associations or "{}"),
+            )
+        except ValidationError as exc:
+            raise StoreCorrupt(self.location, f"a stored card is unreadable: {exc}") from None
 
 
 class SqliteStore:
@@ -151,8 +176,16 @@ class SqliteStore:
             await self._conn.execute("COMMIT")
 
     async def _schema_version(self) -> int:
-        app_id = await self._scalar("PRAGMA application_id")
-        version = await self._scalar("PRAGMA user_version")
+        # One statement, so the three facts come from one moment: another process may be
+        # creating the store right now.
+        rows = list(
+            await self._conn.execute_fetchall(
+                "SELECT (SELECT application_id FROM pragma_application_id), "
+                "(SELECT user_version FROM pragma_user_version), "
+                "(SELECT count(*) FROM sqlite_schema WHERE type = 'table')"
+            )
+        )
+        app_id, version, tables = rows[0]
         if app_id not in (0, APPLICATION_ID):
             raise StoreCorrupt(
                 self.location,
@@ -160,7 +193,6 @@ class SqliteStore:
                 "Pass --store with a new path or an Active Memory store",
             )
         if app_id == 0:
-            tables = await self._scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'table'")
             if tables:
                 raise StoreCorrupt(
                     self.location,
@@ -275,7 +307,8 @@ class SqliteStore:
         """Turn lesson rows into models, loading their evidence in one query."""
         living = [row[0] for row in rows if row[2] != "retired"]
         evidence = await load_evidence(self._conn, living)
-        return [row_to_model(row, evidence.get(row[0]), self.location) for row in rows]
+        with collector_paused():
+            return [row_to_model(row, evidence.get(row[0]), self.location) for row in rows]
 
     # --- writing -------------------------------------------------------------------
 
@@ -352,7 +385,7 @@ class SqliteStore:
                 rows.add_evidence(m.id, m.evidence)
                 receipt.adapted.append((m.id, revision))
             elif isinstance(m, DeferLesson):
-                status, card, canonical, reason = "deferred", now.card, None, m.reason
+                status, card, canonical, reason = "deferred", now.card(), None, m.reason
                 receipt.deferred.append((m.id, revision))
             else:
                 status, card, canonical = "retired", None, m.canonical
@@ -438,9 +471,10 @@ class SqliteStore:
         )
         current = {}
         for row in rows:
-            model = row_to_model(row, None, self.location)
-            card = model.card() if isinstance(model, Lesson) else None
-            current[row[0]] = _Current(model.revision, model.status, model.scope, card)
+            lesson_id, revision, status = row[:3]
+            current[lesson_id] = _Current(
+                revision, status, row_scope(row, self.location), row[7:10], self.location
+            )
         return current
 
     async def _allocate_ids(self, count: int) -> list[str]:
