@@ -235,27 +235,30 @@ class _Reader:
                 self.patch(arg, base)
             return base
         if program == "git":
-            # `git [-C dir] SUBCOMMAND args…`: the subcommand is a verb, not a path.
-            position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
-            if position is not None and args[:position] and args[position - 1] == "-C":
-                self.path(args[position], base)
-                base = self.resolve(args[position], base)
-                args = args[position + 1 :]
-                position = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
-            if position is None:
-                return base
-            subcommand, rest = args[position], args[position + 1 :]
-            self.words(subcommand)
-            if subcommand == "grep":
-                self.search(rest, base)
-            else:
-                self.arguments(rest, base)
+            self.git(args, base)
             return base
         if program in SEARCHERS:
             self.search(args, base)
             return base
         self.arguments(args, base)
         return base
+
+    def git(self, args: list[str], base: str) -> None:
+        """`git [-C dir] SUBCOMMAND args…`: the subcommand is a verb, not a path."""
+        verb = _first_positional(args)
+        if verb is not None and verb > 0 and args[verb - 1] == "-C":
+            self.path(args[verb], base)
+            base = self.resolve(args[verb], base)
+            args = args[verb + 1 :]
+            verb = _first_positional(args)
+        if verb is None:
+            return
+        subcommand, rest = args[verb], args[verb + 1 :]
+        self.words(subcommand)
+        if subcommand == "grep":
+            self.search(rest, base)
+        else:
+            self.arguments(rest, base)
 
     def redirections(self, words: list[str], base: str) -> list[str]:
         """The arguments without redirections; a redirection's file is a path signal."""
@@ -339,6 +342,10 @@ class _Reader:
             if len(found) >= MAX_TERMS:
                 return
             found.add(term)
+
+
+def _first_positional(args: list[str]) -> int | None:
+    return next((i for i, arg in enumerate(args) if not arg.startswith("-")), None)
 
 
 _NOT_IN_PATHS = frozenset(" \t\n,=$(){}<>|;&\"'`!")
