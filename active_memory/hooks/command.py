@@ -113,8 +113,18 @@ def log_error(harness: str, exc: BaseException, env: Mapping[str, str]) -> None:
 
 
 def run() -> None:
-    """Console-script entry point (`active-memory-hook`)."""
-    sys.exit(main())
+    """Console-script entry point (`active-memory-hook`).
+
+    Ends with `os._exit` once the answer is flushed: tearing down the interpreter (module
+    cleanup, garbage collection) would cost the tool call time for nothing, and every file
+    this process wrote is already closed.
+    """
+    code = main()
+    try:  # noqa: SIM105 - contextlib would cost every hook process an import
+        sys.stdout.flush()
+    except BaseException:  # a closed stdout: nothing more to say
+        pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
