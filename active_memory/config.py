@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 
 from active_memory.errors import ConfigError, InvalidRecord, UsageError
 from active_memory.runlog.graph import Graph, GraphIndex, StepNode, VerifierNode
+from active_memory.validation import json_path
 
 BUDGET_BYTES_RANGE = (1, 16384)
 TIMEOUT_MS_RANGE = (1, 600000)
@@ -383,19 +384,6 @@ def read_json_file(path: Path, what: str) -> Any:
         raise InvalidRecord(
             str(path), f"column {exc.colno}: not valid JSON: {exc.msg}", exc.lineno
         ) from None
-
-
-def json_path(loc: Sequence[str | int]) -> str:
-    """`("nodes", "worker", "env", 0)` → `nodes.worker.env[0]`; odd keys are quoted."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _PLAIN_KEY.fullmatch(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{json.dumps(part)}]"
-    return out or "$"
 
 
 # -- validation -------------------------------------------------------------------------

@@ -207,7 +207,7 @@ async def test_second_invalid_answer_fails_with_the_validation_error(
         await session.ask("What recurs?", Discoveries)
     assert len(server.received) == 2  # one ask, one repair, no third turn
     assert caught.value.kind == "invalid_answer"
-    assert caught.value.errors == ("lessons: Input should be a valid list",)
+    assert caught.value.errors == ("lessons: expected a list",)
     assert "after one repair turn" in str(caught.value)
 
 

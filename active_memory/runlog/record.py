@@ -45,9 +45,9 @@ from pydantic import (
 from active_memory.errors import InvalidRecord
 from active_memory.runlog import receipts as _receipts
 from active_memory.runlog.graph import Graph, GraphIndex
-from active_memory.runlog.jsonpath import describe_validation_error
 from active_memory.runlog.receipts import Receipt as Receipt
 from active_memory.runlog.receipts import Timestamp
+from active_memory.validation import describe_validation_error
 
 RUN_SCHEMA = "active-memory/run@1"
 MAX_RECEIPTS = _receipts.MAX_RECEIPTS
