@@ -241,3 +241,15 @@ def test_16_concurrent_hook_processes_never_overspend_or_repeat_a_card(
     assert total <= budget
     assert len(delivered) == len(set(delivered))
     assert world.log_lines() == []
+
+
+def test_a_broken_store_is_not_opened_again_on_every_call(world: World) -> None:
+    world.store.parent.mkdir(parents=True)
+    world.store.write_bytes(b"this is not a database" * 100)
+    payload = claude_payload("Read", {"file_path": "a.py"}, session="s", cwd=world.root)
+    first = run_hook("claude", json.dumps(payload), world.env)
+    second = run_hook("claude", json.dumps(payload), world.env)
+    assert first.stdout == second.stdout == b""
+    lines = world.log_lines()
+    assert len(lines) == 2
+    assert "SnapshotUnavailable" in lines[1] and "next try after" in lines[1]

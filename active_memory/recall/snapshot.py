@@ -158,9 +158,11 @@ class Frozen:
 def freeze(context: RecallContext) -> Frozen:
     """Read the context's scope from the store and publish the parts the run lacks.
 
-    A dry-run context publishes nothing and returns the parts in memory instead.
-    Store errors propagate (a hook then logs and delivers nothing; the next call tries
-    again); a store that does not exist yet is an empty scope.
+    A dry-run context publishes nothing and returns the parts in memory instead. A store
+    that does not exist yet is an empty scope. Store errors propagate (a hook then logs
+    and delivers nothing) and are remembered for `FREEZE_RETRY_SECONDS`: until then the
+    run's calls fail fast with `SnapshotUnavailable` instead of each paying for opening
+    a broken store.
     """
     folder = repository_dir(context)
     path = graph_file(context)
@@ -170,12 +172,20 @@ def freeze(context: RecallContext) -> Frozen:
     need_graph = path is not None and (context.dry_run or not os.path.exists(path))
     if not need_repository and not need_graph:
         return Frozen()
-    lessons = read_scope(
-        context.store,
-        repository=context.repository,
-        graph_hash=context.graph_hash if need_graph else None,
-        node=context.node if need_graph else None,
-    )
+    failure = os.path.join(run_dir(context.recall_dir, context.run_key), FREEZE_FAILED_FILE)
+    if not context.dry_run:
+        _check_recent_failure(failure)
+    try:
+        lessons = read_scope(
+            context.store,
+            repository=context.repository,
+            graph_hash=context.graph_hash if need_graph else None,
+            node=context.node if need_graph else None,
+        )
+    except Exception as exc:
+        if not context.dry_run:
+            _remember_failure(failure, exc)
+        raise
     repository_cards = [to_index_card(lesson) for lesson in lessons if _is_repository(lesson)]
     graph = tuple(
         sorted(
@@ -205,6 +215,44 @@ def freeze(context: RecallContext) -> Frozen:
         else:
             _publish_file(path, marshal.dumps(graph))
     return frozen
+
+
+FREEZE_RETRY_SECONDS = 30.0
+FREEZE_FAILED_FILE = "freeze-failed.txt"
+
+
+class SnapshotUnavailable(Exception):
+    """The run's snapshot could not be frozen a moment ago; recall waits before retrying."""
+
+
+def _check_recent_failure(path: str) -> None:
+    import time
+
+    try:
+        age = time.time() - os.path.getmtime(path)
+    except OSError:
+        return
+    if 0 <= age < FREEZE_RETRY_SECONDS:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                reason = handle.read(500).strip()
+        except OSError:
+            reason = "unknown"
+        raise SnapshotUnavailable(
+            f"freezing this run's snapshot failed {age:.0f} s ago ({reason}); "
+            f"next try after {FREEZE_RETRY_SECONDS:g} s"
+        )
+
+
+def _remember_failure(path: str, exc: Exception) -> None:
+    import contextlib
+
+    from active_memory.recall.files import atomic_write
+
+    reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+    # Remembering is an optimisation; the error itself still propagates.
+    with contextlib.suppress(OSError):
+        atomic_write(path, reason.encode("utf-8"))
 
 
 def _is_repository(lesson: Lesson) -> bool:
