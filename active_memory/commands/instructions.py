@@ -97,7 +97,7 @@ def _instructions(args: argparse.Namespace) -> int:
     from active_memory.recall.environment import RUN_ID_ENV, resolve_context
     from active_memory.recall.frame import frame, select
     from active_memory.recall.index import SnapshotCorrupt
-    from active_memory.recall.snapshot import graph_cards
+    from active_memory.recall.snapshot import SnapshotUnavailable, graph_cards
     from active_memory.recall.types import MAX_BUDGET_BYTES, ToolCall
 
     graph_hash = args.graph.strip().lower()
@@ -123,7 +123,7 @@ def _instructions(args: argparse.Namespace) -> int:
         context = context.replace(**changes)
     try:
         cards = [_GraphCard(*card) for card in graph_cards(context)]
-    except SnapshotCorrupt as exc:
+    except (SnapshotCorrupt, SnapshotUnavailable) as exc:
         raise UsageError(str(exc)) from None
     admitted, skipped, cost = select(cards, set(), context.budget_bytes)
     block = frame(card.text for card in admitted)

@@ -75,6 +75,7 @@ def _recall(args: argparse.Namespace) -> int:
     from active_memory.recall.index import SnapshotCorrupt
     from active_memory.recall.ledger import LedgerCorrupt
     from active_memory.recall.signals import extract_signals
+    from active_memory.recall.snapshot import SnapshotUnavailable
     from active_memory.recall.types import MAX_BUDGET_BYTES, ToolCall
 
     payload = read_tool_json(args.tool_json)
@@ -104,7 +105,7 @@ def _recall(args: argparse.Namespace) -> int:
         context = context.replace(**changes)
     try:
         answer = answer_tool_call(call, context)
-    except (SnapshotCorrupt, LedgerCorrupt) as exc:
+    except (SnapshotCorrupt, SnapshotUnavailable, LedgerCorrupt) as exc:
         raise UsageError(str(exc)) from None
     signals = extract_signals(call, context.workspace_root)
     document = answer.to_json()
