@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,6 +184,32 @@ def bench_process(runs: int, size: int) -> dict[str, list[float]]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def bench_formats(size: int, repeat: int = 200) -> list[tuple[str, float, int]]:
+    """Cost of loading what one lookup needs, by format: (name, µs per load, bytes)."""
+    import marshal
+    import pickle
+
+    built = build_index(lessons(size))
+    shard = built.key_shards[0]
+    as_lists = {key: list(value) for key, value in shard.items()}
+    whole: dict[str, object] = {}
+    for part in built.key_shards:
+        whole.update(part)
+    candidates: list[tuple[str, bytes, Callable[[bytes], object]]] = [
+        ("one key shard, marshal (chosen)", marshal.dumps(shard), marshal.loads),
+        ("one key shard, pickle", pickle.dumps(shard, protocol=5), pickle.loads),
+        ("one key shard, JSON", json.dumps(as_lists).encode(), json.loads),
+        ("whole key index, marshal (no shards)", marshal.dumps(whole), marshal.loads),
+    ]
+    results = []
+    for name, data, load in candidates:
+        start = time.perf_counter()
+        for _ in range(repeat):
+            load(data)
+        results.append((name, (time.perf_counter() - start) / repeat * 1e6, len(data)))
+    return results
+
+
 def bench_freeze(size: int) -> tuple[float, float]:
     """A run's first call with `size` lessons in a real store: (hook seconds, bare seconds)."""
     import anyio
@@ -258,6 +285,10 @@ def main() -> None:
     for size, (p50, p95, full, matched) in results.items():
         print(f"  {size:>8,} {p50:>8.1f} {p95:>8.1f} {full:>16.1f} {matched:>6} "
               f"{p50 / first:>16.2f}")  # fmt: skip
+
+    print(f"\nloading what one lookup needs ({args.hook_lessons:,} lessons)")
+    for name, micros, size in bench_formats(args.hook_lessons):
+        print(f"  {name:<46} {micros:9.1f} µs {size:>10,} bytes")
 
     print(f"\nhook process end to end ({args.hook_lessons:,} lessons, median of {args.runs})")
     times = bench_process(args.runs, args.hook_lessons)
