@@ -113,7 +113,7 @@ def test_claude_install_appends_our_group_and_keeps_everything_else(
     groups = after["hooks"]["PreToolUse"]
     assert groups[0] == {"matcher": "Bash", "hooks": [GUARD]}
     assert groups[1]["hooks"] == [
-        {"type": "command", "command": "active-memory hook claude", "timeout": 10}
+        {"type": "command", "command": "active-memory-hook claude", "timeout": 10}
     ]
     assert "Read" in groups[1]["matcher"].split("|")
 
@@ -176,7 +176,7 @@ def test_install_recognises_our_hook_spelled_with_a_path(
     assert len(groups) == 1  # updated in place, not added twice
     assert groups[0]["matcher"] == "*"  # a group shared with the user's hook keeps its matcher
     assert groups[0]["hooks"][0] == GUARD
-    assert groups[0]["hooks"][1]["command"] == "active-memory hook claude"
+    assert groups[0]["hooks"][1]["command"] == "active-memory-hook claude"
 
 
 def test_duplicates_of_our_hook_collapse_to_one(
@@ -248,7 +248,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(
     assert code == 0
     assert settings.read_text() == original
     assert out.startswith(f"--- {settings}\n+++ {settings}\n")
-    assert '+            "command": "active-memory hook claude",' in out
+    assert '+            "command": "active-memory-hook claude",' in out
     assert not [line for line in out.splitlines() if line.startswith("-") and "---" not in line]
     assert "nothing was written" in err
 
@@ -271,7 +271,7 @@ def test_dry_run_json_reports_the_diff(checkout: Path, capsys: pytest.CaptureFix
     assert document["changed"] is True
     assert document["dry_run"] is True
     assert document["path"] == str(checkout / ".codex" / "hooks.json")
-    assert "active-memory hook codex" in document["diff"]
+    assert "active-memory-hook codex" in document["diff"]
     assert not (checkout / ".codex").exists()
 
 
@@ -282,7 +282,7 @@ def test_user_install_creates_the_home_settings_file(
 
     settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
     assert code == 0
-    assert ours(pre_tool_use(settings))[0]["command"] == "active-memory hook claude"
+    assert ours(pre_tool_use(settings))[0]["command"] == "active-memory-hook claude"
     assert not (checkout / ".claude").exists()
 
 
@@ -345,7 +345,7 @@ def test_codex_install_merges_into_existing_hooks_json(
     groups = after["hooks"]["PreToolUse"]
     assert groups[0] == CODEX_HOOKS["hooks"]["PreToolUse"][0]
     assert groups[1] == {
-        "hooks": [{"type": "command", "command": "active-memory hook codex", "timeout": 10}]
+        "hooks": [{"type": "command", "command": "active-memory-hook codex", "timeout": 10}]
     }
     assert run(["install", "codex"], capsys)[1].startswith("the Codex hook is already installed")
     run(["uninstall", "codex"], capsys)
@@ -398,3 +398,23 @@ def test_uninstall_drops_containers_that_only_held_our_hook(
     run(["uninstall", "claude"], capsys)
 
     assert json.loads(settings.read_text()) == {"model": "opus"}
+
+
+@pytest.mark.parametrize(
+    ("command", "mine"),
+    [
+        ("active-memory-hook claude", True),
+        ("active-memory hook claude", True),
+        ("/home/me/.venv/bin/active-memory-hook claude", True),
+        ('"C:\\\\Tools\\\\active-memory-hook.exe" claude', True),
+        ("uvx active-memory hook claude --verbose", True),
+        ("active-memory-hook codex", False),
+        ("my-active-memory hook claude", False),
+        ("active-memory hook claudette", False),
+        ("echo active-memory", False),
+    ],
+)
+def test_which_claude_commands_are_ours(command: str, mine: bool) -> None:
+    from active_memory.hooks.installers import claude
+
+    assert claude.is_ours({"type": "command", "command": command}) is mine

@@ -147,7 +147,7 @@ def _run_plugin(tmp_path: Path, fake_hook: str) -> tuple[dict[str, object], Path
     driver.write_text(_DRIVER)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    fake = bin_dir / "active-memory"
+    fake = bin_dir / "active-memory-hook"
     fake.write_text("#!/bin/sh\n" + fake_hook)
     fake.chmod(0o755)
     received = tmp_path / "received.json"
@@ -173,7 +173,7 @@ def test_plugin_appends_the_recalled_context_to_the_tool_output(tmp_path: Path) 
     )
     answer = tmp_path / "answer.json"
     answer.write_text(json.dumps({"append": "\n\n" + context}))
-    hook = f'[ "$1 $2" = "hook after-tool" ] || exit 3\ncat > "$RECEIVED"\ncat "{answer}"\n'
+    hook = f'[ "$*" = "after-tool" ] || exit 3\ncat > "$RECEIVED"\ncat "{answer}"\n'
 
     output, received = _run_plugin(tmp_path, hook)
 

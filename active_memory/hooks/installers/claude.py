@@ -33,13 +33,18 @@ FORWARDED_ENV = (
 """The run identity a hook reads from its environment (docs/recall.md, "Identity"): the
 HTTP hook forwards them as headers, as the command hook's thin client does."""
 
-COMMAND = "active-memory hook claude"
+COMMAND = "active-memory-hook claude"
+"""The lean console script (docs/recall.md): about 1.7x a bare interpreter per tool call,
+where the full CLI (`active-memory hook claude`, also recognised as ours) costs 5x."""
 COMMAND_TIMEOUT = 10
 HTTP_TIMEOUT = 5
 
-# Ours: any command that runs `active-memory hook claude` (however the executable is
-# spelled: a path, a venv, quoted) and any HTTP hook pointed at our server's hook path.
-_OUR_COMMAND = re.compile(r"""(^|[\s/\\'"])active-memory(\.exe)?['"]?\s+hook\s+claude\b""")
+# Ours: any command that runs `active-memory-hook claude` or `active-memory hook claude`
+# (however the executable is spelled: a path, a venv, quoted) and any HTTP hook pointed at
+# our server's hook path.
+_OUR_COMMAND = re.compile(
+    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)\s+claude\b"""
+)
 
 
 ENV_HEADER_TITLE = "-".join(part.capitalize() for part in ENV_HEADER_PREFIX.split("-"))

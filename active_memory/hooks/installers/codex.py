@@ -18,10 +18,14 @@ from active_memory.hooks.installers.hook_settings import install_hook, uninstall
 MATCHER: str | None = None
 """No matcher: every tool Codex reports to PreToolUse (shell, apply_patch, MCP tools)."""
 
-COMMAND = "active-memory hook codex"
+COMMAND = "active-memory-hook codex"
+"""The lean console script (docs/recall.md): about 1.7x a bare interpreter per tool call,
+where the full CLI (`active-memory hook codex`, also recognised as ours) costs 5x."""
 COMMAND_TIMEOUT = 10
 
-_OUR_COMMAND = re.compile(r"""(^|[\s/\\'"])active-memory(\.exe)?['"]?\s+hook\s+codex\b""")
+_OUR_COMMAND = re.compile(
+    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)\s+codex\b"""
+)
 
 
 def hooks_path(base: Path) -> Path:

@@ -1,14 +1,14 @@
 // active-memory: written by `active-memory hook install opencode`; `active-memory hook
 // uninstall opencode` removes it. Edits are overwritten by the next install.
 //
-// After each tool call, asks `active-memory hook after-tool` which lessons from earlier
+// After each tool call, asks `active-memory-hook after-tool` which lessons from earlier
 // runs match the call, and appends their framed text to the tool's output. Any failure
 // (command missing, slow, non-zero exit, unreadable answer) leaves the output unchanged:
 // recall must never break a tool call.
 
 import { spawn } from "node:child_process";
 
-const COMMAND = process.env.ACTIVE_MEMORY_COMMAND || "active-memory";
+const COMMAND = process.env.ACTIVE_MEMORY_HOOK_COMMAND || "active-memory-hook";
 const TIMEOUT_MS = 5000;
 const MAX_PENDING = 1000;
 
@@ -16,7 +16,7 @@ function askActiveMemory(payload, cwd) {
   return new Promise((resolve) => {
     let child;
     try {
-      child = spawn(COMMAND, ["hook", "after-tool"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
+      child = spawn(COMMAND, ["after-tool"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
     } catch {
       resolve("");
       return;
