@@ -7,8 +7,8 @@ through it, so they cannot disagree. In order:
 2. the tool receipt, recorded for the run whether or not anything matches;
 3. the run's frozen snapshot, found or frozen now (snapshot.py), its index matched;
 4. the session ledger, under its lock: cards already delivered or over the remaining
-   budget are skipped, the rest framed and charged (ledger.py);
-5. one delivery line per card for the run record.
+   budget are skipped, the rest framed and charged (ledger.py), and one delivery line
+   per card written for the run record.
 
 A dry-run context (`active-memory recall`) does steps 1, 3 and a read-only 4.
 """
@@ -21,7 +21,7 @@ from active_memory.recall.environment import resolve_context
 from active_memory.recall.harness import hook_output, parse_payload
 from active_memory.recall.ledger import admit, ledger_path, read_state
 from active_memory.recall.match import match
-from active_memory.recall.records import RECEIPT_PATHS, record_deliveries, record_receipt
+from active_memory.recall.records import RECEIPT_PATHS, record_receipt
 from active_memory.recall.signals import extract_signals
 from active_memory.recall.snapshot import graph_cards, graph_file, repository_index
 from active_memory.recall.types import RecallAnswer
@@ -61,8 +61,6 @@ def answer_tool_call(
         left = max(0, context.budget_bytes - state.spent)
         return RecallAnswer(budget_left=left, paths=paths)
     admitted, skipped, text, left = admit(context, hits)
-    if admitted and not context.dry_run:
-        record_deliveries(context, admitted)
     return RecallAnswer(tuple(admitted), text, left, tuple(skipped), paths)
 
 

@@ -16,6 +16,7 @@ import os
 
 from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
 from active_memory.recall.frame import frame, select
+from active_memory.recall.records import record_deliveries
 from active_memory.recall.types import Skipped
 
 TYPE_CHECKING = False
@@ -70,8 +71,9 @@ def admit(
 ) -> tuple[list[CardHit], list[Skipped], str, int]:
     """Choose what the session receives from `hits` and record it in the ledger.
 
-    Returns (admitted cards, skipped cards, framed context, budget left). A dry run reads
-    the ledger and changes nothing.
+    Returns (admitted cards, skipped cards, framed context, budget left). The ledger and
+    the run's delivery lines are written under the session lock. A dry run reads the
+    ledger and changes nothing.
     """
     path = ledger_path(context)
     if context.dry_run:
@@ -83,6 +85,8 @@ def admit(
             state.spent += cost
             state.delivered.update((hit.id, hit.revision) for hit in admitted)
             _write_state(path, context.session, state)
+            # Still under the lock, so the run record's deliveries follow the ledger.
+            record_deliveries(context, admitted)
     return admitted, skipped, text, left
 
 
