@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from active_memory.specialists.actionable import anchors, generic_advice
+from active_memory.specialists.actionable import MAX_ANALYSED_CHARS, anchors, generic_advice
 
 ACCEPTED = [
     "After editing api/schema.json run `make api-client`; never hand-edit src/generated/client.ts.",
@@ -62,3 +64,23 @@ def test_a_code_span_is_an_anchor_but_an_empty_one_is_not() -> None:
 
 def test_prose_words_with_dots_and_hyphens_are_not_anchors() -> None:
     assert anchors("Write well-known, up-to-date notes, e.g. for reviewers.") == []
+
+
+@given(st.text(max_size=800))
+def test_the_check_never_raises_and_is_deterministic(text: str) -> None:
+    first = generic_advice(text)
+    assert first is None or isinstance(first, str)
+    assert generic_advice(text) == first
+
+
+@pytest.mark.parametrize("unit", ["a.", "-", "a-", "--a", "a.b(", "/a", "a_", ". ", "../"])
+def test_pathological_model_output_is_scanned_in_linear_time(unit: str) -> None:
+    # Each of these made one of the patterns quadratic once; at 20k characters a
+    # quadratic scan takes seconds, a linear one milliseconds.
+    text = unit * (20_000 // len(unit))
+    assert isinstance(anchors(text), list)
+
+
+def test_only_the_start_of_an_overlong_text_is_analysed() -> None:
+    filler = "Be careful. " * (MAX_ANALYSED_CHARS // 12 + 1)
+    assert generic_advice(filler + "Run `make api-client`.") is not None

@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import re
 
+from active_memory.lessons import RECOMMENDATION_MAX_BYTES
+
 _CODE_SPAN = re.compile(r"`[^`\n]*\S[^`\n]*`")
 _ANCHORS: tuple[re.Pattern[str], ...] = (
     # A path with a slash: src/api, ./scripts/gen.sh, api/schema.json.
-    re.compile(r"(?<![\w/])\.{0,2}/?[\w.-]+(?:/[\w.-]+)+/?"),
+    # A path may start only where no path character precedes it: otherwise every dot
+    # of "a.a.a..." would be a new start and the search quadratic.
+    re.compile(r"(?<![\w./-])\.{0,2}/?[\w.-]+(?:/[\w.-]+)+/?"),
     # A file name with an extension: schema.json, conftest.py, CMakeLists.txt.
-    re.compile(r"(?<![\w.])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,7})(?![\w.])"),
+    re.compile(r"(?<![\w.-])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,7})(?![\w.])"),
     # Well-known files without an extension.
     re.compile(
         r"\b(?:Makefile|Dockerfile|Justfile|Rakefile|Gemfile|Procfile|Jenkinsfile|"
@@ -40,7 +44,7 @@ _ANCHORS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b"),
     re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"),
     # A call: name().
-    re.compile(r"\b[A-Za-z_][\w.]*\(\)"),
+    re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\(\)"),
     # A command-line flag: --long-flag, or a single-letter flag after a space.
     re.compile(r"(?<![\w-])--[A-Za-z0-9][\w-]*"),
     re.compile(r"(?<=\s)-[A-Za-z](?![\w-])"),
@@ -99,8 +103,14 @@ def _strip_anchors(text: str) -> str:
     return text
 
 
+MAX_ANALYSED_CHARS = 4 * RECOMMENDATION_MAX_BYTES
+"""Only this much of a text is analysed: a longer one fails the byte limit anyway, and a
+model's answer must not be able to make the check slow."""
+
+
 def generic_advice(text: str) -> str | None:
     """None when `text` is a concrete action; otherwise why it is generic advice."""
+    text = text[:MAX_ANALYSED_CHARS]
     if _NARRATION.match(text):
         return "it reports what happened in the run; write what to do next time instead"
     if not anchors(text):
