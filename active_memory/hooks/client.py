@@ -28,14 +28,16 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT = 0.05
 """Seconds to wait for the loopback connection; a live server accepts in microseconds."""
 
-READ_TIMEOUT = 2.0
+READ_TIMEOUT = 5.0
 """Seconds to wait for the whole answer once connected.
 
-Longer than the connect timeout on purpose: once the server has the call it charges the
-session's ledger, so giving up early would lose the cards it charged (the fallback then
-sees them as delivered). A run's first call is the slow one (the server freezes the
-snapshot from the store). A dead or stale server costs nothing here: it refuses the
-connection at once, or its discovery file names a dead pid."""
+Long on purpose. Once the server has the call it charges the session's ledger, so giving
+up early would lose the cards it charged (the fallback then finds them delivered). The
+slow call is a run's first, which freezes the snapshot from the store: 1.5-3 s for
+10,000 lessons (bench/README.md). A dead or stale server costs nothing here: it refuses
+the connection at once, or its discovery file names a dead pid; only a live server that
+stops answering costs this wait (the installers give the hook 10 s).
+"""
 
 _MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
