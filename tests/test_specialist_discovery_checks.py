@@ -26,7 +26,7 @@ from active_memory.lessons import (
 )
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.answers import GraphDiscoveryAnswer, RepositoryDiscoveryAnswer
-from active_memory.specialists.checks import DiscoveryResult, check_discovery
+from active_memory.specialists.checks import MAX_PROPOSALS, DiscoveryResult, check_discovery
 from active_memory.specialists.mutations import discovery_mutations, mutations
 from active_memory.specialists.tasks import DiscoveryTask, build_discovery
 
@@ -340,3 +340,11 @@ def test_checks_accept_a_checkout_opened_from_a_subfolder(record: RunRecord, rep
     answer = RepositoryDiscoveryAnswer.model_validate({"lessons": [proposal(evidence=[evidence])]})
     result = check_discovery(task, answer, checkout=Checkout(repo / "src"))
     assert len(result.accepted) == 1
+
+
+def test_proposals_past_the_cap_are_refused_unchecked(record: RunRecord, repo: Path) -> None:
+    many = [proposal(title=f"Lesson number {n}") for n in range(MAX_PROPOSALS + 2)]
+    result, _ = _repository(record, repo, *many)
+    assert len(result.accepted) == MAX_PROPOSALS
+    assert [r.index for r in result.rejected] == [MAX_PROPOSALS, MAX_PROPOSALS + 1]
+    assert "only the first 20 proposals are considered" in result.rejected[0].reason

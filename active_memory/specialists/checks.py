@@ -14,13 +14,13 @@ the answer's JSON path (`lessons[2].title: ...`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from active_memory.checkout import Checkout
+from active_memory.checkout import Checkout, CitationVerdict
 from active_memory.evidence import EvidenceItem
 from active_memory.lessons import (
     Associations,
@@ -113,11 +113,33 @@ class Failed:
 MaintenanceResult = Reconciled | Failed
 
 
+MAX_PROPOSALS = 20
+"""Proposals checked per discovery answer; later ones are refused unchecked, so that a
+runaway answer can neither flood the store nor cost a git call per proposal."""
+
+
+class _Paths:
+    """Citation verdicts of one checkout, asked from git in as few calls as possible."""
+
+    def __init__(self, checkout: Checkout) -> None:
+        self.checkout = checkout
+        self._known: dict[str, CitationVerdict] = {}
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        missing = [p for p in dict.fromkeys(paths) if p not in self._known]
+        if missing:
+            self._known.update(self.checkout.check_paths(missing))
+
+    def verdict(self, path: str) -> CitationVerdict:
+        self.prefetch([path])
+        return self._known[path]
+
+
 def _validate(model: type[BaseModel], data: dict[str, Any], path: str) -> tuple[Any, list[str]]:
     try:
         return model.model_validate(data), []
     except ValidationError as exc:
-        return None, error_lines(exc, path)
+        return None, error_lines(exc, data, prefix=path)
 
 
 # --- discovery ----------------------------------------------------------------------
@@ -135,8 +157,20 @@ def check_discovery(
     rejected: list[Rejection] = []
     titles: dict[str, int] = {}
     evidence = task.evidence_by_id()
+    validated = [
+        _validate(Proposal, draft.model_dump(exclude={"node"}), f"lessons[{index}]")
+        for index, draft in enumerate(lessons[:MAX_PROPOSALS])
+    ]
+    paths = _Paths(checkout) if checkout is not None else None
+    if paths is not None:
+        paths.prefetch(c.path for found, _ in validated if found for c in found.citations)
     for index, draft in enumerate(lessons):
-        found, scope, reasons = _check_proposal(task, draft, index, checkout)
+        if index >= MAX_PROPOSALS:
+            reason = f"lessons[{index}]: only the first {MAX_PROPOSALS} proposals are considered"
+            rejected.append(Rejection(index, draft.title, (reason,)))
+            continue
+        found, errors = validated[index]
+        scope, reasons = _check_proposal(task, draft, found, errors, index, paths)
         key = " ".join(draft.title.casefold().split())
         if key in titles:
             reasons.append(f"lessons[{index}]: repeats the title of lessons[{titles[key]}]")
@@ -150,11 +184,15 @@ def check_discovery(
 
 
 def _check_proposal(
-    task: DiscoveryTask, draft: ProposalDraft, index: int, checkout: Checkout | None
-) -> tuple[Proposal | None, Scope | None, list[str]]:
+    task: DiscoveryTask,
+    draft: ProposalDraft,
+    proposal: Proposal | None,
+    errors: list[str],
+    index: int,
+    paths: _Paths | None,
+) -> tuple[Scope | None, list[str]]:
     path = f"lessons[{index}]"
-    data = draft.model_dump(exclude={"node"})
-    proposal, reasons = _validate(Proposal, data, path)
+    reasons = list(errors)
     cited = _cited_evidence(task, draft.evidence, path, reasons)
     advice = generic_advice(draft.recommendation)
     if advice is not None:
@@ -164,14 +202,14 @@ def _check_proposal(
         node = draft.node if isinstance(draft, GraphProposalDraft) else None
         scope = _graph_target(task, node, cited, path, reasons)
         if proposal is not None and proposal.citations:
-            _current_citations(proposal, checkout, path, reasons, need_match=False)
+            _current_citations(proposal, paths, path, reasons, need_match=False)
     else:
         scope = _repository_target(task, path, reasons)
         if proposal is not None:
             if proposal.associations.is_empty():
                 reasons.append(f"{path}.associations: a repository lesson needs one at least")
-            _current_citations(proposal, checkout, path, reasons, need_match=True)
-    return proposal, scope, reasons
+            _current_citations(proposal, paths, path, reasons, need_match=True)
+    return scope, reasons
 
 
 def _cited_evidence(
@@ -228,7 +266,7 @@ def _repository_target(task: DiscoveryTask, path: str, reasons: list[str]) -> Sc
 
 def _current_citations(
     proposal: Proposal,
-    checkout: Checkout | None,
+    paths: _Paths | None,
     path: str,
     reasons: list[str],
     *,
@@ -238,21 +276,20 @@ def _current_citations(
         if need_match:
             reasons.append(f"{path}.citations: a repository lesson must cite a current file")
         return
-    if checkout is None:
+    if paths is None:
         reasons.append(f"{path}.citations: no checkout to verify them against")
         return
-    verdicts = checkout.check_paths(c.path for c in proposal.citations)
     matched: list[str] = []
     misses: list[str] = []
     current = 0
     for position, citation in enumerate(proposal.citations):
-        verdict = verdicts[citation.path]
+        verdict = paths.verdict(citation.path)
         if not verdict.current:
             reasons.append(f"{path}.citations[{position}]: not a current file: {verdict.reason}")
             continue
         current += 1
         if need_match:
-            match = checkout.match_association(
+            match = paths.checkout.match_association(
                 verdict,
                 files=proposal.associations.files,
                 folders=proposal.associations.folders,
@@ -280,6 +317,7 @@ def check_maintenance(
     supplied = task.supplied()
     others = {ref.id: ref for ref in task.others}
     ledger = _Ledger()
+    pending: list[tuple[str, Scope, Decision]] = []  # shaped right; content checked next
     for index, draft in enumerate(answer.decisions):
         path = f"decisions[{index}]"
         lesson = supplied.get(draft.id)
@@ -306,7 +344,12 @@ def check_maintenance(
         ledger.reasons.extend(errors)
         if decision is None:
             continue
-        problems = _decision_problems(task, lesson.scope, decision, path, checkout)
+        pending.append((path, lesson.scope, decision))
+    paths = _Paths(checkout) if checkout is not None else None
+    if paths is not None and task.specialist == "repository_maintenance":
+        paths.prefetch(f for _, _, d in pending if d.lesson for f in d.lesson.associations.files)
+    for path, scope, decision in pending:
+        problems = _decision_problems(task, scope, decision, path, paths)
         ledger.reasons.extend(problems)
         if not problems:
             ledger.valid[decision.id] = decision
@@ -330,7 +373,7 @@ def _decision_problems(
     own_scope: Scope,
     decision: Decision,
     path: str,
-    checkout: Checkout | None,
+    paths: _Paths | None,
 ) -> list[str]:
     problems: list[str] = []
     if decision.canonical is not None:
@@ -350,23 +393,23 @@ def _decision_problems(
         if advice is not None:
             problems.append(f"{path}.lesson.recommendation: generic advice: {advice}")
         if task.specialist == "repository_maintenance":
-            problems.extend(_repository_associations(card.associations, checkout, path))
+            problems.extend(_repository_associations(card.associations, paths, path))
     return problems
 
 
 def _repository_associations(
-    associations: Associations, checkout: Checkout | None, path: str
+    associations: Associations, paths: _Paths | None, path: str
 ) -> list[str]:
     where = f"{path}.lesson.associations"
     if associations.is_empty():
         return [f"{where}: a repository lesson needs one at least"]
     if not associations.files:
         return []
-    if checkout is None:
+    if paths is None:
         return [f"{where}.files: no checkout to verify them against"]
-    verdicts = checkout.check_paths(associations.files)
+    verdicts = [paths.verdict(name) for name in associations.files]
     return [
-        f"{where}.files[{position}]: not a current file: {verdicts[name].reason}"
-        for position, name in enumerate(associations.files)
-        if not verdicts[name].current
+        f"{where}.files[{position}]: not a current file: {verdict.reason}"
+        for position, verdict in enumerate(verdicts)
+        if not verdict.current
     ]
