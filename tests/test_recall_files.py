@@ -41,3 +41,17 @@ def test_a_lock_held_elsewhere_times_out_instead_of_hanging(tmp_path: Path) -> N
         os.close(holder)
     with FileLock(str(path), timeout=0.2):  # free again
         pass
+
+
+def test_without_fcntl_or_msvcrt_an_exclusive_file_serialises(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.lock")
+    first = FileLock(path, timeout=0.2)
+    first._enter_without_fcntl()  # on Linux `msvcrt` is missing: the O_EXCL file is used
+    assert os.path.exists(path + ".held")
+    second = FileLock(path, timeout=0.2)
+    with pytest.raises(TimeoutError):
+        second._enter_without_fcntl()
+    first.__exit__(None, None, None)
+    assert not os.path.exists(path + ".held")
+    second._enter_without_fcntl()
+    second.__exit__(None, None, None)
