@@ -348,3 +348,10 @@ def test_proposals_past_the_cap_are_refused_unchecked(record: RunRecord, repo: P
     assert len(result.accepted) == MAX_PROPOSALS
     assert [r.index for r in result.rejected] == [MAX_PROPOSALS, MAX_PROPOSALS + 1]
     assert "only the first 20 proposals are considered" in result.rejected[0].reason
+
+
+def test_a_symlink_to_a_current_file_may_be_cited(record: RunRecord, repo: Path) -> None:
+    (repo / "schema-link.json").symlink_to("api/schema.json")  # untracked, not ignored
+    through_link = proposal(citations=[{"path": "schema-link.json"}])  # associates the target
+    result, _ = _repository(record, repo, through_link)
+    assert len(result.accepted) == 1, result.rejected
