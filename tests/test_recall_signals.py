@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from recall_support import claude_payload, codex_payload, opencode_payload
@@ -212,3 +213,20 @@ def test_git_subcommands_are_verbs_and_dash_c_moves_the_base() -> None:
     assert list(claude("Bash", {"command": "git diff --stat src/api"}).paths) == ["src/api"]
     found = claude("Bash", {"command": "git -C web log -- app.tsx"})
     assert list(found.paths) == ["web", "web/app.tsx"]
+
+
+def test_a_path_through_a_symlink_to_the_root_is_inside(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "src").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    call = parse_payload(
+        "claude",
+        claude_payload("Read", {"file_path": str(link / "src/a.py")}, session="s", cwd=real),
+    )
+    assert list(extract_signals(call, str(real)).paths) == ["src/a.py"]
+    outside = parse_payload(
+        "claude",
+        claude_payload("Read", {"file_path": str(tmp_path / "x.py")}, session="s", cwd=real),
+    )
+    assert not extract_signals(outside, str(real)).paths

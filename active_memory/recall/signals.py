@@ -138,6 +138,7 @@ class _Reader:
 
     def __init__(self, root: str, cwd: str) -> None:
         self.root = os.path.normpath(root)
+        self.real_root: str | None = None  # resolved on the first miss
         self.base = self.resolve(cwd, self.root)
         self.signals = Signals()
 
@@ -149,14 +150,16 @@ class _Reader:
         return os.path.normpath(os.path.join(base, path))
 
     def relative(self, absolute: str) -> str | None:
-        root = self.root
-        if absolute == root:
-            return None
-        prefix = root if root.endswith(os.sep) else root + os.sep
-        if not absolute.startswith(prefix):
-            return None
-        relative = absolute[len(prefix) :]
-        return relative.replace(os.sep, "/") if os.sep != "/" else relative
+        found = _under(absolute, self.root)
+        if found is None:
+            # Only on a miss: the same folder reached through a symlink (macOS `/tmp` is
+            # `/private/tmp`; a workspace given through a link).
+            if self.real_root is None:
+                self.real_root = os.path.realpath(self.root)
+            real = os.path.realpath(absolute)
+            if real != absolute or self.real_root != self.root:
+                found = _under(real, self.real_root)
+        return found
 
     def path(self, raw: str, base: str) -> None:
         text = raw.strip()
@@ -342,6 +345,17 @@ class _Reader:
             if len(found) >= MAX_TERMS:
                 return
             found.add(term)
+
+
+def _under(absolute: str, root: str) -> str | None:
+    """`absolute` relative to `root` with `/` separators; None outside it or at it."""
+    if absolute == root:
+        return None
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if not absolute.startswith(prefix):
+        return None
+    relative = absolute[len(prefix) :]
+    return relative.replace(os.sep, "/") if os.sep != "/" else relative
 
 
 def _first_positional(args: list[str]) -> int | None:
