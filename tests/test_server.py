@@ -239,3 +239,73 @@ def test_print_token_prints_the_token_the_server_checks(tmp_path: Path) -> None:
     token_file = tmp_path / "active-memory" / "server.token"
     assert result.stdout.strip() == token_file.read_text().strip()
     assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_second_serve_exits_2_while_one_runs(running: Running) -> None:
+    result = subprocess.run(
+        [*CLI, "serve", "--port", "0"],
+        env=running.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 2
+    assert f"already running (pid {running.process.pid}, port {running.port})" in result.stderr
+    assert running.post(read_call(running.checkout, "s-1"))[0] == 200
+
+
+def test_a_busy_port_exits_2(running: Running, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*CLI, "serve", "--port", str(running.port)],
+        env={**running.env, "ZEROSHOT_STATE_DIR": str(tmp_path / "other-state")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{running.port}" in result.stderr
+
+
+def test_a_discovery_file_naming_a_live_non_server_is_replaced(tmp_path: Path) -> None:
+    # The pid in a leftover discovery file was reused by an unrelated process: that is
+    # not a running server, so a new one starts and takes the file over.
+    env = {**os.environ, "ZEROSHOT_STATE_DIR": str(tmp_path)}
+    discovery = tmp_path / "active-memory" / "server.json"
+    discovery.parent.mkdir(parents=True)
+    discovery.write_text(
+        json.dumps(
+            {"host": "127.0.0.1", "port": 9, "pid": os.getpid(), "token_file": "x", "started_at": 0}
+        )
+    )
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        assert "listening on" in process.stderr.readline()
+        assert json.loads(discovery.read_text())["pid"] == process.pid
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def test_forwarded_identity_headers_reach_recall(running: Running, tmp_path: Path) -> None:
+    # A checkout without a remote has no namespace of its own; the HTTP hook forwards
+    # ACTIVE_MEMORY_REPOSITORY as Claude Code would (headers + allowedEnvVars).
+    bare = tmp_path / "bare"
+    (bare / ".git").mkdir(parents=True)
+    body = read_call(bare, "s-fwd")
+
+    assert running.post(body) == (200, {})
+    headers = {
+        **running.auth(),
+        "X-Active-Memory-Env-ACTIVE_MEMORY_REPOSITORY": "repo:github.com/acme/api",
+        "X-Active-Memory-Env-ACTIVE_MEMORY_RUN_ID": "",  # unset in Claude Code's eyes
+    }
+    status, answer = running.post(read_call(bare, "s-fwd-2"), headers=headers)
+    assert status == 200
+    assert "(L-1 r2)" in answer["hookSpecificOutput"]["additionalContext"]

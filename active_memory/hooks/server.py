@@ -242,6 +242,20 @@ async def _send(send: Send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _answers_health(host: str, port: int) -> bool:
+    """True if a recall server answers GET health at host:port within a second."""
+    request = f"GET {HEALTH_PATH} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    try:
+        with socket.create_connection((host, port), timeout=1.0) as conn:
+            conn.sendall(request.encode())
+            reply = b""
+            while len(reply) < 4096 and (chunk := conn.recv(4096)):
+                reply += chunk
+    except OSError:
+        return False
+    return reply.startswith(b"HTTP/1.1 200") and b'"ok": true' in reply
+
+
 def bind_loopback(host: str, port: int) -> socket.socket:
     """A listening socket on `host:port` (loopback only; port 0: the system picks one)."""
     ip = loopback_host(host)
@@ -309,8 +323,9 @@ def serve(
 
     ip = loopback_host(host)
     running = read_discovery(discovery)
-    if running is not None:
+    if running is not None and _answers_health(running.host, running.port):
         raise ServerAlreadyRunning(running.pid, running.port)
+    # Otherwise the file is stale (its pid now names some other process): replaced below.
     sock = bind_loopback(ip, port)
     bound_port: int = sock.getsockname()[1]
     config = uvicorn.Config(
