@@ -418,3 +418,20 @@ def test_which_claude_commands_are_ours(command: str, mine: bool) -> None:
     from active_memory.hooks.installers import claude
 
     assert claude.is_ours({"type": "command", "command": command}) is mine
+
+
+def test_uninstall_removes_a_file_that_held_only_our_hook(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks = checkout / ".codex" / "hooks.json"
+    run(["install", "codex"], capsys)
+    assert hooks.is_file()
+
+    code, out, _ = run(["uninstall", "codex", "--dry-run"], capsys)
+    assert code == 0
+    assert "+++ /dev/null" in out
+    assert hooks.is_file()
+
+    run(["uninstall", "codex"], capsys)
+    assert not hooks.exists()
+    assert (checkout / ".codex").is_dir()  # folders are left alone

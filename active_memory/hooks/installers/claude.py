@@ -6,14 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from active_memory.hooks.installers.files import (
-    FileChange,
-    dump_json,
-    json_indent,
-    parse_json_object,
-    read_text,
-)
-from active_memory.hooks.installers.hook_settings import install_hook, uninstall_hook
+from active_memory.hooks.installers.files import FileChange
+from active_memory.hooks.installers.hook_settings import plan_settings
 from active_memory.hooks.paths import ENV_HEADER_PREFIX, HOOK_PATH_PREFIX, TOKEN_ENV
 
 MATCHER = "Read|Edit|MultiEdit|Write|NotebookEdit|Grep|Glob|Bash"
@@ -92,12 +86,4 @@ def handler(http: bool, port: int) -> dict[str, Any]:
 
 def plan(path: Path, install: bool, http: bool, port: int) -> FileChange:
     """The change that installs (or removes) our hook in the settings file at `path`."""
-    before = read_text(path)
-    settings = parse_json_object(path, before)
-    if install:
-        updated = install_hook(settings, handler(http, port), MATCHER, is_ours, path)
-    else:
-        updated = uninstall_hook(settings, is_ours, path)
-    if updated == settings and (before is not None or not install):
-        return FileChange(path, before, before)
-    return FileChange(path, before, dump_json(updated, json_indent(before)))
+    return plan_settings(path, install, handler(http, port), MATCHER, is_ours)

@@ -6,14 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from active_memory.hooks.installers.files import (
-    FileChange,
-    dump_json,
-    json_indent,
-    parse_json_object,
-    read_text,
-)
-from active_memory.hooks.installers.hook_settings import install_hook, uninstall_hook
+from active_memory.hooks.installers.files import FileChange
+from active_memory.hooks.installers.hook_settings import plan_settings
 
 MATCHER: str | None = None
 """No matcher: every tool Codex reports to PreToolUse (shell, apply_patch, MCP tools)."""
@@ -48,12 +42,4 @@ def handler() -> dict[str, Any]:
 
 def plan(path: Path, install: bool) -> FileChange:
     """The change that installs (or removes) our hook in the hooks file at `path`."""
-    before = read_text(path)
-    settings = parse_json_object(path, before)
-    if install:
-        updated = install_hook(settings, handler(), MATCHER, is_ours, path)
-    else:
-        updated = uninstall_hook(settings, is_ours, path)
-    if updated == settings and (before is not None or not install):
-        return FileChange(path, before, before)
-    return FileChange(path, before, dump_json(updated, json_indent(before)))
+    return plan_settings(path, install, handler(), MATCHER, is_ours)

@@ -13,10 +13,38 @@ from pathlib import Path
 from typing import Any
 
 from active_memory.errors import InvalidRecord
+from active_memory.hooks.installers.files import (
+    FileChange,
+    dump_json,
+    json_indent,
+    parse_json_object,
+    read_text,
+)
 
 EVENT = "PreToolUse"
 
 IsOurs = Callable[[Any], bool]
+
+
+def plan_settings(
+    path: Path, install: bool, handler: dict[str, Any], matcher: str | None, is_ours: IsOurs
+) -> FileChange:
+    """The change that installs `handler` into (or removes ours from) the file at `path`.
+
+    Nothing to do leaves the text exactly as it is (no rewrite, no reformatting). A file
+    that uninstalling empties entirely (`{}`: it held nothing but our hook) is removed.
+    """
+    before = read_text(path)
+    settings = parse_json_object(path, before)
+    if install:
+        updated = install_hook(settings, handler, matcher, is_ours, path)
+    else:
+        updated = uninstall_hook(settings, is_ours, path)
+    if updated == settings and (before is not None or not install):
+        return FileChange(path, before, before)
+    if not install and not updated:
+        return FileChange(path, before, None)
+    return FileChange(path, before, dump_json(updated, json_indent(before)))
 
 
 def _groups(settings: dict[str, Any], path: Path, create: bool) -> list[Any] | None:
