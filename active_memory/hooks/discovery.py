@@ -46,6 +46,10 @@ def pid_alive(pid: int) -> bool:
     """True if a process with this pid exists (ours or another user's)."""
     if pid <= 0:
         return False
+    if os.name == "nt":
+        # os.kill on Windows terminates the process whatever the signal: never probe.
+        # A stale file is then caught by the refused connection instead.
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
