@@ -309,3 +309,18 @@ def test_forwarded_identity_headers_reach_recall(running: Running, tmp_path: Pat
     status, answer = running.post(read_call(bare, "s-fwd-2"), headers=headers)
     assert status == 200
     assert "(L-1 r2)" in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_killed_server_leaves_a_stale_file_and_the_hook_answers_alone(
+    running: Running,
+) -> None:
+    discovery = Path(running.env["ZEROSHOT_STATE_DIR"]) / "active-memory" / "server.json"
+    running.process.send_signal(signal.SIGKILL)
+    running.process.wait(timeout=10)
+    assert discovery.exists()  # no chance to clean up
+
+    output = run_hook(
+        running, read_call(running.checkout, "s-stale"), ACTIVE_MEMORY_STORE=str(running.store)
+    )
+
+    assert "(L-1 r2)" in json.loads(output)["hookSpecificOutput"]["additionalContext"]
