@@ -276,3 +276,16 @@ def test_a_receipt_keeps_a_few_paths_only(world: World) -> None:
     answer_hook("claude", payload, world.env)
     (receipt,) = read_receipts(world.recall_dir, "session:s")
     assert receipt["paths"] == [f"f{n}.py" for n in range(8)]
+
+
+def test_a_resident_cache_keeps_only_the_latest_runs(world: World) -> None:
+    publish(world.store, [repository_lesson("Src", folders=["src"])])
+    cache = SnapshotCache(max_runs=2)
+    for turn, run in enumerate(("r1", "r2", "r3", "r2")):
+        env = {**world.env, "ACTIVE_MEMORY_RUN_ID": run}
+        payload = claude_payload(
+            "Read", {"file_path": "src/a.py"}, session=f"s{turn}", cwd=world.root
+        )
+        assert "(L-1 r1)" in context_of(answer_hook("claude", payload, env, cache=cache))
+    kept = [Path(folder).parent.name for folder in cache._indexes]
+    assert kept == ["run%3Ar3", "run%3Ar2"]

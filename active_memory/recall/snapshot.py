@@ -38,6 +38,7 @@ from active_memory.recall.records import run_dir
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import Any
 
     from active_memory.lessons import Lesson
     from active_memory.recall.types import RecallContext
@@ -66,11 +67,16 @@ class SnapshotCache:
     """Opened snapshot parts kept in memory, for a process that answers many calls.
 
     The recall server keeps one; a hook process answers one call and needs none. Parts
-    are immutable once frozen, so a cached part never goes stale.
+    are immutable once frozen, so a cached part never goes stale. At most `max_runs`
+    repository indexes (and `max_runs * 8` graph parts) are kept, least recently used
+    dropped first, so a long-lived server does not grow with every run it ever served.
+    Safe to share between threads (dict operations are atomic; two threads opening the
+    same part at once both get a correct copy).
     """
 
-    def __init__(self, *, preload: bool = True) -> None:
+    def __init__(self, *, preload: bool = True, max_runs: int = 32) -> None:
         self.preload = preload
+        self.max_runs = max_runs
         self._indexes: dict[str, SnapshotIndex] = {}
         self._graphs: dict[str, GraphCards] = {}
 
@@ -79,15 +85,16 @@ class SnapshotCache:
         folder = repository_dir(context)
         if folder is None:
             return None
-        index = self._indexes.get(folder)
+        index = self._indexes.pop(folder, None)
         if index is None:
             index = repository_index(context)
             if index is None:
                 return None
             if self.preload:
                 index.preload()
-            if not context.dry_run:
-                self._indexes[folder] = index
+        if not context.dry_run:
+            self._indexes[folder] = index  # (re)inserted last: most recently used
+            _trim(self._indexes, self.max_runs)
         return index
 
     def graph_cards(self, context: RecallContext) -> GraphCards:
@@ -95,12 +102,21 @@ class SnapshotCache:
         path = graph_file(context)
         if path is None:
             return ()
-        cards = self._graphs.get(path)
+        cards = self._graphs.pop(path, None)
         if cards is None:
             cards = graph_cards(context)
-            if not context.dry_run:
-                self._graphs[path] = cards
+        if not context.dry_run:
+            self._graphs[path] = cards
+            _trim(self._graphs, self.max_runs * 8)
         return cards
+
+
+def _trim(cache: dict[str, Any], size: int) -> None:
+    while len(cache) > size:
+        try:
+            del cache[next(iter(cache))]
+        except (StopIteration, KeyError, RuntimeError):  # another thread trimmed it
+            return
 
 
 def repository_index(context: RecallContext) -> SnapshotIndex | None:
