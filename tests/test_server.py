@@ -324,3 +324,50 @@ def test_a_killed_server_leaves_a_stale_file_and_the_hook_answers_alone(
     )
 
     assert "(L-1 r2)" in json.loads(output)["hookSpecificOutput"]["additionalContext"]
+
+
+def claude_code_http_request(handler: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    """The headers Claude Code would send for an installed HTTP hook handler: `$VAR` and
+    `${VAR}` filled from `env` for variables in `allowedEnvVars`, others left empty."""
+    allowed = set(handler.get("allowedEnvVars", []))
+
+    def fill(found: re.Match[str]) -> str:
+        name = found.group(1) or found.group(2)
+        return env.get(name, "") if name in allowed else ""
+
+    pattern = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+    return {key: pattern.sub(fill, value) for key, value in handler["headers"].items()}
+
+
+@pytest.mark.parametrize("with_token", [True, False])
+def test_the_installed_http_hook_reaches_the_server_with_the_token(
+    running: Running, with_token: bool
+) -> None:
+    subprocess.run(
+        [*CLI, "hook", "install", "claude", "--http", "--port", str(running.port)],
+        cwd=running.checkout,
+        env=running.env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    settings = json.loads((running.checkout / ".claude" / "settings.json").read_text())
+    group = settings["hooks"]["PreToolUse"][0]
+    assert re.fullmatch(group["matcher"], "Read")
+    handler = group["hooks"][0]
+    assert handler["url"] == f"http://127.0.0.1:{running.port}/active-memory/v1/hook/claude"
+    claude_env = {"ACTIVE_MEMORY_RUN_ID": "run-http"}
+    if with_token:
+        claude_env["ACTIVE_MEMORY_TOKEN"] = running.token
+
+    headers = claude_code_http_request(handler, claude_env)
+    status, answer = running.post(read_call(running.checkout, "s-http"), headers=headers)
+
+    if with_token:
+        assert status == 200
+        assert "(L-1 r2)" in answer["hookSpecificOutput"]["additionalContext"]
+        runs = Path(running.env["ZEROSHOT_STATE_DIR"]) / "active-memory" / "recall" / "runs"
+        assert any("run-http" in p.name for p in runs.iterdir())  # forwarded run identity
+    else:
+        assert status == 403
+        assert "hookSpecificOutput" not in answer
