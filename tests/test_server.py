@@ -371,3 +371,16 @@ def test_the_installed_http_hook_reaches_the_server_with_the_token(
     else:
         assert status == 403
         assert "hookSpecificOutput" not in answer
+
+
+def test_concurrent_calls_of_one_session_deliver_a_card_once(running: Running) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    body = read_call(running.checkout, "s-race")
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        answers = list(pool.map(lambda _: running.post(body), range(24)))
+
+    assert all(status == 200 for status, _ in answers)
+    delivered = [a for _, a in answers if "hookSpecificOutput" in a]
+    assert len(delivered) == 1
+    assert running.process.poll() is None
