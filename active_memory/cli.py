@@ -8,12 +8,18 @@ process starts fast.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-from collections.abc import Callable, Sequence
 
-from active_memory.errors import ActiveMemoryError
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the hook path
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+
+    Handler = Callable[[argparse.Namespace], int]
+
+# `active-memory hook claude|codex|after-tool` runs once per tool call: it skips the
+# argument parser (and every import it needs) and goes straight to the lean hook entry.
+HOOK_HARNESSES = frozenset({"claude", "codex", "after-tool"})
 
 # Order is the order of `active-memory --help`.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -28,11 +34,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve",
 )
 
-Handler = Callable[[argparse.Namespace], int]
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, with every command family registered."""
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="active-memory",
         description="Lessons agents learned from costly runs, recalled when they matter.",
@@ -46,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
+    from active_memory.errors import ActiveMemoryError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler
@@ -64,4 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """Console-script entry point."""
+    arguments = sys.argv[1:]
+    if len(arguments) == 2 and arguments[0] == "hook" and arguments[1] in HOOK_HARNESSES:
+        from active_memory.hooks import command
+
+        sys.argv = [sys.argv[0], arguments[1]]
+        command.run()
     sys.exit(main())
