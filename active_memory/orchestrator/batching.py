@@ -1,0 +1,52 @@
+"""Cut a maintenance manifest into complete batches bounded by serialized size (SPEC §6).
+
+A lesson's size is the UTF-8 length of its JSON (what the specialist is shown of it).
+Lessons are taken in manifest order and a batch is closed before the lesson that would
+take it past the bound, so no lesson is ever cut. A lesson larger than the bound on its
+own is a batch of its own: it is never dropped (maintenance must decide every supplied
+lesson). Every lesson is in exactly one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from active_memory.lessons import Lesson
+
+DEFAULT_BATCH_BYTES = 24_000
+"""The default bound: about 40 typical cards, leaving room in a task for file contents."""
+
+_T = TypeVar("_T")
+
+
+def serialized_size(lesson: Lesson) -> int:
+    """Bytes of the lesson's compact JSON (pydantic's serializer: fast and exact)."""
+    return len(lesson.model_dump_json().encode("utf-8"))
+
+
+def cut_batches(items: Sequence[_T], max_bytes: int, size: Callable[[_T], int]) -> list[list[_T]]:
+    """`items` in order, cut into consecutive batches of total `size` ≤ `max_bytes`,
+    except that an item bigger than the bound alone makes a batch of one."""
+    if max_bytes < 1:
+        raise ValueError(f"the batch bound must be at least 1 byte, not {max_bytes}")
+    batches: list[list[_T]] = []
+    current: list[_T] = []
+    used = 0
+    for item in items:
+        cost = size(item)
+        if current and used + cost > max_bytes:
+            batches.append(current)
+            current, used = [], 0
+        current.append(item)
+        used += cost
+    if current:
+        batches.append(current)
+    return batches
+
+
+def cut_by_serialized_size(
+    lessons: Sequence[Lesson], max_bytes: int = DEFAULT_BATCH_BYTES
+) -> list[list[Lesson]]:
+    """The manifest's lessons in complete batches of at most `max_bytes` serialized bytes."""
+    return cut_batches(lessons, max_bytes, serialized_size)

@@ -1,0 +1,188 @@
+"""A small journal of postmortems: one JSON file per run, written atomically.
+
+`<zeroshot state dir>/active-memory/postmortems/<run>.json` says that a postmortem
+started (`state: running`, the latched outcome, the process ID) and how it ended
+(`finished`, `failed`, `cancelled`, with its report's summary and usage). A file left
+`running` by a process that is gone is a postmortem interrupted by a crash or restart:
+`interrupted_postmortems()` lists those, with their usage marked incomplete. Nothing of
+an interrupted postmortem was published: the publish is one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import urllib.parse
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from active_memory.orchestrator.report import PostmortemReport, UsageReport
+from active_memory.store.location import zeroshot_state_dir
+
+JOURNAL_SCHEMA: Final = "active-memory/postmortem-journal@1"
+JournalState: TypeAlias = Literal["running", "finished", "failed", "cancelled"]
+
+
+def default_journal_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`<zeroshot state dir>/active-memory/postmortems`."""
+    return zeroshot_state_dir(env) / "active-memory" / "postmortems"
+
+
+class JournalEntry(BaseModel):
+    """What the journal holds for one run's postmortem."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    schema_: Literal["active-memory/postmortem-journal@1"] = JOURNAL_SCHEMA
+    run_id: str
+    outcome: str  # the run's latched outcome, never changed by the postmortem
+    state: JournalState
+    pid: int
+    started_at: str
+    ended_at: str | None = None
+    reason: str | None = None
+    statuses: dict[str, str] = {}
+    usage: UsageReport = UsageReport()
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's JSON content."""
+        data = self.model_dump(mode="json")
+        data["schema"] = data.pop("schema_")
+        return data
+
+
+class InterruptedPostmortem(BaseModel):
+    """A postmortem that started and never recorded an end (crash, kill, restart)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    outcome: str
+    started_at: str
+    pid: int
+    usage: UsageReport  # what was recorded; `complete` is always False
+    path: Path
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _file_name(run_id: str) -> str:
+    # Run IDs are opaque strings: quote everything but a safe alphabet so any ID is one
+    # file name, and two IDs never share one.
+    return urllib.parse.quote(run_id, safe="-_.") + ".json"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    if sys.platform == "win32":  # os.kill would terminate it; assume alive
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Journal:
+    """The journal folder; every write replaces one run's file atomically."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else default_journal_dir()
+
+    def path(self, run_id: str) -> Path:
+        """The file of `run_id`'s postmortem."""
+        return self.directory / _file_name(run_id)
+
+    def write(self, entry: JournalEntry) -> None:
+        """Replace the run's file with `entry` (write to a temporary file, fsync, rename)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(entry.to_json(), indent=1, sort_keys=True).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=".pm-", suffix=".tmp", dir=self.directory)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path(entry.run_id))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def started(self, run_id: str, outcome: str) -> JournalEntry:
+        """Record that the postmortem of `run_id` started; returns the entry written."""
+        entry = JournalEntry(
+            run_id=run_id, outcome=outcome, state="running", pid=os.getpid(), started_at=_now()
+        )
+        self.write(entry)
+        return entry
+
+    def ended(
+        self,
+        started: JournalEntry,
+        state: JournalState,
+        *,
+        report: PostmortemReport | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Record how it ended, with the report's statuses and usage when there is one."""
+        update: dict[str, Any] = {"state": state, "ended_at": _now(), "reason": reason}
+        if report is not None:
+            update["statuses"] = {n: s.status for n, s in report.specialists.items()}
+            update["usage"] = report.usage
+        self.write(started.model_copy(update=update))
+
+    def read(self, run_id: str) -> JournalEntry | None:
+        """The run's entry, or None if there is none or it is unreadable."""
+        return _read(self.path(run_id))
+
+    def interrupted(self) -> list[InterruptedPostmortem]:
+        """Postmortems left `running` by a process that no longer exists, by run ID."""
+        if not self.directory.is_dir():
+            return []
+        found: list[InterruptedPostmortem] = []
+        for path in sorted(self.directory.glob("*.json")):
+            entry = _read(path)
+            if entry is None or entry.state != "running" or _alive(entry.pid):
+                continue
+            found.append(
+                InterruptedPostmortem(
+                    run_id=entry.run_id,
+                    outcome=entry.outcome,
+                    started_at=entry.started_at,
+                    pid=entry.pid,
+                    usage=entry.usage.model_copy(update={"complete": False}),
+                    path=path,
+                )
+            )
+        return sorted(found, key=lambda x: x.run_id)
+
+
+def _read(path: Path) -> JournalEntry | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    data["schema_"] = data.pop("schema", JOURNAL_SCHEMA)
+    try:
+        return JournalEntry.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def interrupted_postmortems(directory: Path | None = None) -> list[InterruptedPostmortem]:
+    """Postmortems that started and never ended (their process is gone): each reported as
+    interrupted, usage incomplete, the run's latched outcome kept."""
+    return Journal(directory).interrupted()
