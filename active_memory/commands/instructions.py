@@ -93,12 +93,13 @@ def authored_instructions(graph_file: str, graph_hash: str, node: str) -> str:
 
 
 def _instructions(args: argparse.Namespace) -> int:
+    from active_memory.commands.recall import with_options
     from active_memory.errors import UsageError
     from active_memory.recall.environment import RUN_ID_ENV, resolve_context
     from active_memory.recall.frame import frame, select
     from active_memory.recall.index import SnapshotCorrupt
     from active_memory.recall.snapshot import SnapshotUnavailable, graph_cards
-    from active_memory.recall.types import MAX_BUDGET_BYTES, ToolCall
+    from active_memory.recall.types import ToolCall
 
     graph_hash = args.graph.strip().lower()
     if len(graph_hash) != 64 or not set(graph_hash) <= set("0123456789abcdef"):
@@ -112,15 +113,7 @@ def _instructions(args: argparse.Namespace) -> int:
     context = resolve_context(
         call, env, repository=args.repository, dry_run=not env.get(RUN_ID_ENV)
     )
-    changes: dict[str, Any] = {}
-    if args.store:
-        changes["store"] = args.store
-    if args.budget_bytes is not None:
-        if not 1 <= args.budget_bytes <= MAX_BUDGET_BYTES:
-            raise UsageError(f"--budget-bytes must be 1..{MAX_BUDGET_BYTES}")
-        changes["budget_bytes"] = args.budget_bytes
-    if changes:
-        context = context.replace(**changes)
+    context = with_options(context, args)
     try:
         cards = [_GraphCard(*card) for card in graph_cards(context)]
     except (SnapshotCorrupt, SnapshotUnavailable) as exc:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+if TYPE_CHECKING:
+    from active_memory.recall.types import RecallContext
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,7 +79,7 @@ def _recall(args: argparse.Namespace) -> int:
     from active_memory.recall.ledger import LedgerCorrupt
     from active_memory.recall.signals import extract_signals
     from active_memory.recall.snapshot import SnapshotUnavailable
-    from active_memory.recall.types import MAX_BUDGET_BYTES, ToolCall
+    from active_memory.recall.types import ToolCall
 
     payload = read_tool_json(args.tool_json)
     harness = "claude" if isinstance(payload, dict) and "tool_name" in payload else "after-tool"
@@ -94,15 +97,7 @@ def _recall(args: argparse.Namespace) -> int:
         cwd=os.path.abspath(args.cwd),
     )
     context = resolve_context(call, repository=args.repository, dry_run=True)
-    changes: dict[str, Any] = {}
-    if args.store:
-        changes["store"] = args.store
-    if args.budget_bytes is not None:
-        if not 1 <= args.budget_bytes <= MAX_BUDGET_BYTES:
-            raise UsageError(f"--budget-bytes must be 1..{MAX_BUDGET_BYTES}")
-        changes["budget_bytes"] = args.budget_bytes
-    if changes:
-        context = context.replace(**changes)
+    context = with_options(context, args)
     try:
         answer = answer_tool_call(call, context)
     except (SnapshotCorrupt, SnapshotUnavailable, LedgerCorrupt) as exc:
@@ -139,3 +134,18 @@ def _print_human(document: dict[str, Any]) -> None:
     else:
         out.write("\n" + document["context"] + "\n\n")
     out.write(f"budget left: {document['budget_left']} bytes\n")
+
+
+def with_options(context: RecallContext, args: argparse.Namespace) -> RecallContext:
+    """The context with `--store` and `--budget-bytes` applied (checked: exit 2 if bad)."""
+    from active_memory.errors import UsageError
+    from active_memory.recall.types import MAX_BUDGET_BYTES
+
+    changes: dict[str, Any] = {}
+    if args.store:
+        changes["store"] = args.store
+    if args.budget_bytes is not None:
+        if not 1 <= args.budget_bytes <= MAX_BUDGET_BYTES:
+            raise UsageError(f"--budget-bytes must be 1..{MAX_BUDGET_BYTES}")
+        changes["budget_bytes"] = args.budget_bytes
+    return context.replace(**changes) if changes else context
