@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config",
     "imports",
     "evidence",
+    "postmortem",
     "hook",
     "recall",
     "instructions",

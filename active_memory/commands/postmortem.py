@@ -1,0 +1,470 @@
+"""`active-memory postmortem RUN.json [--dry-run] [--json] ...`: the four specialists on one
+recorded run (SPEC §9), with live progress on stderr and a report on stdout (SPEC §10).
+
+Exit codes: 0 the postmortem finished and published (or, dry, would publish) cleanly;
+1 a specialist failed or timed out, a conflict stayed unresolved or the publish failed;
+2 bad input (run record, runtime JSON, graph, recordings, checkout); 130 / 143 stopped by
+SIGINT / SIGTERM, with nothing published.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+if TYPE_CHECKING:
+    from anyio import CancelScope
+
+    from active_memory.checkout import Checkout
+    from active_memory.config import RuntimeConfig
+    from active_memory.orchestrator import PostmortemReport, ProgressEvent, SessionFactory
+    from active_memory.runlog.record import RunRecord
+    from active_memory.store import LessonStore
+
+# After the first SIGINT/SIGTERM the postmortem gets this long to stop its specialists
+# (nothing is published once it is cancelled); a second signal exits at once.
+GRACE_SECONDS = 5.0
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `postmortem`."""
+    parser = subcommands.add_parser(
+        "postmortem",
+        help="run the four specialists on a recorded run and publish their lessons",
+        description="Run the postmortem of one recorded run (active-memory/run@1): "
+        "maintenance keeps the delivered lessons true, discovery proposes new ones from "
+        "impact evidence, and every accepted change is published in one transaction.",
+    )
+    parser.add_argument("run", metavar="RUN.json", type=Path, help="a run record file")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="runtime JSON (SPEC §2) to use instead of the record's `runtime`",
+    )
+    parser.add_argument(
+        "--graph",
+        metavar="GRAPH.json",
+        type=Path,
+        help="the authored graph, for a record without graph IR (must match graph.hash)",
+    )
+    parser.add_argument(
+        "--checkout",
+        metavar="DIR",
+        type=Path,
+        help="the run's git checkout (default: the record's repository.checkout)",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="RECORDINGS.json",
+        type=Path,
+        help="answer from recorded specialist answers (active-memory/recordings@1) "
+        "instead of the model; no API key needed",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="decide everything, show what would be published, write nothing",
+    )
+    add_json_option(parser)
+    add_store_option(parser)
+    parser.set_defaults(handler=_postmortem)
+
+
+def _postmortem(args: argparse.Namespace) -> int:
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = None) -> int:
+    """The command's body; `sessions` replaces the lane's sessions (tests inject fakes)."""
+    import anyio
+
+    from active_memory.runlog.record import load_run_record
+
+    record = _with_graph(load_run_record(args.run), args.graph)
+    config = _config(record, args.config)
+    checkout = _checkout(record, args.checkout)
+    if sessions is None and args.replay is not None:
+        sessions = _replay_sessions(config, args.replay)
+    display = _Display(json_mode=args.json)
+    outcome = anyio.run(_run, args, record, config, checkout, sessions, display)
+    display.close()
+    if isinstance(outcome, int):
+        print(
+            "active-memory: postmortem interrupted; it stopped before publishing, "
+            "nothing was written",
+            file=sys.stderr,
+        )
+        return outcome
+    if args.json:
+        print_json(outcome.to_json())
+    else:
+        _render(outcome)
+    return 0 if outcome.ok else 1
+
+
+# --- inputs ----------------------------------------------------------------------
+
+
+def _with_graph(record: RunRecord, graph_path: Path | None) -> RunRecord:
+    """The record with the authored graph of `--graph` as its IR, if given."""
+    if graph_path is None:
+        return record
+    from active_memory.config import parse_graph, read_json_file
+    from active_memory.errors import UsageError
+    from active_memory.runlog.canonical import graph_hash
+    from active_memory.runlog.record import GraphRef
+
+    document = read_json_file(graph_path, "graph")
+    graph = parse_graph(document, str(graph_path))
+    digest = graph_hash(graph.to_json())
+    recorded = record.graph.hash if record.graph else None
+    if recorded is not None and recorded != digest:
+        raise UsageError(
+            f"{graph_path}: its graph hash {digest[:12]}… is not the run's graph.hash "
+            f"{recorded[:12]}…; pass the graph this run executed"
+        )
+    name = record.graph.name if record.graph else None
+    return record.model_copy(update={"graph": GraphRef(name=name, hash=digest, ir=graph)})
+
+
+def _config(record: RunRecord, config_path: Path | None) -> RuntimeConfig:
+    """`--config` resolved against the run's graph, else the record's own `runtime`."""
+    from active_memory.errors import ConfigError
+    from active_memory.orchestrator import config_from_record
+
+    if config_path is None:
+        return config_from_record(record)
+    from active_memory.config import parse_runtime_settings, read_json_file, resolve_config
+
+    settings = parse_runtime_settings(read_json_file(config_path, "runtime JSON"))
+    if record.graph is None or record.graph.ir is None:
+        raise ConfigError(
+            "graph.ir", "the run record has no graph IR; pass the authored graph with --graph"
+        )
+    return resolve_config(settings, record.graph.ir)
+
+
+def _checkout(record: RunRecord, directory: Path | None) -> Checkout | None:
+    from active_memory.orchestrator import open_checkout
+
+    if directory is None:
+        return open_checkout(record)
+    from active_memory.checkout import Checkout, NotACheckout
+    from active_memory.errors import UsageError
+
+    try:
+        return Checkout(directory)
+    except NotACheckout as exc:
+        raise UsageError(f"--checkout {directory}: not a git checkout ({exc})") from None
+
+
+def _replay_sessions(config: RuntimeConfig, recordings: Path) -> SessionFactory | None:
+    """Replay sessions on the run's lane; the file is read now, so a bad one exits 2."""
+    import anyio
+
+    from active_memory.orchestrator import lane_sessions
+    from active_memory.specialists.providers import SessionOptions
+    from active_memory.specialists.providers.replay import load_recordings
+
+    anyio.run(load_recordings, recordings)
+    if config.lane is None:
+        return None  # nothing collects: no specialist will ask
+    return lane_sessions(config.lane, SessionOptions(mode="replay", recordings=recordings))
+
+
+# --- running -----------------------------------------------------------------------
+
+
+async def _run(
+    args: argparse.Namespace,
+    record: RunRecord,
+    config: RuntimeConfig,
+    checkout: Checkout | None,
+    sessions: SessionFactory | None,
+    display: _Display,
+) -> PostmortemReport | int:
+    """The postmortem under a signal watcher; an int is the exit code of an interruption."""
+    import anyio
+
+    from active_memory.orchestrator import run_postmortem
+
+    stopped: list[int] = []
+    report: PostmortemReport | None = None
+    async with anyio.create_task_group() as watchers:
+        with anyio.CancelScope() as work:
+            watchers.start_soon(_watch_signals, work, stopped)
+            async with _open_store(args.store, dry_run=args.dry_run) as store:
+                report = await run_postmortem(
+                    record,
+                    config,
+                    store,
+                    checkout=checkout,
+                    sessions=sessions,
+                    dry_run=args.dry_run,
+                    progress=display.event,
+                )
+        watchers.cancel_scope.cancel()
+    if report is not None:
+        return report  # finished before the signal took effect: its report stands
+    return SIGNAL_EXIT.get(signal.Signals(stopped[0]), 130) if stopped else 130
+
+
+async def _watch_signals(work: CancelScope, stopped: list[int]) -> None:
+    """First SIGINT/SIGTERM: cancel the postmortem (it publishes nothing then) and give it
+    GRACE_SECONDS to stop; a second signal, or the grace running out, exits at once."""
+    import anyio
+
+    if sys.platform == "win32":  # no signal receiver there; Ctrl-C is KeyboardInterrupt
+        return
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for signum in received:
+            if stopped:
+                _exit_now(stopped[0])
+            stopped.append(int(signum))
+            print(
+                f"active-memory: {signal.Signals(signum).name}: stopping the postmortem "
+                "(a second signal exits at once)",
+                file=sys.stderr,
+            )
+            work.cancel()
+            with anyio.move_on_after(GRACE_SECONDS):
+                async for _second in received:
+                    _exit_now(stopped[0])
+            _exit_now(stopped[0])
+
+
+def _exit_now(signum: int) -> None:
+    """Leave without unwinding: the publish is one SQLite transaction, so a process that
+    dies mid-way leaves the store as it was (SPEC §7)."""
+    sys.stderr.write("active-memory: stopped; nothing was published\n")
+    sys.stderr.flush()
+    os._exit(SIGNAL_EXIT.get(signal.Signals(signum), 130))
+
+
+def _open_store(option: str | None, *, dry_run: bool) -> Any:
+    """The store; a dry run never creates one (a missing store reads as empty)."""
+    from collections.abc import AsyncIterator
+    from contextlib import asynccontextmanager
+
+    from active_memory.store import open_store, resolve_store_location
+
+    location = resolve_store_location(option)
+    missing = not location.startswith("postgresql") and not Path(location).exists()
+
+    @asynccontextmanager
+    async def opened() -> AsyncIterator[LessonStore]:
+        if dry_run and missing:
+            yield _EmptyStore(location)
+            return
+        async with open_store(location, create=not dry_run) as store:
+            yield store
+
+    return opened()
+
+
+class _EmptyStore:
+    """A store that does not exist yet, for a dry run: no lessons, and it refuses writes."""
+
+    def __init__(self, location: str) -> None:
+        self._location = location
+
+    @property
+    def location(self) -> str:
+        """Where the store would be."""
+        return self._location
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+    async def get(self, lesson_id: str) -> None:
+        """No lesson exists."""
+        return None
+
+    async def select(self, query: object = None) -> list[Any]:
+        """No lessons."""
+        return []
+
+    async def read_snapshot(
+        self, *, repository: str | None, graph_hash: str | None, node: str | None
+    ) -> list[Any]:
+        """No lessons."""
+        return []
+
+    async def publish(self, mutations: object) -> Any:
+        """A dry run never publishes."""
+        raise RuntimeError("a dry run does not publish")
+
+    async def history(self, lesson_id: str) -> list[Any]:
+        """No history."""
+        return []
+
+    async def revert(self, lesson_id: str, to_revision: int, author: object) -> Any:
+        """A dry run never writes."""
+        raise RuntimeError("a dry run does not write")
+
+    async def import_lessons(self, records: object, author: object) -> Any:
+        """A dry run never writes."""
+        raise RuntimeError("a dry run does not write")
+
+    async def backup(self, destination: Path) -> None:
+        """A dry run never writes."""
+        raise RuntimeError("a dry run does not write")
+
+
+# --- progress ------------------------------------------------------------------------
+
+
+class _Display:
+    """Progress on stderr: a live rich display on a terminal, plain lines otherwise."""
+
+    def __init__(self, *, json_mode: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False)
+        self.live = self.console.is_terminal and not os.environ.get("CI")
+        self._tasks: dict[str, Any] = {}
+        self._progress: Any = None
+        if self.live:
+            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description:<24}"),
+                BarColumn(bar_width=20),
+                TextColumn("{task.fields[status]}"),
+                console=self.console,
+                transient=False,
+            )
+            self._progress.start()
+
+    def event(self, event: ProgressEvent) -> None:
+        """One orchestrator progress event (runs on the event loop: never blocks long)."""
+        name = event.specialist or "postmortem"
+        if event.done is not None and event.total is not None:
+            text = f"{event.stage} {event.done}/{event.total}"
+        else:
+            text = event.stage
+        if event.detail:
+            text += f": {event.detail}"
+        if not self.live:
+            self.console.print(f"postmortem: {name}: {text}", soft_wrap=True)
+            return
+        task = self._tasks.get(name)
+        if task is None:
+            task = self._progress.add_task(name, total=None, status="")
+            self._tasks[name] = task
+        if event.stage in ("finished", "published"):
+            self._progress.update(task, total=1, completed=1, status=event.detail or event.stage)
+        elif event.total:
+            self._progress.update(task, total=event.total, completed=event.done or 0, status=text)
+        else:
+            self._progress.update(task, status=text)
+
+    def close(self) -> None:
+        """Stop the live display."""
+        if self._progress is not None:
+            self._progress.stop()
+
+
+# --- the report ------------------------------------------------------------------------
+
+_STATUS_STYLE = {
+    "reconciled": "green",
+    "abstained": "yellow",
+    "disabled": "dim",
+    "failed": "red",
+    "timed_out": "red",
+}
+
+
+def _render(report: PostmortemReport) -> None:
+    """The report as tables on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    # Piped output gets room for the reasons instead of rich's 80-column default.
+    console = Console(soft_wrap=False, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 120)
+    dry = " (dry run)" if report.dry_run else ""
+    console.print(f"Postmortem of {report.run_id} ({report.outcome}){dry}", style="bold")
+    table = Table(title="Specialists", title_justify="left")
+    for column in ("specialist", "status", "supplied", "decided / proposed", "accepted", "notes"):
+        table.add_column(column, overflow="fold", no_wrap=column != "notes")
+    for name, entry in report.specialists.items():
+        if entry.decisions is not None or entry.manifest is not None:
+            supplied = str(entry.manifest) if entry.manifest is not None else "-"
+            decided = str(len(entry.decisions)) if entry.decisions is not None else "-"
+            accepted = "-"
+        else:
+            supplied = "-"
+            decided = str(entry.proposals) if entry.proposals is not None else "-"
+            accepted = str(len(entry.accepted)) if entry.accepted is not None else "-"
+        style = _STATUS_STYLE.get(entry.status, "")
+        table.add_row(
+            name, f"[{style}]{entry.status}[/]", supplied, decided, accepted, entry.reason or ""
+        )
+    console.print(table)
+    decisions = [(n, d) for n, e in report.specialists.items() for d in e.decisions or ()]
+    if decisions:
+        table = Table(title="Maintenance decisions", title_justify="left")
+        for column in ("lesson", "action", "reason"):
+            table.add_column(column, overflow="fold", no_wrap=column != "reason")
+        for _name, decision in decisions:
+            action: str = decision.action
+            if decision.canonical:
+                action += f" → {decision.canonical}"
+            table.add_row(f"{decision.id} r{decision.revision}", action, decision.reason)
+        console.print(table)
+    proposals = [
+        (name, item.index, item.title, "accepted", "")
+        for name, entry in report.specialists.items()
+        for item in entry.accepted or ()
+    ] + [
+        (name, item.index, item.title, "rejected", "; ".join(item.reasons) or item.reason)
+        for name, entry in report.specialists.items()
+        for item in entry.rejected or ()
+    ]
+    if proposals:
+        table = Table(title="Discovery proposals", title_justify="left")
+        for column in ("specialist", "#", "title", "verdict", "reason"):
+            table.add_column(column, overflow="fold")
+        for name, index, title, verdict, reason in sorted(proposals, key=lambda p: (p[0], p[1])):
+            colour = "green" if verdict == "accepted" else "red"
+            table.add_row(name, str(index), title, f"[{colour}]{verdict}[/]", reason)
+        console.print(table)
+    heading = "Would publish (dry run)" if report.dry_run else "Published"
+    if report.mutations:
+        table = Table(title=heading, title_justify="left")
+        for column in ("action", "lesson", "title", "by"):
+            table.add_column(column, overflow="fold")
+        for mutation in report.mutations:
+            lesson = mutation.id or "(new)"
+            if mutation.revision is not None:
+                lesson += f" r{mutation.revision}"
+            elif mutation.base_revision is not None:
+                lesson += f" from r{mutation.base_revision}"
+            title = mutation.title or (f"→ {mutation.canonical}" if mutation.canonical else "")
+            table.add_row(mutation.action, lesson, title, mutation.specialist)
+        console.print(table)
+    counts = report.published
+    console.print(
+        f"{heading}: {counts.created} created, {counts.adapted} adapted, "
+        f"{counts.retired} retired, {counts.deferred} deferred; {counts.kept} kept."
+    )
+    for conflict in report.conflicts:
+        now = "gone" if conflict.current_revision is None else f"now r{conflict.current_revision}"
+        console.print(
+            f"[red]conflict[/]: {conflict.id} was decided on r{conflict.expected_revision}, "
+            f"{now}; not published"
+        )
+    if report.publish_error:
+        console.print(f"[red]publish failed[/]: {report.publish_error}; nothing was written")
