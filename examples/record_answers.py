@@ -24,6 +24,7 @@ task has a new digest and the old recording no longer replays.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -181,7 +182,7 @@ async def record(out: Path, checkout_dir: Path) -> int:
     from active_memory.prompts import load_prompts
     from active_memory.runlog.record import load_run_record
     from active_memory.specialists.answers import answer_schema
-    from active_memory.specialists.providers.base import Request
+    from active_memory.specialists.providers.base import Request, Usage
     from active_memory.specialists.providers.function import FunctionSession
     from active_memory.specialists.providers.replay import RecordingSession
     from active_memory.specialists.tasks import (
@@ -205,12 +206,19 @@ async def record(out: Path, checkout_dir: Path) -> int:
             assert isinstance(request.input, dict)
             return SCRIPTS[task.specialist](request.input)
 
-        session = RecordingSession(FunctionSession(task.specialist, scripted, model=MODEL), out)
-        await session.ask(
-            prompts.render(task.specialist, task),
-            answer_schema(task.specialist),
-            input=task.to_json(),
+        prompt = prompts.render(task.specialist, task)
+        # What a live turn of this size costs, roughly (4 characters a token), so the
+        # replayed report shows plausible usage rather than zeros.
+        answer_text = json.dumps(SCRIPTS[task.specialist](task.to_json()))
+        usage = Usage(
+            input_tokens=len(prompt) // 4 + 900,  # + the answer contract and schema
+            output_tokens=len(answer_text) // 4,
+            requests=1,
         )
+        session = RecordingSession(
+            FunctionSession(task.specialist, scripted, model=MODEL, usage_per_turn=usage), out
+        )
+        await session.ask(prompt, answer_schema(task.specialist), input=task.to_json())
         count += 1
 
     for name in ("repository_maintenance", "graph_maintenance"):
