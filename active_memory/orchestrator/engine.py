@@ -1,21 +1,48 @@
-"""The postmortem's engine (being implemented)."""
+"""The postmortem's engine: scopes, the frozen view, one task group under one deadline,
+then one publish, with a journal entry at the start and at the end.
+
+Time: `deadline = start + timeoutMs`. One `CancelScope(deadline=...)` covers reading the
+lessons and the task group; every session gets the same absolute deadline, so start-up,
+investigation and every batch share it. A specialist still running when it fires is
+`timed_out`. The publish runs after the scope, shielded, with its own bound.
+
+Cancellation by the caller: the task group's specialists are cancelled (sessions close
+shielded; CLI children are killed and reaped by their adapters), nothing is published,
+the journal records `cancelled`, and the cancellation is re-raised unchanged.
+"""
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Sequence
 from pathlib import Path
+
+import anyio
 
 from active_memory.checkout import Checkout
 from active_memory.config import RuntimeConfig
+from active_memory.errors import UsageError
+from active_memory.evidence import ScanResult, scan
+from active_memory.lessons import Lesson
+from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState
 from active_memory.orchestrator.options import PostmortemLimits, Progress
-from active_memory.orchestrator.report import PostmortemReport
-from active_memory.orchestrator.sessions import SessionFactory
-from active_memory.prompts import Prompts
+from active_memory.orchestrator.outcome import Outcome
+from active_memory.orchestrator.publish import Publication, publish
+from active_memory.orchestrator.report import PostmortemReport, UsageReport
+from active_memory.orchestrator.runners import Context, in_thread, run_specialist, safe_progress
+from active_memory.orchestrator.sessions import SessionFactory, lane_sessions
+from active_memory.prompts import Prompts, load_prompts
 from active_memory.runlog.record import RunRecord
-from active_memory.store import LessonStore
+from active_memory.specialists.kinds import SPECIALISTS, ScopeKind, SpecialistName
+from active_memory.specialists.providers import ProviderSession
+from active_memory.store import LessonQuery, LessonStore
+
+log = logging.getLogger("active_memory.orchestrator")
 
 
 class Postmortem:
-    """One postmortem run."""
+    """One postmortem of one run; `await Postmortem(...).run()` once."""
 
     def __init__(
         self,
@@ -32,7 +59,167 @@ class Postmortem:
         prompts: Prompts | None,
     ) -> None:
         self.record = record
+        self.settings = config.settings
+        self.lane = config.lane
+        self.store = store
+        self.checkout = checkout
+        self.sessions = sessions
+        self.dry_run = dry_run
+        self.progress = safe_progress(progress)
+        self.limits = limits
+        self.journal = None if dry_run else Journal(journal_dir)
+        # Load the templates before anything runs: a broken install fails here, loudly.
+        self.prompts = prompts or load_prompts()
+        self.outcomes = {name: Outcome(name) for name in SPECIALISTS}
+
+    def _disable(self) -> list[Outcome]:
+        """Mark the specialists that must not run; return the ones that will."""
+        active: list[Outcome] = []
+        for name, kind in SPECIALISTS.items():
+            out = self.outcomes[name]
+            if not self.settings.enabled:
+                out.end("disabled", "Active Memory is off (activeMemory.repository and .graph)")
+            elif not self.settings.postmortem.enabled:
+                out.end("disabled", "globalAgents.postmortem.enabled is false")
+            elif not self.settings.collects(kind.scope):
+                out.end("disabled", f"activeMemory.{kind.scope} is false")
+            else:
+                active.append(out)
+        return active
+
+    def _factory(self) -> SessionFactory:
+        if self.sessions is not None:
+            return self.sessions
+        if self.lane is None:
+            raise UsageError("the postmortem has no specialist lane: set its sourceNode")
+        return lane_sessions(self.lane)
 
     async def run(self) -> PostmortemReport:
-        """Run it."""
-        raise NotImplementedError
+        """Run the postmortem and build its report (see `run_postmortem`)."""
+        start = anyio.current_time()
+        active = self._disable()
+        factory = self._factory() if active else _no_sessions
+        deadline = start + self.settings.timeout_seconds
+        ctx = Context(
+            self.record, self.checkout, self.prompts, factory, deadline, self.limits, self.progress
+        )
+        entry = await self._journal_start() if active else None
+        try:
+            publication = await self._run(ctx, active)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._journal_end(entry, "cancelled", None, "cancelled by the caller")
+            raise
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._journal_end(entry, "failed", None, f"{type(exc).__name__}: {exc}")
+            raise
+        report = self._report(publication, start)
+        await self._journal_end(entry, "finished", report, None)
+        return report
+
+    async def _run(self, ctx: Context, active: Sequence[Outcome]) -> Publication:
+        living: dict[ScopeKind, list[Lesson]] = {"graph": [], "repository": []}
+        if not active:
+            return Publication()
+        with anyio.CancelScope(deadline=ctx.deadline) as scope:
+            await self._freeze(active, living)
+            evidence = await self._scan(active)
+            async with anyio.create_task_group() as group:
+                for out in active:
+                    if out.status is None:
+                        group.start_soon(
+                            run_specialist, ctx, out, living[_scope(out)], evidence, name=out.name
+                        )
+        if scope.cancelled_caught:
+            seconds = self.settings.timeout_seconds
+            for out in active:
+                if out.status is None:
+                    out.end("timed_out", f"the postmortem's deadline ({seconds:g} s) passed")
+        return await publish(ctx, self.store, self.outcomes, living, dry_run=self.dry_run)
+
+    async def _freeze(
+        self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]]
+    ) -> None:
+        """One read per scope that maintenance needs: the lessons this postmortem judges."""
+        run_repository = self.record.repository.namespace if self.record.repository else None
+        run_graph = self.record.graph.hash if self.record.graph else None
+        for out in active:
+            kind = SPECIALISTS[out.name]
+            if not kind.is_maintenance or self.record.deliveries is None:
+                continue
+            if kind.scope == "repository":
+                query = LessonQuery(kind="repository", repository=run_repository)
+                known = run_repository is not None
+            else:
+                query = LessonQuery(kind="graph", graph_hash=run_graph)
+                known = run_graph is not None
+            try:
+                found = await self.store.select(query) if known else []
+            except Exception as exc:  # an unreadable store fails that specialist only
+                log.warning("reading %s lessons failed: %s", kind.scope, exc)
+                out.end("failed", f"cannot read the {kind.scope} lessons: {exc}")
+                continue
+            living[kind.scope] = [x for x in found if isinstance(x, Lesson)]
+
+    async def _scan(self, active: Sequence[Outcome]) -> ScanResult | None:
+        if not any(not SPECIALISTS[o.name].is_maintenance for o in active):
+            return None
+        return await in_thread(functools.partial(scan, self.record))
+
+    async def _journal_start(self) -> JournalEntry | None:
+        if self.journal is None:
+            return None
+        journal = self.journal
+        try:
+            return await in_thread(
+                functools.partial(journal.started, self.record.run_id, self.record.outcome)
+            )
+        except OSError as exc:  # a journal that cannot be written must not stop the postmortem
+            log.warning("postmortem journal not written: %s", exc)
+            return None
+
+    async def _journal_end(
+        self,
+        entry: JournalEntry | None,
+        state: JournalState,
+        report: PostmortemReport | None,
+        reason: str | None,
+    ) -> None:
+        if self.journal is None or entry is None:
+            return
+        journal = self.journal
+        try:
+            await anyio.to_thread.run_sync(
+                functools.partial(journal.ended, entry, state, report=report, reason=reason)
+            )
+        except OSError as exc:
+            log.warning("postmortem journal not written: %s", exc)
+
+    def _report(self, publication: Publication, start: float) -> PostmortemReport:
+        specialists = {name: out.report() for name, out in self.outcomes.items()}
+        total = UsageReport()
+        for entry in specialists.values():
+            total = total.plus(entry.usage)
+        return PostmortemReport(
+            run_id=self.record.run_id,
+            outcome=self.record.outcome,
+            dry_run=self.dry_run,
+            specialists=specialists,
+            published=publication.counts,
+            conflicts=publication.conflicts,
+            mutations=publication.mutations,
+            publish_error=publication.error,
+            usage=total,
+            timeout_ms=self.settings.postmortem.timeout_ms,
+            elapsed_ms=round((anyio.current_time() - start) * 1000),
+        )
+
+
+def _scope(out: Outcome) -> ScopeKind:
+    return SPECIALISTS[out.name].scope
+
+
+def _no_sessions(specialist: SpecialistName, *, deadline: float) -> ProviderSession:
+    """The factory when no specialist runs: it is never called."""
+    raise AssertionError(f"{specialist} does not run")

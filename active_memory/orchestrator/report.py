@@ -102,8 +102,9 @@ class SpecialistReport(_Model):
     usage: UsageReport = UsageReport()
 
     def to_json(self) -> dict[str, Any]:
-        """The specialist's entry in the report; absent parts are left out."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """The specialist's entry in the report; parts that do not apply are left out."""
+        data = self.model_dump(mode="json")
+        return {key: value for key, value in data.items() if value is not None}
 
 
 class PublishedCounts(_Model):

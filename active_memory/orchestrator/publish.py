@@ -1,0 +1,238 @@
+"""The one publish of a postmortem, and refresh-and-reconcile on a revision conflict.
+
+Every accepted mutation of every reconciled specialist goes to the store in one
+`publish` (one transaction), shielded and with its own short bound, after the task
+group. A `RevisionConflict` writes nothing; the lessons another writer changed are read
+again and the maintenance specialist that decided them is asked again about their
+current revision (a new session, the same deadline). Then everything is published again
+in one transaction. When the deadline or `reconcile_rounds` runs out, or the second
+answer fails, that specialist publishes nothing and the conflict is reported; the
+others still publish. A newer revision is never overwritten: the store refuses any
+mutation decided on an older one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.lowlevel
+
+from active_memory.errors import (
+    Conflict,
+    DeadlineExceeded,
+    InvalidMutation,
+    RevisionConflict,
+    SpecialistFailed,
+    SpecialistTimedOut,
+)
+from active_memory.lessons import CreateLesson, Lesson, PublishReceipt, Tombstone
+from active_memory.orchestrator.batching import cut_by_serialized_size
+from active_memory.orchestrator.outcome import Outcome
+from active_memory.orchestrator.report import ConflictReport, MutationReport, PublishedCounts
+from active_memory.orchestrator.runners import Context, decide, session_for
+from active_memory.specialists.kinds import ScopeKind, SpecialistName, kind_of
+from active_memory.specialists.mutations import AnyMutation
+from active_memory.store import LessonStore
+
+log = logging.getLogger("active_memory.orchestrator")
+
+
+@dataclass(slots=True)
+class Publication:
+    """What the publish did (or, in a dry run, would do)."""
+
+    counts: PublishedCounts = field(default_factory=PublishedCounts)
+    mutations: list[MutationReport] = field(default_factory=list)
+    conflicts: list[ConflictReport] = field(default_factory=list)
+    error: str | None = None
+
+
+def _pending(outcomes: Mapping[SpecialistName, Outcome]) -> list[AnyMutation]:
+    return [m for o in outcomes.values() if o.status == "reconciled" for m in o.mutations]
+
+
+def _kept(outcomes: Mapping[SpecialistName, Outcome]) -> int:
+    return sum(o.kept for o in outcomes.values() if o.status == "reconciled")
+
+
+def describe(
+    pending: Sequence[AnyMutation], receipt: PublishReceipt | None
+) -> list[MutationReport]:
+    """One report per mutation; with a receipt, the IDs and revisions written."""
+    created = iter(receipt.created) if receipt is not None else iter(())
+    found: list[MutationReport] = []
+    for m in pending:
+        if isinstance(m, CreateLesson):
+            lesson_id, revision = next(created, (None, None))
+            found.append(
+                MutationReport(
+                    action="create",
+                    specialist=m.author.specialist,
+                    id=lesson_id,
+                    revision=revision,
+                    title=m.card.title,
+                )
+            )
+            continue
+        found.append(
+            MutationReport(
+                action=m.action,
+                specialist=m.author.specialist,
+                id=m.id,
+                base_revision=m.base_revision,
+                revision=m.base_revision + 1 if receipt is not None else None,
+                title=m.card.title if m.action == "adapt" else None,
+                canonical=m.canonical if m.action == "retire" else None,
+            )
+        )
+    return found
+
+
+def _counts(pending: Sequence[AnyMutation], kept: int) -> PublishedCounts:
+    actions = [m.action for m in pending]
+    return PublishedCounts(
+        created=actions.count("create"),
+        adapted=actions.count("adapt"),
+        retired=actions.count("retire"),
+        deferred=actions.count("defer"),
+        kept=kept,
+    )
+
+
+async def bounded_publish(
+    store: LessonStore, pending: Sequence[AnyMutation], seconds: float
+) -> PublishReceipt:
+    """`store.publish`, shielded from cancellation and bounded by `seconds` of its own."""
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(seconds) as bound:
+            return await store.publish(pending)
+    assert bound.cancelled_caught
+    raise DeadlineExceeded("the publish", seconds)
+
+
+async def publish(
+    ctx: Context,
+    store: LessonStore,
+    outcomes: Mapping[SpecialistName, Outcome],
+    living: Mapping[ScopeKind, Sequence[Lesson]],
+    *,
+    dry_run: bool,
+) -> Publication:
+    """Publish every reconciled specialist's mutations in one transaction (see module)."""
+    unresolved: list[ConflictReport] = []
+    rounds = 0
+    while True:
+        pending = _pending(outcomes)
+        result = Publication(_counts(pending, _kept(outcomes)), describe(pending, None), unresolved)
+        if dry_run or not pending:
+            return result
+        # A caller that cancelled before the publish began gets nothing published.
+        await anyio.lowlevel.checkpoint()
+        ctx.notify("publishing", detail=f"{len(pending)} change(s)")
+        try:
+            receipt = await bounded_publish(store, pending, ctx.limits.publish_seconds)
+        except RevisionConflict as exc:
+            stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}
+        except InvalidMutation as exc:  # e.g. a canonical card retired by another writer
+            stale = {exc.lesson_id: None}
+        except Exception as exc:  # the store's failure is the report's, not the caller's
+            log.warning("publish of run %s failed: %s", ctx.record.run_id, exc)
+            result.error = f"{type(exc).__name__}: {exc}"
+            result.counts = PublishedCounts()
+            return result
+        else:
+            ctx.notify("published", detail=f"{len(pending)} change(s)")
+            result.mutations = describe(pending, receipt)
+            return result
+        rounds += 1
+        ctx.notify("conflict", detail=", ".join(sorted(stale)))
+        retry = rounds <= ctx.limits.reconcile_rounds and anyio.current_time() < ctx.deadline
+        for out, ids in _owners(outcomes, stale).items():
+            if retry and await rereconcile(ctx, store, out, ids, living[kind_of(out.name).scope]):
+                continue
+            unresolved.extend(_conflict_reports(out, ids, stale))
+            if out.status == "reconciled":
+                out.end("failed", f"revision conflict on {', '.join(ids)}: not decided again")
+
+
+def _owners(
+    outcomes: Mapping[SpecialistName, Outcome], stale: Mapping[str, Conflict | None]
+) -> dict[Outcome, list[str]]:
+    owners: dict[Outcome, list[str]] = {}
+    for out in outcomes.values():
+        if out.status != "reconciled":
+            continue
+        ids = sorted(
+            {m.id for m in out.mutations if not isinstance(m, CreateLesson) and m.id in stale}
+        )
+        if ids:
+            owners[out] = ids
+    return owners
+
+
+def _conflict_reports(
+    out: Outcome, ids: Sequence[str], stale: Mapping[str, Conflict | None]
+) -> list[ConflictReport]:
+    found = []
+    for lesson_id in ids:
+        conflict = stale.get(lesson_id)
+        decided = out.decided_on.get(lesson_id)
+        found.append(
+            ConflictReport(
+                id=lesson_id,
+                specialist=out.name,
+                expected_revision=conflict.expected_revision
+                if conflict
+                else (decided.revision if decided else 0),
+                current_revision=conflict.current_revision if conflict else None,
+                current_status=conflict.current_status if conflict else None,
+            )
+        )
+    return found
+
+
+async def rereconcile(
+    ctx: Context, store: LessonStore, out: Outcome, ids: Sequence[str], living: Sequence[Lesson]
+) -> bool:
+    """Read `ids` again and ask `out`'s specialist about their current revisions.
+
+    True when every one is decided again (or was retired meanwhile: nothing to decide);
+    False, with `out` ended failed or timed out, otherwise.
+    """
+    wanted = set(ids)
+    out.mutations = [m for m in out.mutations if isinstance(m, CreateLesson) or m.id not in wanted]
+    try:
+        with anyio.CancelScope(deadline=ctx.deadline) as scope:
+            fresh = {i: await store.get(i) for i in ids}
+            current = [x for x in fresh.values() if isinstance(x, Lesson)]
+            for lesson_id, found in fresh.items():
+                if found is None or isinstance(found, Tombstone):
+                    (out.decisions or {}).pop(lesson_id, None)  # retired by another writer
+            refreshed = {x.id: x for x in current}
+            view = [refreshed.get(x.id, x) for x in living]
+            failure = None
+            if current:
+                batches = cut_by_serialized_size(current, ctx.limits.batch_bytes)
+                async with session_for(ctx, out) as session:
+                    failure = await decide(ctx, out, session, batches, living=view)
+    except SpecialistTimedOut as exc:
+        out.end("timed_out", f"deciding {', '.join(ids)} again: {exc.detail}")
+        return False
+    except SpecialistFailed as exc:
+        out.end("failed", f"deciding {', '.join(ids)} again: {exc.kind}: {exc.detail}")
+        return False
+    except Exception as exc:
+        log.exception("%s: deciding %s again failed", out.name, ", ".join(ids))
+        out.end("failed", f"deciding {', '.join(ids)} again: {type(exc).__name__}: {exc}")
+        return False
+    if scope.cancelled_caught:
+        out.end("timed_out", f"the deadline passed while deciding {', '.join(ids)} again")
+        return False
+    if failure is not None:
+        out.end("failed", *(f"deciding again: {reason}" for reason in failure))
+        return False
+    out.rereconciled.extend(i for i in ids if i not in out.rereconciled)
+    return True

@@ -1,0 +1,260 @@
+"""One specialist's work inside the postmortem's task group: open its session, ask, check.
+
+Maintenance asks one question per batch (in order, or a few at once with
+`batch_concurrency`) and stops at the first batch that fails: the specialist publishes
+nothing then, so the rest would only cost tokens. Discovery asks once, and not at all
+when the run has no evidence it may cite (no proposal could be accepted).
+
+Blocking work (reading files of the checkout into a task, git queries of the checks)
+runs in worker threads the deadline can abandon, so the event loop stays on time.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+from active_memory.checkout import Checkout
+from active_memory.errors import SpecialistFailed, SpecialistTimedOut
+from active_memory.evidence import ScanResult
+from active_memory.lessons import Lesson
+from active_memory.orchestrator.batching import cut_by_serialized_size
+from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
+from active_memory.orchestrator.outcome import Outcome
+from active_memory.orchestrator.sessions import SessionFactory
+from active_memory.prompts import Prompts
+from active_memory.runlog.record import RunRecord
+from active_memory.specialists.answers import (
+    GraphDiscoveryAnswer,
+    MaintenanceAnswer,
+    RepositoryDiscoveryAnswer,
+    answer_schema,
+)
+from active_memory.specialists.checks import Failed, Reconciled, check_discovery, check_maintenance
+from active_memory.specialists.kinds import SpecialistName, kind_of
+from active_memory.specialists.mutations import discovery_mutations, maintenance_mutations
+from active_memory.specialists.providers import ProviderSession
+from active_memory.specialists.tasks import (
+    MaintenanceTask,
+    build_discovery,
+    build_graph_maintenance,
+    build_repository_maintenance,
+    manifest,
+)
+
+log = logging.getLogger("active_memory.orchestrator")
+_T = TypeVar("_T")
+
+NO_DELIVERY_EVIDENCE = (
+    "the run record has no delivery evidence (`deliveries` is absent), so maintenance "
+    "abstains instead of guessing"
+)
+
+
+async def in_thread(function: Callable[[], _T]) -> _T:
+    """Run blocking work in a worker thread; a cancellation (the deadline) abandons it."""
+    return await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every specialist run shares."""
+
+    record: RunRecord
+    checkout: Checkout | None
+    prompts: Prompts
+    sessions: SessionFactory
+    deadline: float
+    limits: PostmortemLimits
+    progress: Callable[[ProgressEvent], None]
+
+    def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
+        """Tell the progress callback, never letting it break the postmortem."""
+        self.progress(ProgressEvent(stage, specialist, detail, n.get("done"), n.get("total")))
+
+
+def safe_progress(callback: Progress | None) -> Callable[[ProgressEvent], None]:
+    """A progress callback that logs instead of raising."""
+
+    def call(event: ProgressEvent) -> None:
+        if callback is None:
+            return
+        try:
+            callback(event)
+        except Exception:
+            log.exception("the progress callback failed on %s", event)
+
+    return call
+
+
+@asynccontextmanager
+async def session_for(ctx: Context, out: Outcome) -> AsyncIterator[ProviderSession]:
+    """A new session for `out`'s specialist; its usage is counted whatever happens."""
+    session = ctx.sessions(out.name, deadline=ctx.deadline)
+    try:
+        yield session
+    finally:
+        out.add_usage(session)
+        with anyio.CancelScope(shield=True):
+            await session.aclose()
+
+
+async def run_specialist(
+    ctx: Context, out: Outcome, frozen: Sequence[Lesson], evidence: ScanResult | None
+) -> None:
+    """Run one specialist to its end and record it in `out`; never raises but cancellation."""
+    ctx.notify("started", out.name)
+    try:
+        if kind_of(out.name).is_maintenance:
+            await maintain(ctx, out, frozen)
+        else:
+            await discover(ctx, out, evidence)
+    except SpecialistTimedOut as exc:
+        out.end("timed_out", exc.detail)
+    except SpecialistFailed as exc:
+        out.end("failed", _failure(exc))
+    except Exception as exc:  # a bug must cost this specialist only, and be visible
+        log.exception("%s failed", out.name)
+        out.end("failed", f"internal error: {type(exc).__name__}: {exc}")
+    ctx.notify("finished", out.name, out.status or "")
+
+
+def _failure(exc: SpecialistFailed) -> str:
+    errors = "; ".join(exc.errors[:5])
+    return f"{exc.kind}: {exc.detail}" + (f" ({errors})" if errors else "")
+
+
+async def maintain(ctx: Context, out: Outcome, frozen: Sequence[Lesson]) -> None:
+    """Maintenance: the manifest in batches; every batch must reconcile."""
+    lessons = manifest(out.name, ctx.record, frozen)
+    if lessons is None:
+        out.end("abstained", NO_DELIVERY_EVIDENCE)
+        return
+    out.manifest = len(lessons)
+    batches = cut_by_serialized_size(lessons, ctx.limits.batch_bytes)
+    out.batches = len(batches)
+    out.decisions = {}
+    if not batches:
+        out.end("reconciled")
+        return
+    async with session_for(ctx, out) as session:
+        failure = await decide(ctx, out, session, batches, living=frozen)
+    if failure is not None:
+        out.end("failed", *failure)
+        return
+    out.end("reconciled")
+
+
+async def decide(
+    ctx: Context,
+    out: Outcome,
+    session: ProviderSession,
+    batches: Sequence[Sequence[Lesson]],
+    *,
+    living: Sequence[Lesson],
+) -> list[str] | None:
+    """Ask and check every batch; record decisions and mutations in `out`.
+
+    Returns the reasons of the first failed batch (the others are cancelled), or None.
+    """
+    failure: list[str] | None = None
+    error: Exception | None = None
+    limiter = anyio.CapacityLimiter(max(1, ctx.limits.batch_concurrency))
+    done = 0
+
+    async def one(index: int, batch: Sequence[Lesson]) -> None:
+        nonlocal failure, error, done
+        try:
+            async with limiter:
+                result = await ask_batch(ctx, out.name, session, batch, living)
+        except Exception as exc:  # re-raised below, unwrapped from the task group
+            if failure is None and error is None:
+                error = exc
+            group.cancel_scope.cancel()
+            return
+        if isinstance(result, Failed):
+            if failure is None:
+                where = f"batch {index + 1} of {len(batches)}"
+                failure = [f"{where}: {reason}" for reason in result.reasons]
+            group.cancel_scope.cancel()
+            return
+        assert out.decisions is not None
+        for decision in result.decisions:
+            out.decisions[decision.id] = decision
+        out.decided_on.update((x.id, x) for x in batch)
+        out.mutations.extend(
+            maintenance_mutations(result, run_id=ctx.record.run_id, model=session.model)
+        )
+        done += 1
+        ctx.notify("batch", out.name, done=done, total=len(batches))
+
+    async with anyio.create_task_group() as group:
+        for index, batch in enumerate(batches):
+            group.start_soon(one, index, batch)
+    if error is not None:
+        raise error
+    return failure
+
+
+async def ask_batch(
+    ctx: Context,
+    name: SpecialistName,
+    session: ProviderSession,
+    batch: Sequence[Lesson],
+    living: Sequence[Lesson],
+) -> Reconciled | Failed:
+    """One batch: build its task, ask, and check the answer (all or nothing)."""
+    task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
+    reply = await session.ask(
+        ctx.prompts.render(name, task), answer_schema(name), input=task.to_json()
+    )
+    answer = reply.answer
+    assert isinstance(answer, MaintenanceAnswer)
+    return await in_thread(
+        functools.partial(check_maintenance, task, answer, checkout=ctx.checkout)
+    )
+
+
+def _maintenance_task(
+    ctx: Context, name: SpecialistName, batch: Sequence[Lesson], living: Sequence[Lesson]
+) -> MaintenanceTask:
+    if name == "repository_maintenance":
+        return build_repository_maintenance(
+            ctx.record, batch, checkout=ctx.checkout, living=living, limits=ctx.limits.task
+        )
+    return build_graph_maintenance(ctx.record, batch, living=living, limits=ctx.limits.task)
+
+
+async def discover(ctx: Context, out: Outcome, evidence: ScanResult | None) -> None:
+    """Discovery: one task with the evidence it may cite, one answer, per-proposal checks."""
+    name = out.name
+    assert name in ("graph_discovery", "repository_discovery")
+    task = await in_thread(
+        functools.partial(
+            build_discovery, name, ctx.record, evidence=evidence, limits=ctx.limits.task
+        )
+    )
+    if not task.evidence:
+        out.end("reconciled", "no evidence in this run qualifies; nothing to propose")
+        return
+    async with session_for(ctx, out) as session:
+        reply = await session.ask(
+            ctx.prompts.render(name, task), answer_schema(name), input=task.to_json()
+        )
+        answer = reply.answer
+        assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
+        result = await in_thread(
+            functools.partial(check_discovery, task, answer, checkout=ctx.checkout)
+        )
+        out.discovery = result
+        out.mutations = list(
+            discovery_mutations(result, run_id=ctx.record.run_id, model=session.model)
+        )
+    out.end("reconciled")
