@@ -75,6 +75,41 @@ def _run(arguments: list[str], env: dict[str, str], *, allow: tuple[int, ...] = 
     return code
 
 
+def _verify_evidence(env: dict[str, str]) -> None:
+    """The run must show every kind of evidence the recorded answers cite (SPEC §4)."""
+    done = subprocess.run(
+        [*CLI, "evidence", str(HERE / "run.json"), "--json"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"run_example: `active-memory evidence --json` failed: {done.stderr}")
+    items = {item["kind"]: item for item in json.loads(done.stdout)["evidence"]}
+    timeouts, rounds, exploration = (
+        items.get("timeout_crash"),
+        items.get("rejected_rounds"),
+        items.get("exploration"),
+    )
+    if not (
+        timeouts
+        and timeouts["nodes"] == ["review_repair"]
+        and rounds
+        and rounds["count"] >= 2
+        and exploration
+        and exploration["count"] >= 3
+        and exploration["span_seconds"] >= 300
+    ):
+        raise SystemExit(f"run_example: examples/run.json lost its evidence: {sorted(items)}")
+    print(
+        f"verified: review_repair timed out {timeouts['count']} times, "
+        f"{rounds['count']} rejected rounds of {rounds['loop']}, "
+        f"{exploration['count']} distinct receipts over "
+        f"{exploration['span_seconds'] / 60:.0f} minutes"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -97,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _say("3. What the recorded run cost: the impact-evidence scanner on examples/run.json")
     _run(["evidence", str(HERE / "run.json")], env)
+    _verify_evidence(env)
 
     _say("4. The postmortem, with recorded specialist answers (no model, no API key)")
     _run(

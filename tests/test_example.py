@@ -94,6 +94,7 @@ def test_the_example_flow_publishes_lessons_that_recall_delivers(
     assert code == 0, err
     cards = [(c["id"], c["revision"], c["match"]) for c in json.loads(out)["cards"]]
     assert cards == [(repository[0]["id"], 1, "file"), ("L-2", 2, "folder")]
+    assert "verified: review_repair timed out 2 times" in done.stdout
     assert "Lessons from earlier runs" in done.stdout and "(L-2 r2)" in done.stdout
     assert f"({graph[0]['id']} r1)" in done.stdout  # review_repair's instructions
 
