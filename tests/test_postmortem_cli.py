@@ -218,6 +218,16 @@ def test_a_checkout_that_is_not_git_exits_2(state: Path, tmp_path: Path) -> None
     assert code == 2 and "not a git checkout" in err
 
 
+def test_a_store_that_is_not_ours_exits_2_and_stays_as_it_was(
+    checkout: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "notes.sqlite3"
+    store.write_text("not a database")
+    code, out, err = postmortem(checkout, "--store", str(store))
+    assert code == 2 and "is not a SQLite database" in err and "Traceback" not in err
+    assert out == "" and store.read_text() == "not a database"
+
+
 def test_missing_recording_fails_the_postmortem_with_exit_1(
     state: Path, checkout: Path, tmp_path: Path
 ) -> None:

@@ -198,10 +198,15 @@ async def _run(
 
     stopped: list[int] = []
     report: PostmortemReport | None = None
-    async with anyio.create_task_group() as watchers:
-        with anyio.CancelScope() as work:
-            watchers.start_soon(_watch_signals, work, stopped)
-            async with _open_store(args.store, dry_run=args.dry_run) as store:
+    failure: Exception | None = None
+    work = anyio.CancelScope()
+    async with (
+        _open_store(args.store, dry_run=args.dry_run) as store,
+        anyio.create_task_group() as watchers,
+    ):
+        watchers.start_soon(_watch_signals, work, stopped)
+        with work:
+            try:
                 report = await run_postmortem(
                     record,
                     config,
@@ -211,7 +216,11 @@ async def _run(
                     dry_run=args.dry_run,
                     progress=display.event,
                 )
+            except Exception as exc:  # raised below, outside the task group's wrapping
+                failure = exc
         watchers.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     if report is not None:
         return report  # finished before the signal took effect: its report stands
     return SIGNAL_EXIT.get(signal.Signals(stopped[0]), 130) if stopped else 130
@@ -255,9 +264,10 @@ def _open_store(option: str | None, *, dry_run: bool) -> Any:
     from contextlib import asynccontextmanager
 
     from active_memory.store import open_store, resolve_store_location
+    from active_memory.store.location import is_postgres_url
 
     location = resolve_store_location(option)
-    missing = not location.startswith("postgresql") and not Path(location).exists()
+    missing = not is_postgres_url(location) and not Path(location).exists()
 
     @asynccontextmanager
     async def opened() -> AsyncIterator[LessonStore]:
