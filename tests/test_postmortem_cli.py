@@ -212,6 +212,22 @@ def test_a_graph_that_is_not_the_run_graph_exits_2(
     assert code == 2 and "is not the run's graph.hash" in err
 
 
+def test_a_record_without_graph_ir_runs_with_the_authored_graph(
+    state: Path, checkout: Path, tmp_path: Path
+) -> None:
+    data = json.loads(RUN.read_text())
+    del data["graph"]["ir"]
+    bare = write_json(tmp_path / "bare.json", data)
+    code, _, err = postmortem(checkout, "--dry-run", run=bare)
+    assert code == 2 and "graph.ir" in err and "--graph" in err
+    graph = str(REPO_ROOT / "software-change.graph.json")
+    code, out, err = postmortem(checkout, "--dry-run", "--json", "--graph", graph, run=bare)
+    assert code == 0, err
+    assert json.loads(out)["specialists"]["graph_discovery"]["accepted"][0]["scope"]["node"] == (
+        "review_repair"
+    )
+
+
 def test_a_checkout_that_is_not_git_exits_2(state: Path, tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     code, _, err = postmortem(tmp_path / "plain")

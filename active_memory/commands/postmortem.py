@@ -140,15 +140,17 @@ def _config(record: RunRecord, config_path: Path | None) -> RuntimeConfig:
     from active_memory.errors import ConfigError
     from active_memory.orchestrator import config_from_record
 
+    if record.graph is None or record.graph.ir is None:
+        raise ConfigError(
+            "graph.ir",
+            "the run record has no graph IR to resolve the source node against; "
+            "pass the authored graph with --graph GRAPH.json",
+        )
     if config_path is None:
         return config_from_record(record)
     from active_memory.config import parse_runtime_settings, read_json_file, resolve_config
 
     settings = parse_runtime_settings(read_json_file(config_path, "runtime JSON"))
-    if record.graph is None or record.graph.ir is None:
-        raise ConfigError(
-            "graph.ir", "the run record has no graph IR; pass the authored graph with --graph"
-        )
     return resolve_config(settings, record.graph.ir)
 
 
