@@ -30,7 +30,13 @@ from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.publish import Publication, publish
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
-from active_memory.orchestrator.runners import Context, in_thread, run_specialist, safe_progress
+from active_memory.orchestrator.runners import (
+    Context,
+    deliveries_by_lesson,
+    in_thread,
+    run_specialist,
+    safe_progress,
+)
 from active_memory.orchestrator.sessions import SessionFactory, lane_sessions
 from active_memory.prompts import Prompts, load_prompts
 from active_memory.runlog.record import RunRecord
@@ -101,7 +107,14 @@ class Postmortem:
         factory = self._factory() if active else _no_sessions
         deadline = start + self.settings.timeout_seconds
         ctx = Context(
-            self.record, self.checkout, self.prompts, factory, deadline, self.limits, self.progress
+            self.record,
+            self.checkout,
+            self.prompts,
+            factory,
+            deadline,
+            self.limits,
+            self.progress,
+            deliveries_by_lesson(self.record),
         )
         entry = await self._journal_start() if active else None
         try:
@@ -160,7 +173,10 @@ class Postmortem:
                 log.warning("reading %s lessons failed: %s", kind.scope, exc)
                 out.end("failed", f"cannot read the {kind.scope} lessons: {exc}")
                 continue
-            living[kind.scope] = [x for x in found if isinstance(x, Lesson)]
+            # Sorted by ID: the tasks' `others` are the first of them (runners.py).
+            living[kind.scope] = sorted(
+                (x for x in found if isinstance(x, Lesson)), key=lambda x: x.id
+            )
 
     async def _scan(self, active: Sequence[Outcome]) -> ScanResult | None:
         if not any(not SPECIALISTS[o.name].is_maintenance for o in active):

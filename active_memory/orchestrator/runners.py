@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeVar
@@ -30,7 +30,7 @@ from active_memory.orchestrator.options import PostmortemLimits, Progress, Progr
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.sessions import SessionFactory
 from active_memory.prompts import Prompts
-from active_memory.runlog.record import RunRecord
+from active_memory.runlog.record import Delivery, RunRecord
 from active_memory.specialists.answers import (
     GraphDiscoveryAnswer,
     MaintenanceAnswer,
@@ -63,6 +63,14 @@ async def in_thread(function: Callable[[], _T]) -> _T:
     return await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
 
 
+def deliveries_by_lesson(record: RunRecord) -> dict[str, tuple[Delivery, ...]]:
+    """The record's deliveries grouped by lesson ID, in record order."""
+    found: dict[str, list[Delivery]] = {}
+    for delivery in record.deliveries or ():
+        found.setdefault(delivery.lesson, []).append(delivery)
+    return {lesson: tuple(items) for lesson, items in found.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """What every specialist run shares."""
@@ -74,6 +82,7 @@ class Context:
     deadline: float
     limits: PostmortemLimits
     progress: Callable[[ProgressEvent], None]
+    deliveries: Mapping[str, tuple[Delivery, ...]]  # the record's, by lesson ID
 
     def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
         """Tell the progress callback, never letting it break the postmortem."""
@@ -225,11 +234,20 @@ async def ask_batch(
 def _maintenance_task(
     ctx: Context, name: SpecialistName, batch: Sequence[Lesson], living: Sequence[Lesson]
 ) -> MaintenanceTask:
+    # The builders scan the record's deliveries and every living lesson per batch, which
+    # is quadratic over a large manifest. Give them only what changes the task: the
+    # batch's deliveries, and (living being sorted by ID) the first `others_max +
+    # len(batch)` lessons, which always hold the first `others_max` outside the batch.
+    # The task, and so its digest, is the same as with the whole record and list.
+    record = ctx.record.model_copy(
+        update={"deliveries": tuple(d for x in batch for d in ctx.deliveries.get(x.id, ()))}
+    )
+    living = living[: ctx.limits.task.others_max + len(batch)]
     if name == "repository_maintenance":
         return build_repository_maintenance(
-            ctx.record, batch, checkout=ctx.checkout, living=living, limits=ctx.limits.task
+            record, batch, checkout=ctx.checkout, living=living, limits=ctx.limits.task
         )
-    return build_graph_maintenance(ctx.record, batch, living=living, limits=ctx.limits.task)
+    return build_graph_maintenance(record, batch, living=living, limits=ctx.limits.task)
 
 
 async def discover(ctx: Context, out: Outcome, evidence: ScanResult | None) -> None:
