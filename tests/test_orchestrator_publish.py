@@ -23,7 +23,7 @@ from orchestrator_support import (
     supplied,
 )
 
-from active_memory.errors import StoreBusy
+from active_memory.errors import Conflict, RevisionConflict, StoreBusy
 from active_memory.lessons import (
     AdaptLesson,
     Card,
@@ -275,3 +275,31 @@ async def test_a_failed_publish_is_reported_and_writes_nothing(
     assert report.published.adapted == 0 and not report.ok
     assert "publish_error" in report.to_json()
     assert await snapshot(store) == before
+
+
+class ConflictingStore(FailingStore):
+    """A store that refuses every publish over a lesson nobody decided on."""
+
+    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
+        self.publishes.append(mutations)
+        raise RevisionConflict([Conflict("L-999", 1, 2, "active")])
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_no_decision_caused_is_reported_without_retrying(
+    tmp_path: Path, store: SqliteStore
+) -> None:
+    await seed(store, repo_lessons(1))
+    record = run_record(tmp_path, ["L-1"])
+    refusing = ConflictingStore(store)
+
+    async def adapt(request: Request) -> Any:
+        return decisions(request, "adapt", lesson=card("Adapted by the postmortem"))
+
+    sessions = FakeSessions({"repository_maintenance": adapt})
+    report = await run_postmortem(
+        record, config(), refusing, sessions=sessions, journal_dir=tmp_path
+    )
+    assert len(refusing.publishes) == 1
+    assert report.publish_error is not None and "L-999" in report.publish_error
+    assert report.published.adapted == 0

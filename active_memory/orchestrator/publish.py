@@ -149,8 +149,13 @@ async def publish(
             return result
         rounds += 1
         ctx.notify("conflict", detail=", ".join(sorted(stale)))
+        owners = _owners(outcomes, stale)
+        if not owners:  # a refusal no specialist's decision caused: retrying cannot help
+            result.error = f"the store refused the publish: {', '.join(sorted(stale))}"
+            result.counts, result.mutations = PublishedCounts(), describe(pending, None)
+            return result
         retry = rounds <= ctx.limits.reconcile_rounds and anyio.current_time() < ctx.deadline
-        for out, ids in _owners(outcomes, stale).items():
+        for out, ids in owners.items():
             if retry and await rereconcile(ctx, store, out, ids, living[kind_of(out.name).scope]):
                 continue
             unresolved.extend(_conflict_reports(out, ids, stale))
