@@ -68,7 +68,7 @@ def describe(
         if isinstance(m, CreateLesson):
             lesson_id, revision = next(created, (None, None))
             found.append(
-                MutationReport(
+                MutationReport.model_construct(
                     action="create",
                     specialist=m.author.specialist,
                     id=lesson_id,
@@ -78,7 +78,7 @@ def describe(
             )
             continue
         found.append(
-            MutationReport(
+            MutationReport.model_construct(  # from validated mutations: no second validation
                 action=m.action,
                 specialist=m.author.specialist,
                 id=m.id,
