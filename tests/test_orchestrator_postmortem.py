@@ -20,8 +20,15 @@ from orchestrator_support import (
     supplied,
 )
 
+from active_memory.errors import ConfigError
 from active_memory.lessons import Lesson
-from active_memory.orchestrator import run_postmortem
+from active_memory.orchestrator import (
+    PostmortemLimits,
+    ProgressEvent,
+    config_from_record,
+    open_checkout,
+    run_postmortem,
+)
 from active_memory.specialists.providers.base import Request
 from active_memory.store.sqlite import SqliteStore
 
@@ -224,3 +231,58 @@ async def test_report_json_has_the_spec_fields_and_usage_totals(
     assert sum(asked) == report.usage.requests == 3  # repository maintenance + 2 discovery
     assert report.usage.input_tokens == 300 and report.usage.complete
     assert data["specialists"]["repository_maintenance"]["usage"]["input_tokens"] == 100
+
+
+@pytest.mark.asyncio
+async def test_progress_events_follow_each_specialist_and_a_broken_callback_is_harmless(
+    tmp_path: Path, store: SqliteStore
+) -> None:
+    await seed(store, repo_lessons(30))
+    record = run_record(tmp_path, [f"L-{n}" for n in range(1, 31)])
+    events: list[ProgressEvent] = []
+
+    def progress(event: ProgressEvent) -> None:
+        events.append(event)
+        raise RuntimeError("a display that breaks")
+
+    report = await run_postmortem(
+        record,
+        config(),
+        store,
+        sessions=FakeSessions({"repository_maintenance": adapt_all}),
+        progress=progress,
+        limits=PostmortemLimits(batch_bytes=2_000),
+        journal_dir=tmp_path,
+    )
+    assert report.ok
+    batches = [e for e in events if e.stage == "batch"]
+    total = report.specialists["repository_maintenance"].batches
+    assert [e.done for e in batches] == list(range(1, (total or 0) + 1))
+    assert {e.total for e in batches} == {total}
+    finished = {e.specialist: e.detail for e in events if e.stage == "finished"}
+    assert finished["repository_maintenance"] == "reconciled"
+    assert [e.stage for e in events][-2:] == ["publishing", "published"]
+
+
+def test_config_from_record_resolves_the_run_s_own_plan(tmp_path: Path) -> None:
+    record = run_record(tmp_path, [])
+    runtime = {
+        "harness": "codex",
+        "provider": "openai",
+        "size": "small",
+        "nodes": {"worker": {"kind": "agent", "model": "gpt-5", "effort": "high"}},
+    }
+    resolved = config_from_record(record.model_copy(update={"runtime": runtime}))
+    assert resolved.lane is not None
+    assert (resolved.lane.harness, resolved.lane.model, resolved.lane.source_node) == (
+        "codex",
+        "gpt-5",
+        "worker",
+    )
+    with pytest.raises(ConfigError, match="runtime"):
+        config_from_record(record.model_copy(update={"runtime": None}))
+
+
+def test_open_checkout_is_none_for_a_folder_outside_git(tmp_path: Path) -> None:
+    record = run_record(tmp_path, [], checkout=tmp_path)
+    assert open_checkout(record) is None
