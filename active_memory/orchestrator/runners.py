@@ -12,10 +12,9 @@ runs in worker threads the deadline can abandon, so the event loop stays on time
 from __future__ import annotations
 
 import functools
-import gc
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -59,31 +58,9 @@ NO_DELIVERY_EVIDENCE = (
 )
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cycle collector while building or checking many models (cycle-free data).
-
-    Over a 10,000-lesson manifest, repeated full collections of the large, long-lived
-    object graph otherwise cost about a third of the postmortem. Only the collector that
-    was on is turned back on, so overlapping pauses end with it as it was.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _paused(function: Callable[[], _T]) -> _T:
-    with collector_paused():
-        return function()
-
-
 async def in_thread(function: Callable[[], _T]) -> _T:
-    """Run blocking work in a worker thread (collector paused); the deadline abandons it."""
-    return await anyio.to_thread.run_sync(_paused, function, abandon_on_cancel=True)
+    """Run blocking work in a worker thread; a cancellation (the deadline) abandons it."""
+    return await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
 
 
 def deliveries_by_lesson(record: RunRecord) -> dict[str, tuple[Delivery, ...]]:
@@ -244,8 +221,7 @@ async def ask_batch(
 ) -> Reconciled | Failed:
     """One batch: build its task, ask, and check the answer (all or nothing)."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
-    with collector_paused():
-        prompt, data = ctx.prompts.render(name, task), task.to_json()
+    prompt, data = ctx.prompts.render(name, task), task.to_json()
     reply = await session.ask(prompt, answer_schema(name), input=data)
     answer = reply.answer
     assert isinstance(answer, MaintenanceAnswer)
