@@ -303,3 +303,37 @@ async def test_a_refusal_no_decision_caused_is_reported_without_retrying(
     assert len(refusing.publishes) == 1
     assert report.publish_error is not None and "L-999" in report.publish_error
     assert report.published.adapted == 0
+
+
+@pytest.mark.asyncio
+async def test_a_canonical_retired_meanwhile_is_decided_again(
+    tmp_path: Path, store: SqliteStore, store_path: Path
+) -> None:
+    await seed(store, repo_lessons(3))
+    record = run_record(tmp_path, ["L-2"])
+    other = await SqliteStore.open(store_path)
+    asked: list[list[tuple[str, int]]] = []
+
+    async def consolidate(request: Request) -> Any:
+        asked.append([(x["id"], x["revision"]) for x in supplied(request)])
+        if len(asked) == 1:  # L-2 is a paraphrase of L-1, which another writer retires now
+            await other.publish([RetireLesson(id="L-1", base_revision=1, author=PERSON)])
+            target = "L-1"
+        else:
+            target = "L-3"
+        return {
+            "decisions": [{"id": "L-2", "revision": 1, "action": "retire", "canonical": target}]
+        }
+
+    try:
+        sessions = FakeSessions({"repository_maintenance": consolidate})
+        report = await run_postmortem(
+            record, config(), store, sessions=sessions, journal_dir=tmp_path
+        )
+    finally:
+        await other.aclose()
+    assert asked == [[("L-2", 1)], [("L-2", 1)]]
+    entry = report.specialists["repository_maintenance"]
+    assert entry.status == "reconciled" and entry.rereconciled == ["L-2"]
+    l2 = await store.get("L-2")
+    assert isinstance(l2, Tombstone) and l2.canonical == "L-3"
