@@ -118,7 +118,10 @@ class Prompts:
         values: dict[str, object] = {
             "specialist": kind.name,
             "run_id": task.run.run_id,
-            "task_json": json.dumps(task.to_json(), sort_keys=True, indent=1, ensure_ascii=False),
+            # Compact: indentation costs the model tokens and the orchestrator time.
+            "task_json": json.dumps(
+                task.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            ),
             "answer_example": example_answer(kind.name).model_dump_json(
                 indent=2, exclude_defaults=True
             ),
