@@ -221,7 +221,8 @@ async def ask_batch(
 ) -> Reconciled | Failed:
     """One batch: build its task, ask, and check the answer (all or nothing)."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
-    prompt, data = ctx.prompts.render(name, task), task.to_json()
+    data = task.to_json()
+    prompt = ctx.prompts.render(name, task, data)
     reply = await session.ask(prompt, answer_schema(name), input=data)
     answer = reply.answer
     assert isinstance(answer, MaintenanceAnswer)
@@ -262,8 +263,9 @@ async def discover(ctx: Context, out: Outcome, evidence: ScanResult | None) -> N
         out.end("reconciled", "no evidence in this run qualifies; nothing to propose")
         return
     async with session_for(ctx, out) as session:
+        data = task.to_json()
         reply = await session.ask(
-            ctx.prompts.render(name, task), answer_schema(name), input=task.to_json()
+            ctx.prompts.render(name, task, data), answer_schema(name), input=data
         )
         answer = reply.answer
         assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)

@@ -19,6 +19,7 @@ import string
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 from active_memory.errors import ActiveMemoryError
 from active_memory.lessons import (
@@ -110,8 +111,14 @@ class Prompts:
             templates[name] = _validated(name, file, shown)
         return cls(templates)
 
-    def render(self, specialist: str, task: MaintenanceTask | DiscoveryTask) -> str:
-        """The prompt for `specialist` with `task` filled in."""
+    def render(
+        self,
+        specialist: str,
+        task: MaintenanceTask | DiscoveryTask,
+        task_data: dict[str, Any] | None = None,
+    ) -> str:
+        """The prompt for `specialist` with `task` filled in (`task_data`: its `to_json()`,
+        when the caller already has it)."""
         kind = kind_of(specialist)
         if task.specialist != kind.name:
             raise ValueError(f"a {task.specialist} task cannot be rendered for {kind.name}")
@@ -120,7 +127,10 @@ class Prompts:
             "run_id": task.run.run_id,
             # Compact: indentation costs the model tokens and the orchestrator time.
             "task_json": json.dumps(
-                task.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                task.to_json() if task_data is None else task_data,
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=False,
             ),
             "answer_example": example_answer(kind.name).model_dump_json(
                 indent=2, exclude_defaults=True

@@ -9,6 +9,8 @@ implements `_turn`: send one request, return the raw answer and its usage.
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 import math
@@ -247,10 +249,21 @@ def build_request(
         specialist=specialist,
         system=system,
         messages=messages,
-        schema=answer_schema.model_json_schema(),
+        schema=answer_json_schema(answer_schema),
         schema_name=answer_schema.__name__,
         input=input,
     )
+
+
+@functools.cache
+def _cached_json_schema(answer_schema: type[BaseModel]) -> dict[str, Any]:
+    return answer_schema.model_json_schema()
+
+
+def answer_json_schema(answer_schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of an answer model: built once per model (it costs milliseconds and
+    every batch asks again), handed out as a copy so no adapter can change the cached one."""
+    return copy.deepcopy(_cached_json_schema(answer_schema))
 
 
 def input_digest(value: JsonValue) -> str:
