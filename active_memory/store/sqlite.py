@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,10 +20,6 @@ import anyio
 from pydantic import ValidationError
 
 from active_memory.errors import (
-    Conflict,
-    InvalidMutation,
-    LessonNotFound,
-    RevisionConflict,
     StoreBusy,
     StoreCorrupt,
     StoreError,
@@ -35,65 +29,35 @@ from active_memory.errors import (
     UsageError,
 )
 from active_memory.lessons import (
-    AdaptLesson,
-    Associations,
     Author,
     Card,
-    CreateLesson,
-    DeferLesson,
-    GraphScope,
     HistoryEntry,
     Lesson,
     Mutation,
     PublishReceipt,
-    RepositoryScope,
-    RetireLesson,
     Tombstone,
-    utcnow,
+)
+from active_memory.store.planning import (
+    Current,
+    check_distinct_records,
+    check_distinct_targets,
+    check_revert,
+    create_count,
+    next_number_after,
+    plan_import,
+    plan_publish,
+    plan_revert,
+    touched_ids,
 )
 from active_memory.store.protocol import ImportReport, LessonQuery
-from active_memory.store.sqlite_rows import (
-    LESSON_COLUMNS,
-    ChangeSet,
-    collector_paused,
-    load_evidence,
-    row_scope,
-    row_to_model,
-)
+from active_memory.store.rows import LESSON_COLUMNS, collector_paused, row_scope, row_to_model
+from active_memory.store.sqlite_rows import load_evidence, write_changes
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT = 30.0
-_NUMBERED_ID = re.compile(r"^L-(\d+)$")
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True)
-class _Current:
-    """What a write transaction needs to know of a lesson as it stands.
-
-    The card stays as its raw columns until asked for: only a defer needs it, and
-    validating every target's card would lengthen the time the write lock is held.
-    """
-
-    revision: int
-    status: str
-    scope: RepositoryScope | GraphScope
-    columns: tuple[str | None, str | None, str | None]
-    location: str
-
-    def card(self) -> Card:
-        """The lesson's current card (a retired lesson has none)."""
-        title, recommendation, associations = self.columns
-        try:
-            return Card(
-                title=title or "",
-                recommendation=recommendation or "",
-                associations=Associations.model_validate_json(associations or "{}"),
-            )
-        except ValidationError as exc:
-            raise StoreCorrupt(self.location, f"a stored card is unreadable: {exc}") from None
 
 
 class SqliteStore:
@@ -314,7 +278,7 @@ class SqliteStore:
 
     async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
         """Apply every mutation in one revision-checked transaction, or none."""
-        _check_distinct_targets(mutations)
+        check_distinct_targets(mutations)
         if not mutations:
             return PublishReceipt()
         return await self._in_write_transaction(self._apply, mutations)
@@ -330,11 +294,7 @@ class SqliteStore:
         self, records: Sequence[Lesson | Tombstone], author: Author
     ) -> ImportReport:
         """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
-        seen: set[str] = set()
-        for index, record in enumerate(records, start=1):
-            if record.id in seen:
-                raise InvalidMutation(record.id, f"appears twice in the import (record {index})")
-            seen.add(record.id)
+        check_distinct_records(records)
         return await self._in_write_transaction(self._import, records, author)
 
     async def _in_write_transaction(self, body: Callable[..., Awaitable[_T]], *args: Any) -> _T:
@@ -350,117 +310,34 @@ class SqliteStore:
         return result
 
     async def _apply(self, mutations: Sequence[Mutation]) -> PublishReceipt:
-        changes = [m for m in mutations if not isinstance(m, CreateLesson)]
-        canonicals = {m.canonical for m in changes if isinstance(m, RetireLesson) and m.canonical}
-        current = await self._current({m.id for m in changes} | canonicals)
-        conflicts = [
-            Conflict(m.id, m.base_revision, *_revision_status(current.get(m.id)))
-            for m in changes
-            if (row := current.get(m.id)) is None
-            or row.revision != m.base_revision
-            or row.status == "retired"
-        ]
-        if conflicts:
-            raise RevisionConflict(conflicts)
-        retiring = {m.id for m in changes if isinstance(m, RetireLesson)}
-        for m in changes:
-            if isinstance(m, RetireLesson) and m.canonical:
-                _check_canonical(m, current, retiring)
-
-        rows = ChangeSet(now=utcnow().isoformat())
-        receipt = PublishReceipt(created=[], adapted=[], retired=[], deferred=[])
-        creates = [m for m in mutations if isinstance(m, CreateLesson)]
-        for lesson_id, new in zip(await self._allocate_ids(len(creates)), creates, strict=True):
-            rows.insert(lesson_id, 1, "active", new.scope, new.card)
-            rows.add_evidence(lesson_id, new.evidence)
-            rows.record(lesson_id, 1, None, "create", "active", new.scope, new.card,
-                        new.author, new.reason)  # fmt: skip
-            receipt.created.append((lesson_id, 1))
-        for m in changes:
-            now = current[m.id]
-            revision = m.base_revision + 1
-            card: Card | None
-            if isinstance(m, AdaptLesson):
-                status, card, canonical, reason = "active", m.card, None, m.reason
-                rows.add_evidence(m.id, m.evidence)
-                receipt.adapted.append((m.id, revision))
-            elif isinstance(m, DeferLesson):
-                status, card, canonical, reason = "deferred", now.card(), None, m.reason
-                receipt.deferred.append((m.id, revision))
-            else:
-                status, card, canonical = "retired", None, m.canonical
-                reason = m.reason or (f"absorbed by {m.canonical}" if m.canonical else "")
-                receipt.retired.append((m.id, revision))
-            rows.update(m.id, m.base_revision, revision, status, card, canonical)
-            rows.record(m.id, revision, m.base_revision, m.action, status, now.scope, card,
-                        m.author, reason)  # fmt: skip
-        await rows.write(self._conn, self.location)
+        current = await self._current(touched_ids(mutations))
+        new_ids = await self._allocate_ids(create_count(mutations))
+        rows, receipt = plan_publish(mutations, current, new_ids)
+        await write_changes(self._conn, rows, self.location)
         return receipt
 
     async def _revert(self, lesson_id: str, to_revision: int, author: Author) -> None:
-        now = (await self._current([lesson_id])).get(lesson_id)
-        if now is None:
-            raise LessonNotFound(lesson_id)
-        see = f"(see `active-memory lessons history {lesson_id}`)"
-        if to_revision >= now.revision:
-            raise UsageError(
-                f"{lesson_id} is at r{now.revision}; revert goes back to an earlier revision {see}"
-            )
+        current = await self._current([lesson_id])
+        now = check_revert(lesson_id, to_revision, current.get(lesson_id))
         found = list(
             await self._conn.execute_fetchall(
                 "SELECT status, card FROM lesson_history WHERE lesson_id = ? AND revision = ?",
                 (lesson_id, to_revision),
             )
         )
-        if not found:
-            raise UsageError(f"{lesson_id} r{to_revision} is not in this store's history {see}")
-        status, card_json = found[0]
-        card = Card.model_validate_json(card_json) if card_json and status != "retired" else None
-        status = status if card is not None else "retired"
-        revision = now.revision + 1
-        rows = ChangeSet(now=utcnow().isoformat())
-        rows.update(lesson_id, now.revision, revision, status, card)
-        rows.record(lesson_id, revision, now.revision, "revert", status, now.scope, card, author,
-                    f"revert to r{to_revision}")  # fmt: skip
-        await rows.write(self._conn, self.location)
+        rows = plan_revert(
+            lesson_id, to_revision, now, (found[0][0], found[0][1]) if found else None, author
+        )
+        await write_changes(self._conn, rows, self.location)
 
     async def _import(self, records: Sequence[Lesson | Tombstone], author: Author) -> ImportReport:
         current = await self._current(r.id for r in records)
-        rows = ChangeSet(now=utcnow().isoformat())
-        report = ImportReport(added=[], updated=[], unchanged=[])
-        for index, record in enumerate(records, start=1):
-            now = current.get(record.id)
-            card = record.card() if isinstance(record, Lesson) else None
-            canonical = record.canonical if isinstance(record, Tombstone) else None
-            if now is not None and now.scope != record.scope:
-                raise InvalidMutation(
-                    record.id, f"record {index} has another scope than the stored lesson"
-                )
-            if now is None:
-                rows.insert(record.id, record.revision, record.status, record.scope, card,
-                            canonical)  # fmt: skip
-                report.added.append((record.id, record.revision))
-            elif now.status == "retired":
-                report.unchanged.append((record.id, f"retired at r{now.revision}; not recreated"))
-                continue
-            elif now.revision >= record.revision:
-                report.unchanged.append((record.id, f"store already has r{now.revision}"))
-                continue
-            else:
-                rows.update(record.id, now.revision, record.revision, record.status, card,
-                            canonical)  # fmt: skip
-                # An imported lesson brings its own evidence in place of the old.
-                rows.dropped_evidence.append((record.id,))
-                report.updated.append((record.id, record.revision))
-            if isinstance(record, Lesson):
-                rows.add_evidence(record.id, record.evidence)
-            rows.record(record.id, record.revision, now.revision if now else None, "import",
-                        record.status, record.scope, card, author, "imported")  # fmt: skip
-        await rows.write(self._conn, self.location)
+        rows, report = plan_import(records, current, author)
+        await write_changes(self._conn, rows, self.location)
         await self._bump_id_counter(records)
         return report
 
-    async def _current(self, ids: Iterable[str]) -> dict[str, _Current]:
+    async def _current(self, ids: Iterable[str]) -> dict[str, Current]:
         """Revision, status, scope and card of each existing ID (inside a transaction)."""
         wanted = sorted(set(ids))
         if not wanted:
@@ -472,7 +349,7 @@ class SqliteStore:
         current = {}
         for row in rows:
             lesson_id, revision, status = row[:3]
-            current[lesson_id] = _Current(
+            current[lesson_id] = Current(
                 revision, status, row_scope(row, self.location), row[7:10], self.location
             )
         return current
@@ -491,12 +368,12 @@ class SqliteStore:
 
     async def _bump_id_counter(self, records: Sequence[Lesson | Tombstone]) -> None:
         """Keep allocated IDs clear of imported `L-<n>` IDs."""
-        numbers = [int(m.group(1)) for r in records if (m := _NUMBERED_ID.match(r.id))]
-        if numbers:
+        next_number = next_number_after(records)
+        if next_number is not None:
             await self._conn.execute(
                 "UPDATE store_meta SET value = max(CAST(value AS INTEGER), ?) "
                 "WHERE key = 'next_lesson_number'",
-                (max(numbers) + 1,),
+                (next_number,),
             )
 
     # --- backup --------------------------------------------------------------------
@@ -601,25 +478,3 @@ def _statements(script: str) -> list[str]:
     if buffer.strip():
         statements.append(buffer.strip())
     return statements
-
-
-def _check_distinct_targets(mutations: Sequence[Mutation]) -> None:
-    seen: set[str] = set()
-    for m in mutations:
-        if isinstance(m, CreateLesson):
-            continue
-        if m.id in seen:
-            raise InvalidMutation(m.id, "has more than one mutation in one publish")
-        seen.add(m.id)
-
-
-def _check_canonical(m: RetireLesson, current: dict[str, _Current], retiring: set[str]) -> None:
-    canonical = current.get(m.canonical or "")
-    if canonical is None or canonical.status == "retired" or m.canonical in retiring:
-        raise InvalidMutation(m.id, f"canonical {m.canonical} is not a living lesson")
-    if canonical.scope != current[m.id].scope:
-        raise InvalidMutation(m.id, f"canonical {m.canonical} has another scope")
-
-
-def _revision_status(row: _Current | None) -> tuple[int | None, str | None]:
-    return (None, None) if row is None else (row.revision, row.status)

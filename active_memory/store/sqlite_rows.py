@@ -1,188 +1,49 @@
-"""Rows of the SQLite store: models to rows and back, and one batched write of a change set."""
+"""SQLite-specific rows: one batched write of a change set, and evidence loading."""
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiosqlite
-from pydantic import ValidationError
 
-from active_memory.errors import StoreCorrupt, StoreError
-from active_memory.lessons import (
-    Associations,
-    Author,
-    Card,
-    Evidence,
-    GraphScope,
-    Lesson,
-    RepositoryScope,
-    Tombstone,
-)
-
-LESSON_COLUMNS = (
-    "id, revision, status, scope_kind, repository, graph_hash, node, "
-    "title, recommendation, associations, canonical"
-)
-
-Scope = RepositoryScope | GraphScope
+from active_memory.errors import StoreError
+from active_memory.store.rows import LESSON_COLUMNS, ChangeSet
 
 
-def scope_columns(scope: Scope) -> tuple[str, str, str, str]:
-    """(scope_kind, repository, graph_hash, node); '' stands for "none"."""
-    if isinstance(scope, RepositoryScope):
-        return ("repository", scope.repository, "", "")
-    return ("graph", scope.repository or "", scope.graph_hash, scope.node)
-
-
-def card_columns(card: Card | None) -> tuple[str | None, str | None, str | None]:
-    """(title, recommendation, associations JSON); all None for a tombstone."""
-    if card is None:
-        return (None, None, None)
-    return (card.title, card.recommendation, card.associations.model_dump_json())
-
-
-def row_scope(row: Any, location: str) -> Scope:
-    """The scope of a `lessons` row (LESSON_COLUMNS order)."""
-    kind, repository, graph_hash, node = row[3:7]
-    try:
-        if kind == "repository":
-            return RepositoryScope(repository=repository)
-        return GraphScope(graph_hash=graph_hash, node=node, repository=repository or None)
-    except ValidationError as exc:
-        raise StoreCorrupt(location, f"lesson {row[0]} has an unreadable scope: {exc}") from None
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cycle collector while building many models that hold no cycles.
-
-    Hydrating 10,000 lessons otherwise spends over half its time in repeated collections.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def row_to_model(
-    row: Any, evidence: dict[str, list[Any]] | None, location: str
-) -> Lesson | Tombstone:
-    """A `lessons` row (LESSON_COLUMNS order) and its evidence as a model."""
-    lesson_id, revision, status = row[:3]
-    title, recommendation, associations, canonical = row[7:]
-    scope = row_scope(row, location)
-    try:
-        if status == "retired":
-            return Tombstone(id=lesson_id, revision=revision, scope=scope, canonical=canonical)
-        ev = evidence or {}
-        return Lesson(
-            id=lesson_id,
-            revision=revision,
-            scope=scope,
-            status=status,
-            title=title,
-            recommendation=recommendation,
-            associations=Associations.model_validate_json(associations),
-            evidence=Evidence(
-                run_ids=ev.get("run", []),
-                evidence_ids=ev.get("evidence", []),
-                citations=ev.get("citation", []),
-            ),
+async def write_changes(conn: aiosqlite.Connection, changes: ChangeSet, location: str) -> None:
+    """Write a change set, inside the caller's transaction."""
+    if changes.inserts:
+        await conn.executemany(
+            f"INSERT INTO lessons ({LESSON_COLUMNS}, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            changes.inserts,
         )
-    except ValidationError as exc:
-        raise StoreCorrupt(location, f"lesson {lesson_id} is unreadable: {exc}") from None
-
-
-@dataclass
-class ChangeSet:
-    """Every row one transaction writes, collected first and written in a few statements."""
-
-    now: str
-    inserts: list[tuple[Any, ...]] = field(default_factory=list)
-    updates: list[tuple[Any, ...]] = field(default_factory=list)
-    history: list[tuple[Any, ...]] = field(default_factory=list)
-    evidence: list[tuple[str, str, str]] = field(default_factory=list)
-    dropped_evidence: list[tuple[str]] = field(default_factory=list)
-
-    def insert(
-        self, lesson_id: str, revision: int, status: str, scope: Scope, card: Card | None,
-        canonical: str | None = None,
-    ) -> None:  # fmt: skip
-        """A new row (a lesson, or a tombstone when `card` is None)."""
-        self.inserts.append(
-            (lesson_id, revision, status, *scope_columns(scope), *card_columns(card), canonical,
-             self.now, self.now)
-        )  # fmt: skip
-
-    def update(
-        self, lesson_id: str, base_revision: int, revision: int, status: str, card: Card | None,
-        canonical: str | None = None,
-    ) -> None:  # fmt: skip
-        """Move a row from `base_revision` to `revision`; a retire drops its evidence."""
-        self.updates.append(
-            (revision, status, *card_columns(card), canonical, self.now, lesson_id, base_revision)
+    if changes.updates:
+        cursor = await conn.executemany(
+            "UPDATE lessons SET revision = ?, status = ?, title = ?, recommendation = ?, "
+            "associations = ?, canonical = ?, updated_at = ? WHERE id = ? AND revision = ?",
+            changes.updates,
         )
-        if card is None:
-            self.dropped_evidence.append((lesson_id,))
-
-    def record(
-        self, lesson_id: str, revision: int, previous: int | None, action: str, status: str,
-        scope: Scope, card: Card | None, author: Author, reason: str,
-    ) -> None:  # fmt: skip
-        """One append-only history row."""
-        self.history.append(
-            (lesson_id, revision, previous, action, status, scope.model_dump_json(),
-             card.model_dump_json() if card is not None else None,
-             author.specialist, author.run_id, author.model, reason, self.now)
-        )  # fmt: skip
-
-    def add_evidence(self, lesson_id: str, evidence: Evidence) -> None:
-        """Append evidence rows; ones the lesson already has are ignored on write."""
-        self.evidence += [(lesson_id, "run", run) for run in evidence.run_ids]
-        self.evidence += [(lesson_id, "evidence", item) for item in evidence.evidence_ids]
-        self.evidence += [(lesson_id, "citation", c.model_dump_json()) for c in evidence.citations]
-
-    async def write(self, conn: aiosqlite.Connection, location: str) -> None:
-        """Write everything, inside the caller's transaction."""
-        if self.inserts:
-            await conn.executemany(
-                f"INSERT INTO lessons ({LESSON_COLUMNS}, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                self.inserts,
-            )
-        if self.updates:
-            cursor = await conn.executemany(
-                "UPDATE lessons SET revision = ?, status = ?, title = ?, recommendation = ?, "
-                "associations = ?, canonical = ?, updated_at = ? WHERE id = ? AND revision = ?",
-                self.updates,
-            )
-            # BEGIN IMMEDIATE makes a lost race impossible; if it ever happens, write nothing.
-            if cursor.rowcount != len(self.updates):
-                raise StoreError(f"{location}: revision check lost a race; nothing written")
-        if self.dropped_evidence:
-            await conn.executemany(
-                "DELETE FROM lesson_evidence WHERE lesson_id = ?", self.dropped_evidence
-            )
-        if self.evidence:
-            await conn.executemany(
-                "INSERT OR IGNORE INTO lesson_evidence (lesson_id, kind, value) VALUES (?, ?, ?)",
-                self.evidence,
-            )
-        if self.history:
-            await conn.executemany(
-                "INSERT INTO lesson_history (lesson_id, revision, previous_revision, action, "
-                "status, scope, card, specialist, run_id, model, reason, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                self.history,
-            )
+        # BEGIN IMMEDIATE makes a lost race impossible; if it ever happens, write nothing.
+        if cursor.rowcount != len(changes.updates):
+            raise StoreError(f"{location}: revision check lost a race; nothing written")
+    if changes.dropped_evidence:
+        await conn.executemany(
+            "DELETE FROM lesson_evidence WHERE lesson_id = ?", changes.dropped_evidence
+        )
+    if changes.evidence:
+        await conn.executemany(
+            "INSERT OR IGNORE INTO lesson_evidence (lesson_id, kind, value) VALUES (?, ?, ?)",
+            changes.evidence,
+        )
+    if changes.history:
+        await conn.executemany(
+            "INSERT INTO lesson_history (lesson_id, revision, previous_revision, action, "
+            "status, scope, card, specialist, run_id, model, reason, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            changes.history,
+        )
 
 
 async def load_evidence(
