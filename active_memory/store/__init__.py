@@ -11,6 +11,7 @@ from active_memory.store.location import (
 )
 from active_memory.store.location import (
     is_postgres_url,
+    mask_url,
 )
 from active_memory.store.location import (
     resolve_store_location as resolve_store_location,
@@ -23,18 +24,24 @@ from active_memory.store.protocol import StoredLesson as StoredLesson
 
 @asynccontextmanager
 async def open_store(location: str, *, create: bool = True) -> AsyncIterator[LessonStore]:
-    """Open the store at `location` (a SQLite path) and close it afterwards.
+    """Open the store at `location` (a SQLite path or a `postgresql://` URL), close it after.
 
     `create=False` refuses to create a missing store (read-only commands use it).
     """
+    store: LessonStore
     if is_postgres_url(location):
-        raise UsageError(
-            "PostgreSQL stores are not available in this version; "
-            "use a SQLite path for --store / ACTIVE_MEMORY_STORE"
-        )
-    from active_memory.store.sqlite import SqliteStore
+        try:
+            from active_memory.store.postgres import PostgresStore
+        except ImportError:
+            raise UsageError(
+                f"{mask_url(location)}: PostgreSQL stores need the `postgres` extra "
+                "(pip install 'active-memory[postgres]')"
+            ) from None
+        store = await PostgresStore.open(location, create=create)
+    else:
+        from active_memory.store.sqlite import SqliteStore
 
-    store = await SqliteStore.open(location, create=create)
+        store = await SqliteStore.open(location, create=create)
     try:
         yield store
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,3 +45,18 @@ def resolve_store_location(option: str | None, env: Mapping[str, str] | None = N
 def is_postgres_url(location: str) -> bool:
     """True for `postgresql://` and `postgres://` URLs."""
     return location.startswith(("postgresql://", "postgres://"))
+
+
+def mask_url(location: str) -> str:
+    """`location` safe to print: a URL's password becomes `***` (`user:***@host/db`)."""
+    if not is_postgres_url(location):
+        return location
+    scheme, _, rest = location.partition("://")
+    authority, slash, tail = rest.partition("/")
+    userinfo, at, hostport = authority.rpartition("@")
+    if at and ":" in userinfo:
+        user = userinfo.split(":", 1)[0]
+        authority = f"{user}:***@{hostport}"
+    masked = f"{scheme}://{authority}{slash}{tail}"
+    # A password may also ride in the query string (`?password=...`).
+    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", masked)

@@ -1,0 +1,551 @@
+"""The organization-wide lesson store: PostgreSQL, on asyncpg.
+
+Concurrency rule: every write runs at READ COMMITTED and takes row locks in one fixed
+order: the ID counter row first (publishes that create, and imports), then the lesson
+rows it reads, with `SELECT … ORDER BY id FOR UPDATE`. The revision check reads the
+locked, latest committed rows, so a lost update is impossible, and the fixed order
+leaves no lock cycle. Should the server still report a deadlock, a serialization
+failure or a unique-key race (two imports adding one ID), the whole transaction is
+rolled back and run again a few times; if that keeps failing, or a lock is not granted
+within the busy timeout, the caller gets `StoreBusy` and nothing is written.
+
+The write transaction runs in a shielded cancel scope, as in the SQLite store: a
+caller's deadline takes effect after COMMIT or ROLLBACK, never between. The URL's
+password never leaves this module: `location` and every message use the masked URL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
+from urllib.parse import unquote, urlsplit
+
+import anyio
+import asyncpg
+from pydantic import ValidationError
+
+from active_memory.errors import (
+    StoreBusy,
+    StoreCorrupt,
+    StoreError,
+    StoreMissing,
+    StoreTooNew,
+    StoreUnavailable,
+    UsageError,
+)
+from active_memory.lessons import (
+    Author,
+    Card,
+    HistoryEntry,
+    Lesson,
+    Mutation,
+    PublishReceipt,
+    Tombstone,
+)
+from active_memory.store.location import mask_url
+from active_memory.store.planning import (
+    Current,
+    check_distinct_records,
+    check_distinct_targets,
+    check_revert,
+    create_count,
+    next_number_after,
+    plan_import,
+    plan_publish,
+    plan_revert,
+    touched_ids,
+)
+from active_memory.store.postgres_schema import (
+    MIGRATION_LOCK,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    TABLES,
+    VERSION_TABLE,
+)
+from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.rows import (
+    LESSON_COLUMNS,
+    ChangeSet,
+    collector_paused,
+    row_scope,
+    row_to_model,
+)
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+WRITE_ATTEMPTS = 5  # runs of one write transaction before a retryable failure is reported
+POOL_SIZE = 4
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+Connection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
+
+
+class _Retry(Exception):
+    """A write transaction failed in a way that running it again can cure."""
+
+
+class PostgresStore:
+    """A `LessonStore` in a PostgreSQL database. Open it with `PostgresStore.open(url)`."""
+
+    def __init__(
+        self, location: str, secret: str | None, pool: asyncpg.Pool[asyncpg.Record],
+        busy_timeout: float,
+    ) -> None:  # fmt: skip
+        self._location = location
+        self._secret = secret
+        self._pool = pool
+        self._busy_timeout = busy_timeout
+
+    @property
+    def location(self) -> str:
+        """The store's URL with its password masked."""
+        return self._location
+
+    # --- opening -------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        create: bool = True,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> PostgresStore:
+        """Connect to the database at `url`, creating or migrating the schema if needed.
+
+        `create=False` refuses a database without the store's schema (`StoreMissing`).
+        An unreachable server, a refused login or a missing permission is
+        `StoreUnavailable` (exit 2), with the password masked.
+        """
+        location = mask_url(url)
+        secret = _password(url)
+        try:
+            pool = await asyncpg.create_pool(
+                url, min_size=1, max_size=POOL_SIZE, timeout=connect_timeout
+            )
+        except Exception as exc:
+            raise _connect_error(location, secret, exc) from None
+        store = cls(location, secret, pool, busy_timeout)
+        try:
+            with store._translated():
+                await store._migrate(create)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await pool.close()
+            raise
+        return store
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        with anyio.CancelScope(shield=True):
+            await self._pool.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _migrate(self, create: bool) -> None:
+        async with self._pool.acquire() as conn:
+            version = await self._schema_version(conn)
+            if version == SCHEMA_VERSION:
+                return
+            if version == 0 and not create:
+                raise StoreMissing(self.location)
+            with anyio.CancelScope(shield=True):
+                async with conn.transaction():
+                    # Concurrent openers queue here; the lock ends with the transaction.
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+                    version = await self._schema_version(conn)
+                    for statements in MIGRATIONS[version:]:
+                        for statement in statements:
+                            await conn.execute(statement)
+                    await conn.execute(f"UPDATE {VERSION_TABLE} SET version = $1", SCHEMA_VERSION)
+
+    async def _schema_version(self, conn: Connection) -> int:
+        """0 for a database without our schema; refuse one holding our table names only."""
+        if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", VERSION_TABLE):
+            version = int(await conn.fetchval(f"SELECT version FROM {VERSION_TABLE}"))
+            if version > SCHEMA_VERSION:
+                raise StoreTooNew(self.location, version, SCHEMA_VERSION)
+            return version
+        clashes = await conn.fetch(
+            "SELECT tablename FROM pg_tables "
+            "WHERE schemaname = current_schema() AND tablename = ANY($1::text[])",
+            list(TABLES),
+        )
+        if clashes:
+            names = ", ".join(sorted(r[0] for r in clashes))
+            raise StoreCorrupt(
+                self.location,
+                f"this database has tables named like the store's ({names}) but is not an "
+                "Active Memory lesson store; nothing was changed. Use another database",
+            )
+        return 0
+
+    # --- reading -------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[Connection]:
+        """A connection inside one REPEATABLE READ, read-only transaction."""
+        with self._translated():
+            async with (
+                self._pool.acquire() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                yield conn
+
+    async def get(self, lesson_id: str) -> Lesson | Tombstone | None:
+        """One lesson or tombstone by ID."""
+        async with self._reading() as conn:
+            rows = await conn.fetch(
+                f"SELECT {LESSON_COLUMNS} FROM lessons WHERE id = $1", lesson_id
+            )
+            found = await self._hydrate(conn, rows)
+        return found[0] if found else None
+
+    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
+        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+        query = query or LessonQuery()
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("scope_kind", query.kind),
+            ("repository", query.repository),
+            ("graph_hash", query.graph_hash),
+            ("node", query.node),
+        ):
+            if value is not None:
+                params.append(value)
+                clauses.append(f"{column} = ${len(params)}")
+        statuses = ["active"]
+        if query.include_deferred:
+            statuses.append("deferred")
+        if query.include_retired:
+            statuses.append("retired")
+        params.append(statuses)
+        clauses.append(f"status = ANY(${len(params)}::text[])")
+        sql = f"SELECT {LESSON_COLUMNS} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id"
+        async with self._reading() as conn:
+            return await self._hydrate(conn, await conn.fetch(sql, *params))
+
+    async def read_snapshot(
+        self, *, repository: str | None, graph_hash: str | None, node: str | None
+    ) -> list[Lesson]:
+        """Active lessons of one recall scope, in one REPEATABLE READ read-only transaction."""
+        parts: list[str] = []
+        params: list[Any] = []
+        if repository is not None:
+            params.append(repository)
+            parts.append(
+                f"(scope_kind = 'repository' AND repository = ${len(params)} AND graph_hash = '')"
+            )
+        if graph_hash is not None and node is not None:
+            params.extend([graph_hash, node, repository or ""])
+            n = len(params)
+            parts.append(
+                f"(scope_kind = 'graph' AND graph_hash = ${n - 2} AND node = ${n - 1} "
+                f"AND repository IN ('', ${n}))"
+            )
+        if not parts:
+            return []
+        sql = (
+            f"SELECT {LESSON_COLUMNS} FROM lessons WHERE status = 'active' "
+            f"AND ({' OR '.join(parts)}) ORDER BY id"
+        )
+        async with self._reading() as conn:
+            lessons = await self._hydrate(conn, await conn.fetch(sql, *params))
+        return [lesson for lesson in lessons if isinstance(lesson, Lesson)]
+
+    async def history(self, lesson_id: str) -> list[HistoryEntry]:
+        """Every recorded revision of a lesson, oldest first."""
+        async with self._reading() as conn:
+            rows = await conn.fetch(
+                "SELECT lesson_id, revision, previous_revision, action, status, card, "
+                "specialist, run_id, model, reason, at FROM lesson_history "
+                "WHERE lesson_id = $1 ORDER BY seq",
+                lesson_id,
+            )
+        entries = []
+        for row in rows:
+            try:
+                entries.append(
+                    HistoryEntry(
+                        lesson_id=row[0],
+                        revision=row[1],
+                        previous_revision=row[2],
+                        action=row[3],
+                        status=row[4],
+                        card=Card.model_validate_json(row[5]) if row[5] else None,
+                        author=Author(specialist=row[6], run_id=row[7], model=row[8]),
+                        reason=row[9],
+                        at=row[10],
+                    )
+                )
+            except ValidationError as exc:
+                raise StoreCorrupt(
+                    self.location, f"history of {lesson_id} r{row[1]} is unreadable: {exc}"
+                ) from None
+        return entries
+
+    async def _hydrate(
+        self, conn: Connection, rows: Sequence[asyncpg.Record]
+    ) -> list[Lesson | Tombstone]:
+        """Turn lesson rows into models, loading their evidence in one query."""
+        living = [row[0] for row in rows if row[2] != "retired"]
+        evidence: dict[str, dict[str, list[Any]]] = {}
+        if living:
+            for lesson_id, kind, value in await conn.fetch(
+                "SELECT lesson_id, kind, value FROM lesson_evidence "
+                "WHERE lesson_id = ANY($1::text[]) ORDER BY seq",
+                living,
+            ):
+                slot = evidence.setdefault(lesson_id, {"run": [], "evidence": [], "citation": []})
+                slot[kind].append(value)
+        with collector_paused():
+            for slot in evidence.values():
+                slot["citation"] = [_json_citation(c) for c in slot["citation"]]
+            return [row_to_model(row, evidence.get(row[0]), self.location) for row in rows]
+
+    # --- writing -------------------------------------------------------------------
+
+    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
+        """Apply every mutation in one revision-checked transaction, or none."""
+        check_distinct_targets(mutations)
+        if not mutations:
+            return PublishReceipt()
+        return await self._in_write_transaction(self._apply, mutations)
+
+    async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
+        """Make revision `to_revision` current again, recorded as a new revision."""
+        await self._in_write_transaction(self._revert, lesson_id, to_revision, author)
+        reverted = await self.get(lesson_id)
+        assert reverted is not None
+        return reverted
+
+    async def import_lessons(
+        self, records: Sequence[Lesson | Tombstone], author: Author
+    ) -> ImportReport:
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
+        check_distinct_records(records)
+        return await self._in_write_transaction(self._import, records, author)
+
+    async def _in_write_transaction(
+        self,
+        body: Callable[Concatenate[Connection, _P], Awaitable[_T]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _T:
+        """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures."""
+        with anyio.CancelScope(shield=True), self._translated():
+            async with self._pool.acquire() as conn:
+                for attempt in range(1, WRITE_ATTEMPTS + 1):
+                    try:
+                        async with conn.transaction():
+                            # Bounds inside the shield: no lock or statement waits forever.
+                            timeout = f"{int(self._busy_timeout * 1000)}ms"
+                            await conn.execute(f"SET LOCAL lock_timeout = '{timeout}'")
+                            await conn.execute(f"SET LOCAL statement_timeout = '{timeout}'")
+                            try:
+                                return await body(conn, *args, **kwargs)
+                            except (
+                                asyncpg.DeadlockDetectedError,
+                                asyncpg.SerializationError,
+                            ) as exc:
+                                raise _Retry from exc
+                            except asyncpg.UniqueViolationError as exc:
+                                if exc.constraint_name != "lessons_pkey":
+                                    raise
+                                raise _Retry from exc
+                    except _Retry:
+                        if attempt == WRITE_ATTEMPTS:
+                            break
+                        await anyio.sleep(0.005 * 2**attempt)
+        raise StoreBusy(self.location, self._busy_timeout)
+
+    async def _apply(self, conn: Connection, mutations: Sequence[Mutation]) -> PublishReceipt:
+        # The counter row first, then the lesson rows: one lock order for every writer.
+        new_ids = await self._allocate_ids(conn, create_count(mutations))
+        current = await self._current(conn, touched_ids(mutations))
+        rows, receipt = plan_publish(mutations, current, new_ids)
+        await _write(conn, rows)
+        return receipt
+
+    async def _revert(
+        self, conn: Connection, lesson_id: str, to_revision: int, author: Author
+    ) -> None:
+        current = await self._current(conn, [lesson_id])
+        now = check_revert(lesson_id, to_revision, current.get(lesson_id))
+        found = await conn.fetchrow(
+            "SELECT status, card::text FROM lesson_history WHERE lesson_id = $1 AND revision = $2",
+            lesson_id,
+            to_revision,
+        )
+        rows = plan_revert(
+            lesson_id, to_revision, now, (found[0], found[1]) if found else None, author
+        )
+        await _write(conn, rows)
+
+    async def _import(
+        self, conn: Connection, records: Sequence[Lesson | Tombstone], author: Author
+    ) -> ImportReport:
+        await conn.execute(
+            "SELECT value FROM store_meta WHERE key = 'next_lesson_number' FOR UPDATE"
+        )
+        current = await self._current(conn, (r.id for r in records))
+        rows, report = plan_import(records, current, author)
+        await _write(conn, rows)
+        next_number = next_number_after(records)
+        if next_number is not None:
+            await conn.execute(
+                "UPDATE store_meta SET value = GREATEST(value, $1) "
+                "WHERE key = 'next_lesson_number'",
+                next_number,
+            )
+        return report
+
+    async def _current(self, conn: Connection, ids: Iterable[str]) -> dict[str, Current]:
+        """Lock and read each existing ID's row, in ID order (the fixed lock order)."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        rows = await conn.fetch(
+            f"SELECT {LESSON_COLUMNS} FROM lessons WHERE id = ANY($1::text[]) "
+            "ORDER BY id FOR UPDATE",
+            wanted,
+        )
+        return {
+            row[0]: Current(
+                row[1], row[2], row_scope(row, self.location), (row[7], row[8], row[9]),
+                self.location,
+            )
+            for row in rows
+        }  # fmt: skip
+
+    async def _allocate_ids(self, conn: Connection, count: int) -> list[str]:
+        if count == 0:
+            return []
+        end = await conn.fetchval(
+            "UPDATE store_meta SET value = value + $1 WHERE key = 'next_lesson_number' "
+            "RETURNING value",
+            count,
+        )
+        first = int(end) - count
+        return [f"L-{n}" for n in range(first, first + count)]
+
+    # --- backup --------------------------------------------------------------------
+
+    async def backup(self, destination: Path) -> None:
+        """Refused: a PostgreSQL store is backed up with the server's own tools."""
+        raise UsageError(
+            f"{self.location} is a PostgreSQL store; back it up with the server's tools, "
+            "e.g. `pg_dump --format=custom --file=lessons.dump <database>` "
+            "and restore with `pg_restore` (see docs/store.md)"
+        )
+
+    # --- helpers -------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        """`text` with the password (should a driver message carry it) masked."""
+        return text.replace(self._secret, "***") if self._secret else text
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Turn asyncpg and connection errors into our error tree, with the masked URL."""
+        try:
+            yield
+        except (asyncpg.LockNotAvailableError, asyncpg.QueryCanceledError):
+            raise StoreBusy(self.location, self._busy_timeout) from None
+        except asyncpg.InsufficientPrivilegeError as exc:
+            raise StoreUnavailable(
+                self.location,
+                f"missing permission: {self._scrub(str(exc))}. The role needs CREATE on the "
+                "schema to create the store, then SELECT, INSERT, UPDATE and DELETE on its "
+                "tables",
+            ) from None
+        except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError) as exc:
+            raise StoreUnavailable(
+                self.location, f"lost the connection to the server: {self._scrub(str(exc))}"
+            ) from None
+        except asyncpg.PostgresError as exc:
+            raise StoreError(f"{self.location}: {self._scrub(str(exc))}") from None
+
+
+async def _write(conn: Connection, rows: ChangeSet) -> None:
+    """Write a change set inside the caller's transaction (rows are locked by then)."""
+    if rows.inserts:
+        await conn.executemany(
+            f"INSERT INTO lessons ({LESSON_COLUMNS}, created_at, updated_at) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::jsonb, $11, "
+            "$12::text::timestamptz, $13::text::timestamptz)",
+            rows.inserts,
+        )
+    if rows.updates:
+        await conn.executemany(
+            "UPDATE lessons SET revision = $1, status = $2, title = $3, recommendation = $4, "
+            "associations = $5::text::jsonb, canonical = $6, updated_at = $7::text::timestamptz "
+            "WHERE id = $8 AND revision = $9",
+            rows.updates,
+        )
+    if rows.dropped_evidence:
+        await conn.execute(
+            "DELETE FROM lesson_evidence WHERE lesson_id = ANY($1::text[])",
+            [lesson_id for (lesson_id,) in rows.dropped_evidence],
+        )
+    if rows.evidence:
+        await conn.executemany(
+            "INSERT INTO lesson_evidence (lesson_id, kind, value) VALUES ($1, $2, $3) "
+            "ON CONFLICT DO NOTHING",
+            rows.evidence,
+        )
+    if rows.history:
+        await conn.executemany(
+            "INSERT INTO lesson_history (lesson_id, revision, previous_revision, action, "
+            "status, scope, card, specialist, run_id, model, reason, at) "
+            "VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7::text::jsonb, $8, $9, $10, $11, "
+            "$12::text::timestamptz)",
+            rows.history,
+        )
+
+
+def _json_citation(value: str) -> Any:
+    return json.loads(value)
+
+
+def _password(url: str) -> str | None:
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def _connect_error(location: str, secret: str | None, exc: Exception) -> StoreUnavailable:
+    """A clear, password-free reason why connecting failed."""
+    text = str(exc)
+    if secret:
+        text = text.replace(secret, "***")
+    reason: str
+    if isinstance(
+        exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
+    ):
+        reason = f"the server refused the login ({text}); check the user and password"
+    elif isinstance(exc, asyncpg.InvalidCatalogNameError):
+        reason = f"{text}; create it first (`createdb`) or fix the database name"
+    elif isinstance(exc, asyncpg.InsufficientPrivilegeError):
+        reason = f"missing permission to connect: {text}"
+    elif isinstance(exc, TimeoutError):
+        reason = "the server did not answer in time; check the host and port"
+    elif isinstance(exc, OSError):
+        reason = f"cannot reach the PostgreSQL server ({text}); is it running at that address?"
+    elif isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | ValueError):
+        reason = f"cannot connect: {text}"
+    else:
+        raise exc
+    return StoreUnavailable(location, reason)

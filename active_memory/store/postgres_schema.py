@@ -1,0 +1,112 @@
+"""The PostgreSQL store's schema and its forward migrations.
+
+`active_memory_schema` holds one row: the schema version. Migration N takes a store from
+version N-1 to N inside the transaction that bumps the version, under a transaction-level
+advisory lock, so concurrent openers of an old (or empty) database migrate it once.
+"""
+
+from __future__ import annotations
+
+# Key of the advisory lock taken while migrating: "AMEM" as a number, like SQLite's
+# application_id, so it is unlikely to collide with another application's locks.
+MIGRATION_LOCK = 0x414D454D
+
+VERSION_TABLE = "active_memory_schema"
+
+# Names of our tables: a database holding any of them without the version table is not
+# ours (or was damaged) and is refused rather than written to.
+TABLES = ("store_meta", "lessons", "lesson_evidence", "lesson_history")
+
+# Index i holds the statements that create version i + 1.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        f"""
+        CREATE TABLE {VERSION_TABLE} (
+            singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+            version   INTEGER NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE store_meta (
+            key   TEXT PRIMARY KEY,
+            value BIGINT NOT NULL
+        )
+        """,
+        "INSERT INTO store_meta (key, value) VALUES ('next_lesson_number', 1)",
+        # Current state of every ID ever used; a retired lesson is a tombstone without card.
+        """
+        CREATE TABLE lessons (
+            id             TEXT PRIMARY KEY,
+            revision       INTEGER NOT NULL CHECK (revision >= 1),
+            status         TEXT NOT NULL CHECK (status IN ('active', 'deferred', 'retired')),
+            scope_kind     TEXT NOT NULL CHECK (scope_kind IN ('repository', 'graph')),
+            repository     TEXT NOT NULL,
+            graph_hash     TEXT NOT NULL,
+            node           TEXT NOT NULL,
+            title          TEXT,
+            recommendation TEXT,
+            associations   JSONB,
+            canonical      TEXT,
+            created_at     TIMESTAMPTZ NOT NULL,
+            updated_at     TIMESTAMPTZ NOT NULL,
+            CHECK ((status = 'retired') = (title IS NULL)),
+            CHECK ((status = 'retired') = (recommendation IS NULL)),
+            CHECK ((status = 'retired') = (associations IS NULL))
+        )
+        """,
+        """
+        CREATE INDEX lessons_by_scope
+            ON lessons (scope_kind, repository, graph_hash, node, status, id)
+        """,
+        """
+        CREATE TABLE lesson_evidence (
+            seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            lesson_id TEXT NOT NULL REFERENCES lessons (id),
+            kind      TEXT NOT NULL CHECK (kind IN ('run', 'evidence', 'citation')),
+            value     TEXT NOT NULL,
+            UNIQUE (lesson_id, kind, value)
+        )
+        """,
+        """
+        CREATE TABLE lesson_history (
+            seq               BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            lesson_id         TEXT NOT NULL,
+            revision          INTEGER NOT NULL,
+            previous_revision INTEGER,
+            action            TEXT NOT NULL
+                CHECK (action IN ('create', 'adapt', 'retire', 'defer', 'revert', 'import')),
+            status            TEXT NOT NULL CHECK (status IN ('active', 'deferred', 'retired')),
+            scope             JSONB NOT NULL,
+            card              JSONB,
+            specialist        TEXT NOT NULL,
+            run_id            TEXT,
+            model             TEXT,
+            reason            TEXT NOT NULL,
+            at                TIMESTAMPTZ NOT NULL,
+            UNIQUE (lesson_id, revision)
+        )
+        """,
+        # History is the lessons' provenance: refuse every UPDATE, DELETE and TRUNCATE.
+        """
+        CREATE FUNCTION lesson_history_append_only() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'lesson_history is append-only';
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER lesson_history_no_change
+            BEFORE UPDATE OR DELETE ON lesson_history
+            FOR EACH ROW EXECUTE FUNCTION lesson_history_append_only()
+        """,
+        """
+        CREATE TRIGGER lesson_history_no_truncate
+            BEFORE TRUNCATE ON lesson_history
+            FOR EACH STATEMENT EXECUTE FUNCTION lesson_history_append_only()
+        """,
+        f"INSERT INTO {VERSION_TABLE} (version) VALUES (0)",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
