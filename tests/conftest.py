@@ -1,11 +1,23 @@
-"""Shared fixtures: a fresh lesson store per test, and lesson builders."""
+"""Shared fixtures: a fresh lesson store per test on each backend, and lesson builders.
+
+A test that asks for `store` runs once per backend: SQLite, and PostgreSQL (marked
+`postgres`, a fresh database per test on the server named by ACTIVE_MEMORY_TEST_POSTGRES).
+A test that also asks for `store_path`, or is in a module with `SQLITE_ONLY = True`, is
+about the SQLite file and runs on SQLite only.
+Without that variable the PostgreSQL runs skip locally; in CI (CI=true) they fail.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import pytest
 import pytest_asyncio
 
@@ -17,6 +29,7 @@ from active_memory.lessons import (
     GraphScope,
     RepositoryScope,
 )
+from active_memory.store import LessonStore
 from active_memory.store.sqlite import SqliteStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -56,14 +69,123 @@ def create(
     )
 
 
+POSTGRES_ENV = "ACTIVE_MEMORY_TEST_POSTGRES"
+BACKENDS = ("sqlite", "postgres")
+
+
+def postgres_server_url() -> str:
+    """The test server's URL; skip (locally) or fail (in CI) when none is configured."""
+    url = os.environ.get(POSTGRES_ENV, "")
+    if url:
+        return url
+    if os.environ.get("CI") == "true":
+        pytest.fail(
+            f"{POSTGRES_ENV} is not set: CI must run the PostgreSQL tests (.ci/run starts "
+            "a server)",
+            pytrace=False,
+        )
+    pytest.skip(f"no PostgreSQL server: set {POSTGRES_ENV} to a postgresql:// URL to run")
+
+
+def with_database(url: str, database: str) -> str:
+    """`url` pointing at another database of the same server."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+async def _admin(server: str, statement: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(server)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """The URL of a new, empty database, dropped after the test."""
+    server = postgres_server_url()
+    name = f"am_test_{uuid.uuid4().hex[:16]}"
+    anyio.run(_admin, server, f'CREATE DATABASE "{name}"', backend="asyncio")
+    try:
+        yield with_database(server, name)
+    finally:
+        anyio.run(_admin, server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                  backend="asyncio")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend under test: its name and the real (unmasked) location of its store."""
+
+    name: str
+    location: str
+
+    async def open(self, *, create: bool = True) -> LessonStore:
+        """Open another handle on the same store (as a second process would)."""
+        if self.name == "sqlite":
+            return await SqliteStore.open(self.location, create=create)
+        from active_memory.store.postgres import PostgresStore
+
+        return await PostgresStore.open(self.location, create=create)
+
+    async def sql(self, statement: str) -> list[tuple[Any, ...]]:
+        """Run one raw statement on the store's database, outside the store's code."""
+        if self.name == "sqlite":
+            import sqlite3
+
+            raw = sqlite3.connect(self.location, isolation_level=None)
+            try:
+                return [tuple(row) for row in raw.execute(statement).fetchall()]
+            finally:
+                raw.close()
+        import asyncpg
+
+        conn = await asyncpg.connect(self.location)
+        try:
+            return [tuple(row) for row in await conn.fetch(statement)]
+        finally:
+            await conn.close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses a `backend` (or `store`) on each backend it applies to."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    # A test of the SQLite file (it names `store_path`, or its module says so) is SQLite's.
+    sqlite_only = "store_path" in metafunc.fixturenames or getattr(
+        metafunc.module, "SQLITE_ONLY", False
+    )
+    metafunc.parametrize(
+        "backend",
+        [
+            pytest.param(name, marks=[pytest.mark.postgres] if name == "postgres" else [])
+            for name in BACKENDS
+            if not (sqlite_only and name == "postgres")
+        ],
+        indirect=True,
+    )
+
+
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "lessons.sqlite3"
 
 
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The backend this run of the test is for, with a fresh store location."""
+    if request.param == "sqlite":
+        return Backend("sqlite", str(request.getfixturevalue("store_path")))
+    return Backend("postgres", request.getfixturevalue("postgres_url"))
+
+
 @pytest_asyncio.fixture
-async def store(store_path: Path) -> AsyncIterator[SqliteStore]:
-    opened = await SqliteStore.open(store_path)
+async def store(backend: Backend) -> AsyncIterator[Any]:
+    """A fresh, open store on the backend under test (typed Any: tests use both APIs)."""
+    opened = await backend.open()
     try:
         yield opened
     finally:
