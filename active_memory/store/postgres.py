@@ -170,18 +170,23 @@ class PostgresStore:
 
     async def _schema_version(self, conn: Connection) -> int:
         """0 for a database without our schema; refuse one holding our table names only."""
-        if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", VERSION_TABLE):
+        # One statement, so both facts come from one moment: another process may be
+        # creating the store right now.
+        row = await conn.fetchrow(
+            "SELECT to_regclass($1) IS NOT NULL, ARRAY(SELECT tablename FROM pg_tables "
+            "WHERE schemaname = current_schema() AND tablename = ANY($2::text[]))",
+            VERSION_TABLE,
+            list(TABLES),
+        )
+        assert row is not None
+        has_version, clashes = row[0], list(row[1])
+        if has_version:
             version = int(await conn.fetchval(f"SELECT version FROM {VERSION_TABLE}"))
             if version > SCHEMA_VERSION:
                 raise StoreTooNew(self.location, version, SCHEMA_VERSION)
             return version
-        clashes = await conn.fetch(
-            "SELECT tablename FROM pg_tables "
-            "WHERE schemaname = current_schema() AND tablename = ANY($1::text[])",
-            list(TABLES),
-        )
         if clashes:
-            names = ", ".join(sorted(r[0] for r in clashes))
+            names = ", ".join(sorted(clashes))
             raise StoreCorrupt(
                 self.location,
                 f"this database has tables named like the store's ({names}) but is not an "
