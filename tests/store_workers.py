@@ -1,7 +1,10 @@
 """Child processes for the store's multi-process tests; run as a script, never imported.
 
 `adapt`: revision-checked updates of shared lessons, retried on `RevisionConflict`,
-each success appended to a result file as `<id> <revision> <worker> <update>`.
+each success appended to a result file as `<id> <revision> <worker> <update>`; a
+"doomed" lesson may be added to an update's targets and is dropped once it is retired.
+`retire`: retires the doomed lessons one by one while the adapt workers run.
+The store is a SQLite path or a `postgresql://` URL.
 `batches`: large publishes tagged `batch <k>`, announced on stdout before and after
 each publish so the parent can kill the process in the middle of one.
 
@@ -30,7 +33,11 @@ from active_memory.lessons import (
     Lesson,
     PublishReceipt,
     RepositoryScope,
+    RetireLesson,
+    Tombstone,
 )
+from active_memory.store import LessonStore
+from active_memory.store.location import is_postgres_url
 from active_memory.store.sqlite import SqliteStore
 
 CRASH_SCOPE = RepositoryScope(repository="repo:crash-test")
@@ -42,13 +49,24 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
+async def open_store_at(location: str) -> LessonStore:
+    """Open an existing store: a SQLite path or a PostgreSQL URL."""
+    if is_postgres_url(location):
+        from active_memory.store.postgres import PostgresStore
+
+        return await PostgresStore.open(location, create=False)
+    return await SqliteStore.open(location, create=False)
+
+
 async def _decide(
-    store: SqliteStore, targets: list[str], worker: int, update: int
+    store: LessonStore, targets: list[str], worker: int, update: int, doomed: set[str]
 ) -> list[AdaptLesson]:
-    """Read each target now and adapt it on the revision just read."""
+    """Read each target now and adapt it on the revision just read (skip retired doomed)."""
     mutations = []
     for lesson_id in targets:
         current = await store.get(lesson_id)
+        if isinstance(current, Tombstone) and lesson_id in doomed:
+            continue
         if not isinstance(current, Lesson):
             raise AssertionError(f"{lesson_id} is not a living lesson: {current}")
         mutations.append(
@@ -68,12 +86,12 @@ async def _decide(
 
 
 async def _publish_until_accepted(
-    store: SqliteStore, targets: list[str], worker: int, update: int
+    store: LessonStore, targets: list[str], worker: int, update: int, doomed: set[str]
 ) -> tuple[PublishReceipt, list[AdaptLesson], int]:
     """Decide and publish; on a conflict re-read and decide again. Returns the conflicts met."""
     conflicts = 0
     while True:
-        mutations = await _decide(store, targets, worker, update)
+        mutations = await _decide(store, targets, worker, update, doomed)
         try:
             return await store.publish(mutations), mutations, conflicts
         except RevisionConflict as exc:
@@ -84,12 +102,14 @@ async def _publish_until_accepted(
 
 
 async def adapt_worker(
-    store_path: Path, results: Path, worker: int, ids: list[str], updates: int, seed: int
-) -> None:
-    """Publish `updates` revision-checked adapts of one or two of `ids` each."""
+    store_path: str, results: Path, worker: int, ids: list[str], updates: int, seed: int,
+    doomed: list[str],
+) -> None:  # fmt: skip
+    """Publish `updates` revision-checked adapts of one or two of `ids` each (and, now and
+    then, of one of `doomed` while it lives)."""
     rng = random.Random(seed)
     conflicts = 0
-    store = await SqliteStore.open(store_path, create=False)
+    store = await open_store_at(store_path)
     try:
         _say("ready")
         # Start together, so that every worker contends from its first update.
@@ -97,8 +117,10 @@ async def adapt_worker(
         with results.open("a", encoding="utf-8") as out:
             for update in range(updates):
                 targets = rng.sample(ids, rng.choice((1, 1, 2)))
+                if doomed and rng.random() < 0.25:
+                    targets.append(rng.choice(doomed))
                 receipt, mutations, met = await _publish_until_accepted(
-                    store, targets, worker, update
+                    store, targets, worker, update, set(doomed)
                 )
                 conflicts += met
                 expected = sorted((m.id, m.base_revision + 1) for m in mutations)
@@ -107,6 +129,43 @@ async def adapt_worker(
                 for lesson_id, revision in receipt.adapted:
                     out.write(f"{lesson_id} {revision} {worker} {update}\n")
                 out.flush()
+    finally:
+        await store.aclose()
+    _say(f"done conflicts={conflicts}")
+
+
+async def retire_worker(store_path: str, results: Path, doomed: list[str], seed: int) -> None:
+    """Retire each of `doomed` on the revision just read, retrying on conflicts."""
+    rng = random.Random(seed)
+    conflicts = 0
+    store = await open_store_at(store_path)
+    try:
+        _say("ready")
+        sys.stdin.readline()
+        with results.open("a", encoding="utf-8") as out:
+            for lesson_id in doomed:
+                await anyio.sleep(rng.uniform(0.05, 0.5))  # let adapts land on it first
+                while True:
+                    current = await store.get(lesson_id)
+                    assert isinstance(current, Lesson), f"{lesson_id} is {current!r}"
+                    try:
+                        receipt = await store.publish(
+                            [
+                                RetireLesson(
+                                    id=lesson_id,
+                                    base_revision=current.revision,
+                                    author=Author(specialist="retirer"),
+                                    reason="doomed",
+                                )
+                            ]
+                        )
+                    except RevisionConflict:
+                        conflicts += 1
+                        continue
+                    [(retired, revision)] = receipt.retired
+                    out.write(f"{retired} {revision}\n")
+                    out.flush()
+                    break
     finally:
         await store.aclose()
     _say(f"done conflicts={conflicts}")
@@ -172,12 +231,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     adapt = sub.add_parser("adapt")
-    adapt.add_argument("store", type=Path)
+    adapt.add_argument("store")
     adapt.add_argument("results", type=Path)
     adapt.add_argument("--worker", type=int, required=True)
     adapt.add_argument("--ids", required=True, help="comma-separated lesson IDs")
     adapt.add_argument("--updates", type=int, required=True)
     adapt.add_argument("--seed", type=int, required=True)
+    adapt.add_argument("--doomed", default="", help="comma-separated lesson IDs")
+    retire = sub.add_parser("retire")
+    retire.add_argument("store")
+    retire.add_argument("results", type=Path)
+    retire.add_argument("--doomed", required=True, help="comma-separated lesson IDs")
+    retire.add_argument("--seed", type=int, required=True)
     batches = sub.add_parser("batches")
     batches.add_argument("store", type=Path)
     batches.add_argument("--first", type=int, required=True)
@@ -193,7 +258,10 @@ def main(argv: list[str] | None = None) -> None:
             args.ids.split(","),
             args.updates,
             args.seed,
+            [d for d in args.doomed.split(",") if d],
         )
+    elif args.command == "retire":
+        anyio.run(retire_worker, args.store, args.results, args.doomed.split(","), args.seed)
     else:
         anyio.run(batch_worker, args.store, args.first, args.count, args.seed)
 
