@@ -1,6 +1,7 @@
 """Benchmark of the SQLite lesson store, with baselines measured in the same run.
 
-Run: `.venv/bin/python bench/store_bench.py` (options: --lessons N, --repeat N, --profile).
+Run: `.venv/bin/python bench/store_bench.py` (options: --lessons N, --repeat N, --profile,
+--postgres URL to also compare publish and snapshot reads with a PostgreSQL store).
 
 Every figure is the median of --repeat runs, each on a fresh store in a temporary folder,
 and is printed next to a ratio against a baseline taken on the same machine in the same
@@ -38,7 +39,8 @@ from active_memory.lessons import (
     Evidence,
     RepositoryScope,
 )
-from active_memory.store.protocol import LessonQuery
+from active_memory.store.location import mask_url
+from active_memory.store.protocol import LessonQuery, LessonStore
 from active_memory.store.sqlite import SqliteStore
 
 REPOSITORY = "repo:github.com/acme/bench"
@@ -250,6 +252,82 @@ def profile_publish(n: int, limit: int = 18) -> None:
         anyio.run(run)
 
 
+# --- SQLite beside PostgreSQL -------------------------------------------------------
+
+BACKEND_FIGURES = ("publish creates", "publish adapts", "read_snapshot", "get one")
+
+
+async def backend_round(store: LessonStore, n: int) -> dict[str, float]:
+    """The operations both backends share, on a fresh store: publish, snapshot, get."""
+    figures: dict[str, float] = {}
+    new = creates(n)
+    began = time.perf_counter()
+    receipt = await store.publish(new)
+    figures["publish creates"] = time.perf_counter() - began
+    changed = adapts(receipt.created)
+    began = time.perf_counter()
+    await store.publish(changed)
+    figures["publish adapts"] = time.perf_counter() - began
+    began = time.perf_counter()
+    snapshot = await store.read_snapshot(repository=REPOSITORY, graph_hash=None, node=None)
+    figures["read_snapshot"] = time.perf_counter() - began
+    assert len(snapshot) == n
+    figures["get one"] = statistics.median(
+        [await atimed(partial(store.get, f"L-{i + 1}")) for i in range(0, n, max(1, n // LOOKUPS))]
+    )
+    return figures
+
+
+async def sqlite_backend_round(folder: Path, n: int) -> dict[str, float]:
+    """`backend_round` on a new SQLite store in `folder`."""
+    store = await SqliteStore.open(folder / "backends.sqlite3")
+    try:
+        return await backend_round(store, n)
+    finally:
+        await store.aclose()
+
+
+async def postgres_backend_round(server: str, n: int) -> dict[str, float]:
+    """`backend_round` on a new database of `server`, dropped afterwards."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import asyncpg
+
+    from active_memory.store.postgres import PostgresStore
+
+    name = f"am_bench_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(server)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        url = urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+        try:
+            store = await PostgresStore.open(url)
+            try:
+                return await backend_round(store, n)
+            finally:
+                await store.aclose()
+        finally:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def compare_backends(server: str, n: int, repeat: int) -> None:
+    """Print SQLite's and PostgreSQL's figures side by side, measured in this run."""
+    lite, pg = [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            lite.append(anyio.run(sqlite_backend_round, Path(tmp), n, backend="asyncio"))
+        pg.append(anyio.run(postgres_backend_round, server, n, backend="asyncio"))
+    print(f"\nSQLite beside PostgreSQL ({mask_url(server)}), {n:,} lessons, median of {repeat}")
+    print(f"  {'':<32}{'SQLite':>12}{'PostgreSQL':>14}{'PG / SQLite':>14}")
+    for key in BACKEND_FIGURES:
+        a = statistics.median(r[key] for r in lite)
+        b = statistics.median(r[key] for r in pg)
+        print(f"  {key:<32}{a:>10.6f} s{b:>12.6f} s{b / a:>12.2f} x")
+
+
 def _line(
     name: str, seconds: float, n: int = 0, unit: str = "", base: float = 0.0, base_name: str = ""
 ) -> None:
@@ -264,6 +342,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lessons", type=int, default=10_000, help="lessons per publish")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--profile", action="store_true", help="also profile a publish and a read")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="also run publish and snapshot reads on PostgreSQL (a role that may create "
+        "databases; each run uses a new database, dropped afterwards)",
+    )
     args = parser.parse_args(argv)
     n, repeat = args.lessons, args.repeat
 
@@ -305,6 +389,8 @@ def main(argv: list[str] | None = None) -> None:
     _line("open (in process)", fig["open (in process)"], base=startup, base_name="start-up")
     _line("open (fresh process, with imports)", statistics.median(fresh_opens), base=imports,
           base_name="dependency imports")  # fmt: skip
+    if args.postgres:
+        compare_backends(args.postgres, n, repeat)
     if args.profile:
         print()
         profile_publish(n)
