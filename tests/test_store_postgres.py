@@ -8,19 +8,22 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import pytest
-from conftest import Backend, create, postgres_server_url
+from conftest import AUTHOR, Backend, card, create, postgres_server_url
 
 from active_memory.errors import (
+    StoreBusy,
     StoreCorrupt,
     StoreMissing,
     StoreTooNew,
     StoreUnavailable,
     UsageError,
 )
+from active_memory.lessons import AdaptLesson
 from active_memory.store import open_store
 from active_memory.store.location import mask_url
 from active_memory.store.postgres import PostgresStore
@@ -207,3 +210,61 @@ def test_ci_fails_rather_than_skips_without_a_server(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("CI", "false")
     with pytest.raises(pytest.skip.Exception, match="no PostgreSQL server"):
         postgres_server_url()
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_a_lock_held_past_the_busy_timeout_is_store_busy_and_writes_nothing(
+    postgres_url: str,
+) -> None:
+    import asyncpg
+
+    async with await PostgresStore.open(postgres_url) as store:
+        await store.publish([create("one"), create("two")])
+    holder = await asyncpg.connect(postgres_url)
+    try:
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM lessons WHERE id = 'L-1' FOR UPDATE")
+            async with await PostgresStore.open(postgres_url, busy_timeout=0.3) as store:
+                with pytest.raises(StoreBusy, match="nothing was written"):
+                    await store.publish(
+                        [
+                            AdaptLesson(
+                                id="L-2", base_revision=1, card=card("moved"), author=AUTHOR
+                            ),
+                            AdaptLesson(
+                                id="L-1", base_revision=1, card=card("blocked"), author=AUTHOR
+                            ),
+                        ]
+                    )
+    finally:
+        await holder.close()
+    async with await PostgresStore.open(postgres_url) as store:
+        assert [lesson.revision for lesson in await store.select()] == [1, 1]
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_a_deadlock_reported_by_the_server_is_retried_inside_the_store(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncpg
+
+    original = PostgresStore._current
+    failures = {"left": 2}
+
+    async def deadlocked_twice(self: PostgresStore, conn: Any, ids: Any) -> Any:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise asyncpg.DeadlockDetectedError("deadlock detected")
+        return await original(self, conn, ids)
+
+    monkeypatch.setattr(PostgresStore, "_current", deadlocked_twice)
+    async with await PostgresStore.open(postgres_url) as store:
+        receipt = await store.publish([create("first")])
+        assert receipt.created == [("L-1", 1)]  # the IDs of failed attempts were rolled back
+        assert failures["left"] == 0
+        failures["left"] = 100
+        with pytest.raises(StoreBusy):
+            await store.publish([create("never")])
+        assert await store.get("L-2") is None
