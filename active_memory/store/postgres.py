@@ -16,12 +16,10 @@ password never leaves this module: `location` and every message use the masked U
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import anyio
 import asyncpg
@@ -58,6 +56,12 @@ from active_memory.store.planning import (
     plan_revert,
     touched_ids,
 )
+from active_memory.store.postgres_rows import (
+    connect_error,
+    json_citation,
+    url_password,
+    write_changes,
+)
 from active_memory.store.postgres_schema import (
     MIGRATION_LOCK,
     MIGRATIONS,
@@ -68,7 +72,6 @@ from active_memory.store.postgres_schema import (
 from active_memory.store.protocol import ImportReport, LessonQuery
 from active_memory.store.rows import (
     LESSON_COLUMNS,
-    ChangeSet,
     collector_paused,
     row_scope,
     row_to_model,
@@ -123,13 +126,13 @@ class PostgresStore:
         `StoreUnavailable` (exit 2), with the password masked.
         """
         location = mask_url(url)
-        secret = _password(url)
+        secret = url_password(url)
         try:
             pool = await asyncpg.create_pool(
                 url, min_size=1, max_size=POOL_SIZE, timeout=connect_timeout
             )
         except Exception as exc:
-            raise _connect_error(location, secret, exc) from None
+            raise connect_error(location, secret, exc) from None
         store = cls(location, secret, pool, busy_timeout)
         try:
             with store._translated():
@@ -315,7 +318,7 @@ class PostgresStore:
                 slot[kind].append(value)
         with collector_paused():
             for slot in evidence.values():
-                slot["citation"] = [_json_citation(c) for c in slot["citation"]]
+                slot["citation"] = [json_citation(c) for c in slot["citation"]]
             return [row_to_model(row, evidence.get(row[0]), self.location) for row in rows]
 
     # --- writing -------------------------------------------------------------------
@@ -379,7 +382,7 @@ class PostgresStore:
         new_ids = await self._allocate_ids(conn, create_count(mutations))
         current = await self._current(conn, touched_ids(mutations))
         rows, receipt = plan_publish(mutations, current, new_ids)
-        await _write(conn, rows)
+        await write_changes(conn, rows)
         return receipt
 
     async def _revert(
@@ -395,7 +398,7 @@ class PostgresStore:
         rows = plan_revert(
             lesson_id, to_revision, now, (found[0], found[1]) if found else None, author
         )
-        await _write(conn, rows)
+        await write_changes(conn, rows)
 
     async def _import(
         self, conn: Connection, records: Sequence[Lesson | Tombstone], author: Author
@@ -405,7 +408,7 @@ class PostgresStore:
         )
         current = await self._current(conn, (r.id for r in records))
         rows, report = plan_import(records, current, author)
-        await _write(conn, rows)
+        await write_changes(conn, rows)
         next_number = next_number_after(records)
         if next_number is not None:
             await conn.execute(
@@ -480,77 +483,3 @@ class PostgresStore:
             ) from None
         except asyncpg.PostgresError as exc:
             raise StoreError(f"{self.location}: {self._scrub(str(exc))}") from None
-
-
-async def _write(conn: Connection, rows: ChangeSet) -> None:
-    """Write a change set inside the caller's transaction (rows are locked by then)."""
-    if rows.inserts:
-        await conn.executemany(
-            f"INSERT INTO lessons ({LESSON_COLUMNS}, created_at, updated_at) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::jsonb, $11, "
-            "$12::text::timestamptz, $13::text::timestamptz)",
-            rows.inserts,
-        )
-    if rows.updates:
-        await conn.executemany(
-            "UPDATE lessons SET revision = $1, status = $2, title = $3, recommendation = $4, "
-            "associations = $5::text::jsonb, canonical = $6, updated_at = $7::text::timestamptz "
-            "WHERE id = $8 AND revision = $9",
-            rows.updates,
-        )
-    if rows.dropped_evidence:
-        await conn.execute(
-            "DELETE FROM lesson_evidence WHERE lesson_id = ANY($1::text[])",
-            [lesson_id for (lesson_id,) in rows.dropped_evidence],
-        )
-    if rows.evidence:
-        await conn.executemany(
-            "INSERT INTO lesson_evidence (lesson_id, kind, value) VALUES ($1, $2, $3) "
-            "ON CONFLICT DO NOTHING",
-            rows.evidence,
-        )
-    if rows.history:
-        await conn.executemany(
-            "INSERT INTO lesson_history (lesson_id, revision, previous_revision, action, "
-            "status, scope, card, specialist, run_id, model, reason, at) "
-            "VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7::text::jsonb, $8, $9, $10, $11, "
-            "$12::text::timestamptz)",
-            rows.history,
-        )
-
-
-def _json_citation(value: str) -> Any:
-    return json.loads(value)
-
-
-def _password(url: str) -> str | None:
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return None
-    return unquote(password) if password else None
-
-
-def _connect_error(location: str, secret: str | None, exc: Exception) -> StoreUnavailable:
-    """A clear, password-free reason why connecting failed."""
-    text = str(exc)
-    if secret:
-        text = text.replace(secret, "***")
-    reason: str
-    if isinstance(
-        exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
-    ):
-        reason = f"the server refused the login ({text}); check the user and password"
-    elif isinstance(exc, asyncpg.InvalidCatalogNameError):
-        reason = f"{text}; create it first (`createdb`) or fix the database name"
-    elif isinstance(exc, asyncpg.InsufficientPrivilegeError):
-        reason = f"missing permission to connect: {text}"
-    elif isinstance(exc, TimeoutError):
-        reason = "the server did not answer in time; check the host and port"
-    elif isinstance(exc, OSError):
-        reason = f"cannot reach the PostgreSQL server ({text}); is it running at that address?"
-    elif isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | ValueError):
-        reason = f"cannot connect: {text}"
-    else:
-        raise exc
-    return StoreUnavailable(location, reason)
