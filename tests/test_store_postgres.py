@@ -268,3 +268,25 @@ async def test_a_deadlock_reported_by_the_server_is_retried_inside_the_store(
         with pytest.raises(StoreBusy):
             await store.publish([create("never")])
         assert await store.get("L-2") is None
+
+
+@pytest.mark.postgres
+def test_the_backup_command_on_postgres_exits_2_pointing_to_pg_dump(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    async def create_store() -> None:
+        await (await PostgresStore.open(postgres_url)).aclose()
+
+    anyio.run(create_store, backend="asyncio")
+    result = subprocess.run(
+        [sys.executable, "-c", "from active_memory.cli import run; run()", "backup",
+         str(tmp_path / "copy"), "--store", postgres_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "pg_dump" in result.stderr and mask_url(postgres_url) in result.stderr
+    password = urlsplit(postgres_url).password
+    assert not password or password not in result.stdout + result.stderr
+    assert not (tmp_path / "copy").exists()

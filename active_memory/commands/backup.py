@@ -27,13 +27,14 @@ def _backup(args: argparse.Namespace) -> int:
     location = resolve_store_location(args.store)
     destination = Path(args.destination)
 
-    async def main() -> None:
+    async def main() -> str:
         async with open_store(location, create=False) as store:
             await store.backup(destination)
+            return store.location  # safe to print: a URL's password is masked
 
-    anyio.run(main, backend="asyncio")
+    shown = anyio.run(main, backend="asyncio")
     if args.json:
-        print_json({"store": location, "backup": str(destination)})
+        print_json({"store": shown, "backup": str(destination)})
     else:
-        print(f"backed up {location} to {destination}")
+        print(f"backed up {shown} to {destination}")
     return 0
