@@ -23,7 +23,6 @@ from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
 
 import anyio
 import asyncpg
-from pydantic import ValidationError
 
 from active_memory.errors import (
     StoreBusy,
@@ -36,7 +35,6 @@ from active_memory.errors import (
 )
 from active_memory.lessons import (
     Author,
-    Card,
     HistoryEntry,
     Lesson,
     Mutation,
@@ -71,9 +69,11 @@ from active_memory.store.postgres_schema import (
 )
 from active_memory.store.protocol import ImportReport, LessonQuery
 from active_memory.store.rows import (
+    HISTORY_COLUMNS,
     LESSON_COLUMNS,
     collector_paused,
     row_scope,
+    row_to_history,
     row_to_model,
 )
 
@@ -275,32 +275,10 @@ class PostgresStore:
         """Every recorded revision of a lesson, oldest first."""
         async with self._reading() as conn:
             rows = await conn.fetch(
-                "SELECT lesson_id, revision, previous_revision, action, status, card, "
-                "specialist, run_id, model, reason, at FROM lesson_history "
-                "WHERE lesson_id = $1 ORDER BY seq",
+                f"SELECT {HISTORY_COLUMNS} FROM lesson_history WHERE lesson_id = $1 ORDER BY seq",
                 lesson_id,
             )
-        entries = []
-        for row in rows:
-            try:
-                entries.append(
-                    HistoryEntry(
-                        lesson_id=row[0],
-                        revision=row[1],
-                        previous_revision=row[2],
-                        action=row[3],
-                        status=row[4],
-                        card=Card.model_validate_json(row[5]) if row[5] else None,
-                        author=Author(specialist=row[6], run_id=row[7], model=row[8]),
-                        reason=row[9],
-                        at=row[10],
-                    )
-                )
-            except ValidationError as exc:
-                raise StoreCorrupt(
-                    self.location, f"history of {lesson_id} r{row[1]} is unreadable: {exc}"
-                ) from None
-        return entries
+        return [row_to_history(row, self.location) for row in rows]
 
     async def _hydrate(
         self, conn: Connection, rows: Sequence[asyncpg.Record]

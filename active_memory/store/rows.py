@@ -18,6 +18,7 @@ from active_memory.lessons import (
     Card,
     Evidence,
     GraphScope,
+    HistoryEntry,
     Lesson,
     RepositoryScope,
     Tombstone,
@@ -98,6 +99,32 @@ def row_to_model(
         )
     except ValidationError as exc:
         raise StoreCorrupt(location, f"lesson {lesson_id} is unreadable: {exc}") from None
+
+
+HISTORY_COLUMNS = (
+    "lesson_id, revision, previous_revision, action, status, card, "
+    "specialist, run_id, model, reason, at"
+)
+
+
+def row_to_history(row: Any, location: str) -> HistoryEntry:
+    """A `lesson_history` row (HISTORY_COLUMNS order) as a model."""
+    try:
+        return HistoryEntry(
+            lesson_id=row[0],
+            revision=row[1],
+            previous_revision=row[2],
+            action=row[3],
+            status=row[4],
+            card=Card.model_validate_json(row[5]) if row[5] else None,
+            author=Author(specialist=row[6], run_id=row[7], model=row[8]),
+            reason=row[9],
+            at=row[10],
+        )
+    except ValidationError as exc:
+        raise StoreCorrupt(
+            location, f"history of {row[0]} r{row[1]} is unreadable: {exc}"
+        ) from None
 
 
 @dataclass

@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
-from pydantic import ValidationError
 
 from active_memory.errors import (
     StoreBusy,
@@ -30,7 +29,6 @@ from active_memory.errors import (
 )
 from active_memory.lessons import (
     Author,
-    Card,
     HistoryEntry,
     Lesson,
     Mutation,
@@ -50,7 +48,14 @@ from active_memory.store.planning import (
     touched_ids,
 )
 from active_memory.store.protocol import ImportReport, LessonQuery
-from active_memory.store.rows import LESSON_COLUMNS, collector_paused, row_scope, row_to_model
+from active_memory.store.rows import (
+    HISTORY_COLUMNS,
+    LESSON_COLUMNS,
+    collector_paused,
+    row_scope,
+    row_to_history,
+    row_to_model,
+)
 from active_memory.store.sqlite_rows import load_evidence, write_changes
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
@@ -240,32 +245,10 @@ class SqliteStore:
         """Every recorded revision of a lesson, oldest first."""
         with self._translated():
             rows = await self._conn.execute_fetchall(
-                "SELECT lesson_id, revision, previous_revision, action, status, card, "
-                "specialist, run_id, model, reason, at FROM lesson_history "
-                "WHERE lesson_id = ? ORDER BY seq",
+                f"SELECT {HISTORY_COLUMNS} FROM lesson_history WHERE lesson_id = ? ORDER BY seq",
                 (lesson_id,),
             )
-        entries = []
-        for row in rows:
-            try:
-                entries.append(
-                    HistoryEntry(
-                        lesson_id=row[0],
-                        revision=row[1],
-                        previous_revision=row[2],
-                        action=row[3],
-                        status=row[4],
-                        card=Card.model_validate_json(row[5]) if row[5] else None,
-                        author=Author(specialist=row[6], run_id=row[7], model=row[8]),
-                        reason=row[9],
-                        at=row[10],
-                    )
-                )
-            except ValidationError as exc:
-                raise StoreCorrupt(
-                    self.location, f"history of {lesson_id} r{row[1]} is unreadable: {exc}"
-                ) from None
-        return entries
+        return [row_to_history(row, self.location) for row in rows]
 
     async def _hydrate(self, rows: list[Any]) -> list[Lesson | Tombstone]:
         """Turn lesson rows into models, loading their evidence in one query."""
