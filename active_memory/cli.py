@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "recall",
     "instructions",
     "serve",
+    "init",
 )
 
 

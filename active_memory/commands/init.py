@@ -1,0 +1,60 @@
+"""`active-memory init --directory SESSION [--runs DIR] [--ignore-repos …] [--ignore-graphs …]`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `init`."""
+    parser = subcommands.add_parser(
+        "init",
+        help="initialise memory from local run history (resumable; phase / next_action JSON)",
+        description="Inventory finished local runs (zeroshot run ledgers and --runs DIR), "
+        "write discovery tasks for the host to answer in the session folder, and publish "
+        "every accepted lesson in one transaction. Run it again after answering; a "
+        "complete session returns its receipt and changes nothing.",
+    )
+    parser.add_argument(
+        "--directory", required=True, metavar="SESSION", help="the private session folder"
+    )
+    parser.add_argument("--runs", metavar="DIR", default=None, help="run record files (*.json)")
+    parser.add_argument(
+        "--ignore-repos",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="repositories to leave out (comma- or space-separated, or repeated)",
+    )
+    parser.add_argument(
+        "--ignore-graphs",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="graphs to leave out by name or hash (comma- or space-separated, or repeated)",
+    )
+    add_json_option(parser)  # the output is always one JSON document
+    add_store_option(parser)
+    parser.set_defaults(handler=_init)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from active_memory.errors import UsageError
+    from active_memory.init import advance
+    from active_memory.store import resolve_store_location
+
+    runs = Path(args.runs) if args.runs is not None else None
+    if runs is not None and not runs.is_dir():
+        raise UsageError(f"--runs {args.runs}: no such folder")
+    document = advance(
+        Path(args.directory),
+        store=resolve_store_location(args.store),
+        runs_dir=runs,
+        ignore_repos=args.ignore_repos,
+        ignore_graphs=args.ignore_graphs,
+    )
+    print_json(document)
+    return 0

@@ -1,0 +1,111 @@
+"""One call of `active-memory init`: create or resume the session and advance it.
+
+Phases: `discovery` (tasks waiting for answer files) → `complete` (the publication
+receipt). A call after completion returns the saved receipt and changes nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from active_memory.init.checkouts import fingerprint, identity
+from active_memory.init.ignore import parse_list
+from active_memory.init.inventory import take_inventory
+from active_memory.init.phases import discover
+from active_memory.init.publish import publish_session, verify_checkouts
+from active_memory.init.session import STATE_SCHEMA, Options, Session, open_session
+from active_memory.runlog.record import RunRecord, load_run_record
+from active_memory.specialists.mutations import AnyMutation
+from active_memory.store import open_store
+
+ANSWER_ACTION = (
+    "answer every task in `tasks`: read its task_file (active-memory/exchange-task@1) and "
+    "write its answer_file beside it (active-memory/exchange-answer@1, same specialist and "
+    "digest), then run this command again"
+)
+DONE_ACTION = "none: the session is complete; running it again returns the same receipt"
+
+
+def advance(
+    directory: Path,
+    *,
+    store: str,
+    runs_dir: Path | None = None,
+    ignore_repos: Sequence[str] = (),
+    ignore_graphs: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Advance the session at `directory` as far as it can go; the JSON to print."""
+    options = Options(
+        parse_list(ignore_repos),
+        parse_list(ignore_graphs),
+        str(runs_dir.expanduser().absolute()) if runs_dir is not None else None,
+    )
+    with open_session(directory, options) as (session, new):
+        receipt = session.read("receipt.json")
+        state = _start(session, options, environ) if new else session.read("session.json")
+        assert state is not None
+        head = {"session": str(session.path), "inventory": state["inventory"]}
+        if receipt is not None:
+            return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}
+        found = discover(_selected(session, state), session.exchange)
+        if found.pending:
+            tasks = [
+                {
+                    "specialist": p.specialist,
+                    "digest": p.digest,
+                    "task_file": str(p.task_file),
+                    "answer_file": str(p.answer_file),
+                }
+                for p in found.pending
+            ]
+            return {"phase": "discovery", "next_action": ANSWER_ACTION, **head, "tasks": tasks}
+        verify_checkouts(state["checkouts"])
+        receipt = anyio.run(_publish, session, found.mutations, store, found.results)
+        return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}
+
+
+def _start(session: Session, options: Options, environ: Mapping[str, str] | None) -> dict[str, Any]:
+    """The first call: take the inventory, keep the selected records, save the state."""
+    runs_dir = Path(options.runs_dir) if options.runs_dir is not None else None
+    inventory = take_inventory(runs_dir, options.ignore_repos, options.ignore_graphs, environ)
+    shutil.rmtree(session.runs, ignore_errors=True)
+    session.runs.mkdir(mode=0o700)
+    selected = []
+    for index, chosen in enumerate(inventory.selected):
+        name = f"{index:04d}.json"
+        session.write(
+            f"runs/{name}", chosen.record.model_dump(mode="json", by_alias=True, exclude_none=True)
+        )
+        selected.append({**chosen.to_json(), "file": name})
+    roots = sorted({str(s.checkout) for s in inventory.selected})
+    state = {
+        "schema": STATE_SCHEMA,
+        "options": options.to_json(),
+        "inventory": {"selected": selected, "excluded": [x.to_json() for x in inventory.excluded]},
+        "checkouts": {
+            root: {"identity": identity(Path(root)), "fingerprint": fingerprint(Path(root))}
+            for root in roots
+        },
+    }
+    session.write("session.json", state)
+    return state
+
+
+def _selected(session: Session, state: dict[str, Any]) -> list[tuple[RunRecord, Path]]:
+    return [
+        (load_run_record(session.runs / entry["file"]), Path(entry["workspace"]))
+        for entry in state["inventory"]["selected"]
+    ]
+
+
+async def _publish(
+    session: Session, mutations: list[AnyMutation], location: str, results: list[dict[str, Any]]
+) -> dict[str, Any]:
+    async with open_store(location) as store:
+        return await publish_session(session, mutations, store, results)

@@ -1,0 +1,84 @@
+"""The discovery phase: one task per discovery specialist and selected run, through the
+file-exchange provider; checked with the postmortem's own builders and checks.
+
+A task is asked only when the run holds evidence the specialist may cite (as in the
+postmortem). The answer file is bound to the task's digest by the exchange provider:
+an answer written for another task is refused, never reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+import anyio
+
+from active_memory.checkout import Checkout
+from active_memory.errors import SpecialistFailed
+from active_memory.init.errors import InitRefused
+from active_memory.prompts import load_prompts
+from active_memory.runlog.record import RunRecord
+from active_memory.specialists.answers import (
+    GraphDiscoveryAnswer,
+    RepositoryDiscoveryAnswer,
+    answer_schema,
+)
+from active_memory.specialists.checks import check_discovery
+from active_memory.specialists.mutations import AnyMutation, discovery_mutations
+from active_memory.specialists.providers.exchange import FileExchangeSession, Pending
+from active_memory.specialists.tasks import DiscoveryName, build_discovery
+
+HOST_MODEL = "host"
+"""The model named in exchange tasks: whoever runs init answers them."""
+
+
+@dataclass(slots=True)
+class Discovery:
+    """What the discovery phase has so far."""
+
+    pending: list[Pending] = field(default_factory=list)
+    mutations: list[AnyMutation] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+
+def discover(runs: Sequence[tuple[RunRecord, Path]], exchange: Path) -> Discovery:
+    """Write every discovery task not written yet; check every answer present."""
+    return anyio.run(_discover, runs, exchange)
+
+
+async def _discover(runs: Sequence[tuple[RunRecord, Path]], exchange: Path) -> Discovery:
+    prompts = load_prompts()
+    out = Discovery()
+    for record, root in runs:
+        for name in get_args(DiscoveryName):
+            task = build_discovery(name, record)
+            if not task.evidence:
+                continue
+            data = task.to_json()
+            session = FileExchangeSession(name, HOST_MODEL, directory=exchange)
+            try:
+                reply = await session.submit(
+                    prompts.render(name, task, data), answer_schema(name), input=data
+                )
+            except SpecialistFailed as exc:
+                raise InitRefused(f"{exc.kind}: {exc.detail}") from None
+            finally:
+                await session.aclose()
+            if isinstance(reply, Pending):
+                out.pending.append(reply)
+                continue
+            answer = reply.answer
+            assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
+            result = check_discovery(task, answer, checkout=Checkout(root))
+            out.mutations.extend(discovery_mutations(result, run_id=record.run_id, model=None))
+            out.results.append(
+                {
+                    "run_id": record.run_id,
+                    "specialist": name,
+                    "accepted": [a.proposal.title for a in result.accepted],
+                    "rejected": [r.to_json() for r in result.rejected],
+                }
+            )
+    return out

@@ -1,0 +1,145 @@
+"""The session folder: private (0700), never inside a git checkout, one caller at a time.
+
+Layout: `session.json` (options and the inventory taken by the first call), `runs/`
+(the selected run records, so a resume reads what the first call saw), `exchange/`
+(specialist task and answer files), `publishing.json` (the mutations about to be
+published) and `receipt.json` (the publication receipt, written last).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from active_memory.checkout.git import GitFailed, run_git
+from active_memory.init.errors import InitRefused
+
+STATE_SCHEMA = "active-memory/init-session@1"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a session was started with; a resume must ask for the same."""
+
+    ignore_repos: tuple[str, ...]
+    ignore_graphs: tuple[str, ...]
+    runs_dir: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """As saved in `session.json`."""
+        return {
+            "ignore_repos": list(self.ignore_repos),
+            "ignore_graphs": list(self.ignore_graphs),
+            "runs_dir": self.runs_dir,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """An open, locked session folder."""
+
+    path: Path
+
+    @property
+    def exchange(self) -> Path:
+        """Where specialist task and answer files go."""
+        return self.path / "exchange"
+
+    @property
+    def runs(self) -> Path:
+        """Where the selected run records are kept."""
+        return self.path / "runs"
+
+    def read(self, name: str) -> Any | None:
+        """A JSON file of the session, or None when absent."""
+        try:
+            return json.loads((self.path / name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, document: Any) -> None:
+        """Write a JSON file durably: temporary file, fsync, rename, fsync the folder."""
+        target = self.path / name
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        with temporary.open("w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.replace(target)
+        folder = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def _inside_checkout(path: Path) -> Path | None:
+    folder = path
+    while not folder.exists():
+        folder = folder.parent
+    try:
+        top = run_git(folder, ["rev-parse", "--show-toplevel"]).stdout.decode().strip()
+    except GitFailed:
+        return None
+    return Path(top) if top else None
+
+
+@contextmanager
+def open_session(directory: Path, options: Options) -> Iterator[tuple[Session, bool]]:
+    """Create or resume the session at `directory`, locked for this call.
+
+    Yields the session and whether it is new. Refuses a folder inside a git checkout, a
+    non-empty folder that is not a session, a session another call holds, and a resume
+    with other options.
+    """
+    path = directory.expanduser().absolute()
+    checkout = _inside_checkout(path)
+    if checkout is not None:
+        raise InitRefused(
+            f"{path} is inside the git checkout {checkout}; a session holds private run "
+            "data, choose a folder outside every checkout"
+        )
+    state = path / "session.json"
+    # A first call that crashed before saving its state may leave these behind.
+    leftovers = {"lock", "runs", "exchange"}
+    if (
+        path.exists()
+        and not state.exists()
+        and any(p.name not in leftovers and not p.name.startswith(".") for p in path.iterdir())
+    ):
+        raise InitRefused(f"{path} is not empty and not an init session; choose a new folder")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    with (path / "lock").open("a") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InitRefused(
+                f"another `active-memory init` is advancing {path}; wait for it to finish"
+            ) from None
+        session = Session(path)
+        saved = session.read("session.json")
+        if saved is not None:
+            _check_resume(path, saved, options)
+        yield session, saved is None
+
+
+def _check_resume(path: Path, saved: dict[str, Any], options: Options) -> None:
+    if saved.get("schema") != STATE_SCHEMA:
+        raise InitRefused(f"{path}/session.json is not an {STATE_SCHEMA} document")
+    before = saved.get("options", {})
+    for key, value in options.to_json().items():
+        if before.get(key) != value:
+            raise InitRefused(
+                f"this session was started with {key} = {json.dumps(before.get(key))}, not "
+                f"{json.dumps(value)}; resume with the same options, or start a new session "
+                "with another --directory"
+            )
