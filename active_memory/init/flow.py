@@ -16,11 +16,11 @@ import anyio
 from active_memory.init.checkouts import fingerprint, identity
 from active_memory.init.ignore import parse_list
 from active_memory.init.inventory import take_inventory
-from active_memory.init.phases import discover
+from active_memory.init.maintenance import maintain
+from active_memory.init.phases import Discovery, discover
 from active_memory.init.publish import publish_session, verify_checkouts
 from active_memory.init.session import STATE_SCHEMA, Options, Session, open_session
 from active_memory.runlog.record import RunRecord, load_run_record
-from active_memory.specialists.mutations import AnyMutation
 from active_memory.store import open_store
 
 ANSWER_ACTION = (
@@ -53,21 +53,26 @@ def advance(
         head = {"session": str(session.path), "inventory": state["inventory"]}
         if receipt is not None:
             return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}
+        if session.read("publishing.json") is not None:
+            # Every answer was in and checked: only the publication is left (or recovered).
+            return anyio.run(_publish, session, state, store, None, head)
         found = discover(_selected(session, state), session.exchange)
         if found.pending:
-            tasks = [
-                {
-                    "specialist": p.specialist,
-                    "digest": p.digest,
-                    "task_file": str(p.task_file),
-                    "answer_file": str(p.answer_file),
-                }
-                for p in found.pending
-            ]
-            return {"phase": "discovery", "next_action": ANSWER_ACTION, **head, "tasks": tasks}
-        verify_checkouts(state["checkouts"])
-        receipt = anyio.run(_publish, session, found.mutations, store, found.results)
-        return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}
+            return _waiting("discovery", found, head)
+        return anyio.run(_publish, session, state, store, found, head)
+
+
+def _waiting(phase: str, found: Discovery, head: dict[str, Any]) -> dict[str, Any]:
+    tasks = [
+        {
+            "specialist": p.specialist,
+            "digest": p.digest,
+            "task_file": str(p.task_file),
+            "answer_file": str(p.answer_file),
+        }
+        for p in found.pending
+    ]
+    return {"phase": phase, "next_action": ANSWER_ACTION, **head, "tasks": tasks}
 
 
 def _start(session: Session, options: Options, environ: Mapping[str, str] | None) -> dict[str, Any]:
@@ -105,7 +110,27 @@ def _selected(session: Session, state: dict[str, Any]) -> list[tuple[RunRecord, 
 
 
 async def _publish(
-    session: Session, mutations: list[AnyMutation], location: str, results: list[dict[str, Any]]
+    session: Session,
+    state: dict[str, Any],
+    location: str,
+    found: Discovery | None,
+    head: dict[str, Any],
 ) -> dict[str, Any]:
+    """Maintenance (when `found` is given), then the one publication."""
+
+    def verify() -> None:
+        verify_checkouts(state["checkouts"])
+
     async with open_store(location) as store:
-        return await publish_session(session, mutations, store, results)
+        if found is not None:
+            await maintain(_selected(session, state), store, session.exchange, found)
+            if found.pending:
+                return _waiting("maintenance", found, head)
+        receipt = await publish_session(
+            session,
+            store,
+            verify=verify,
+            mutations=found.mutations if found is not None else (),
+            results=found.results if found is not None else (),
+        )
+    return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}

@@ -11,7 +11,7 @@ there or none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,27 +47,39 @@ def verify_checkouts(saved: dict[str, dict[str, Any]]) -> None:
 
 async def publish_session(
     session: Session,
-    mutations: Sequence[AnyMutation],
     store: LessonStore,
-    results: Sequence[dict[str, Any]],
+    *,
+    verify: Callable[[], None],
+    mutations: Sequence[AnyMutation] = (),
+    results: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Publish `mutations` once and return the receipt document (see the module doc);
-    `results` (what each discovery answer had accepted and rejected) goes into it."""
+    """Publish once and return the receipt document (see the module doc).
+
+    The first time, `mutations` and `results` (what each answer had accepted, rejected
+    or decided) are staged; after a crash the staged ones are used and these ignored.
+    `verify` runs before any actual publication and raises to stop it.
+    """
     staged = session.read("publishing.json")
     if staged is None:
-        staged = {"mutations": _MUTATIONS.dump_python(list(mutations), mode="json")}
+        staged = {
+            "mutations": _MUTATIONS.dump_python(list(mutations), mode="json"),
+            "results": list(results),
+        }
+        verify()
         session.write("publishing.json", staged)
         receipt = await _publish(store, mutations)
     else:
         # A previous call got this far: publish what it staged, unless it already did.
         staged_mutations = _MUTATIONS.validate_python(staged["mutations"])
         recovered = await _recover(store, staged_mutations)
+        if recovered is None:
+            verify()
         receipt = recovered or await _publish(store, staged_mutations)
     document = {
         "schema": RECEIPT_SCHEMA,
         "store": store.location,
         "published": receipt.model_dump(mode="json"),
-        "discovery": list(results),
+        "results": staged["results"],
     }
     write_receipt(session, document)
     return document
@@ -85,17 +97,45 @@ async def _publish(store: LessonStore, mutations: Sequence[AnyMutation]) -> Publ
 
 
 async def _recover(store: LessonStore, mutations: Sequence[AnyMutation]) -> PublishReceipt | None:
-    creations = [m for m in mutations if isinstance(m, CreateLesson)]
-    if not creations:
+    """The receipt of an earlier publication of `mutations`, or None if it never happened."""
+    done: list[tuple[AnyMutation, str, int]] = []
+    waiting = 0
+    for mutation in mutations:
+        if isinstance(mutation, CreateLesson):
+            lesson = await _existing(store, mutation)
+            if lesson is None:
+                waiting += 1
+            else:
+                done.append((mutation, lesson.id, lesson.revision))
+            continue
+        current = await store.get(mutation.id)
+        revision = current.revision if current is not None else None
+        if revision == mutation.base_revision:
+            waiting += 1
+        elif revision == mutation.base_revision + 1:
+            done.append((mutation, mutation.id, revision))
+        else:
+            raise StoreCorrupt(
+                store.location,
+                f"{mutation.id} is at revision {revision}, neither the staged base "
+                f"{mutation.base_revision} nor the one publishing it would give; start a new "
+                "session",
+            )
+    if not done:
         return None
-    found = [await _existing(store, m) for m in creations]
-    if all(lesson is None for lesson in found):
-        return None
-    if any(lesson is None for lesson in found):
+    if waiting:
         raise StoreCorrupt(
             store.location, "only part of this session's staged publication is in the store"
         )
-    return PublishReceipt(created=[(x.id, x.revision) for x in found if x is not None])
+    receipt = PublishReceipt()
+    for mutation, lesson_id, revision in done:
+        {
+            "create": receipt.created,
+            "adapt": receipt.adapted,
+            "retire": receipt.retired,
+            "defer": receipt.deferred,
+        }[mutation.action].append((lesson_id, revision))
+    return receipt
 
 
 async def _existing(store: LessonStore, creation: CreateLesson) -> Lesson | None:

@@ -1,0 +1,189 @@
+"""The maintenance phase: every lesson of a scope judged against the newest selected run.
+
+- Repository maintenance: one scope per repository namespace of the selected runs; its
+  lessons (active and deferred) are supplied in full, in batches bounded by serialized
+  size, against the newest selected run of that repository and its checkout. Only that
+  repository's lessons are shown, as the batch or as `others`.
+- Graph maintenance: one scope per exact `(graph_hash, repository)` of the store's
+  graph lessons that a selected run matches (the newest run of that graph, and of that
+  repository when the scope names one).
+
+Tasks, checks and mutations are the postmortem's (`build_*_maintenance`,
+`check_maintenance`, `maintenance_mutations`). A batch whose answer does not reconcile
+stops the phase with its reasons: its answer file must be rewritten; nothing is staged
+until every supplied card has a decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from active_memory.checkout import Checkout
+from active_memory.errors import SpecialistFailed
+from active_memory.init.errors import InitRefused
+from active_memory.init.phases import HOST_MODEL, Discovery
+from active_memory.lessons import GraphScope, Lesson, RepositoryScope
+from active_memory.orchestrator.batching import cut_by_serialized_size
+from active_memory.orchestrator.options import PostmortemLimits
+from active_memory.prompts import load_prompts
+from active_memory.runlog.record import RunRecord
+from active_memory.specialists.answers import MaintenanceAnswer, answer_schema
+from active_memory.specialists.checks import Failed, check_maintenance
+from active_memory.specialists.mutations import maintenance_mutations
+from active_memory.specialists.providers.base import input_digest
+from active_memory.specialists.providers.exchange import (
+    FileExchangeSession,
+    Pending,
+    exchange_paths,
+)
+from active_memory.specialists.tasks import (
+    MaintenanceName,
+    MaintenanceTask,
+    build_graph_maintenance,
+    build_repository_maintenance,
+)
+from active_memory.store import LessonStore
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One maintenance scope: its lessons and the run (and checkout) judged against."""
+
+    specialist: MaintenanceName
+    lessons: tuple[Lesson, ...]
+    record: RunRecord
+    checkout: Path
+
+
+def _last_event(record: RunRecord) -> datetime | None:
+    times = [stored.at for stored in record.events if stored.at is not None]
+    return max(times) if times else None
+
+
+def newest(runs: Sequence[tuple[RunRecord, Path]]) -> tuple[RunRecord, Path]:
+    """The run whose log ends last (runs without times count as oldest; then by ID)."""
+    return max(
+        runs,
+        key=lambda run: (
+            _last_event(run[0]) is not None,
+            _last_event(run[0]) or datetime.min,
+            run[0].run_id,
+        ),
+    )
+
+
+def scopes(runs: Sequence[tuple[RunRecord, Path]], living: Sequence[Lesson]) -> list[Scope]:
+    """The maintenance scopes of the selected runs, in a stable order."""
+    found: list[Scope] = []
+    by_repository: dict[str, list[tuple[RunRecord, Path]]] = {}
+    for run in runs:
+        if run[0].repository is not None:
+            by_repository.setdefault(run[0].repository.namespace, []).append(run)
+    for namespace, chosen in sorted(by_repository.items()):
+        lessons = tuple(
+            x
+            for x in living
+            if isinstance(x.scope, RepositoryScope) and x.scope.repository == namespace
+        )
+        if lessons:
+            record, root = newest(chosen)
+            found.append(Scope("repository_maintenance", lessons, record, root))
+    keys = sorted(
+        {
+            (x.scope.graph_hash, x.scope.repository or "")
+            for x in living
+            if isinstance(x.scope, GraphScope)
+        }
+    )
+    for graph_hash, repository in keys:
+        matching = [
+            run
+            for run in runs
+            if run[0].graph is not None
+            and run[0].graph.hash == graph_hash
+            and (
+                not repository
+                or (run[0].repository is not None and run[0].repository.namespace == repository)
+            )
+        ]
+        lessons = tuple(
+            x
+            for x in living
+            if isinstance(x.scope, GraphScope)
+            and x.scope.graph_hash == graph_hash
+            and (x.scope.repository or "") == repository
+        )
+        if matching:
+            record, root = newest(matching)
+            found.append(Scope("graph_maintenance", lessons, record, root))
+    return found
+
+
+async def maintain(
+    runs: Sequence[tuple[RunRecord, Path]], store: LessonStore, exchange: Path, out: Discovery
+) -> None:
+    """Write every maintenance task not written yet; check every answer present.
+
+    Pending tasks go to `out.pending`, the mutations of reconciled batches to
+    `out.mutations`, a summary per scope to `out.results`.
+    """
+    living = sorted((x for x in await store.select() if isinstance(x, Lesson)), key=lambda x: x.id)
+    prompts = load_prompts()
+    limits = PostmortemLimits()
+    for scope in scopes(runs, living):
+        shown = scope.lessons  # the scope's own lessons only: no other repository's cards
+        checkout = Checkout(scope.checkout)
+        decisions: list[dict[str, object]] = []
+        complete = True
+        for batch in cut_by_serialized_size(list(scope.lessons), limits.batch_bytes):
+            task: MaintenanceTask
+            if scope.specialist == "repository_maintenance":
+                task = build_repository_maintenance(
+                    scope.record, batch, checkout=checkout, living=shown, limits=limits.task
+                )
+            else:
+                task = build_graph_maintenance(
+                    scope.record, batch, living=shown, limits=limits.task
+                )
+            data = task.to_json()
+            session = FileExchangeSession(scope.specialist, HOST_MODEL, directory=exchange)
+            try:
+                reply = await session.submit(
+                    prompts.render(scope.specialist, task, data),
+                    answer_schema(scope.specialist),
+                    input=data,
+                )
+            except SpecialistFailed as exc:
+                raise InitRefused(f"{exc.kind}: {exc.detail}") from None
+            finally:
+                await session.aclose()
+            if isinstance(reply, Pending):
+                out.pending.append(reply)
+                complete = False
+                continue
+            assert isinstance(reply.answer, MaintenanceAnswer)
+            result = check_maintenance(task, reply.answer, checkout=checkout)
+            if isinstance(result, Failed):
+                _, answer_file = exchange_paths(exchange, scope.specialist, input_digest(data))
+                raise InitRefused(
+                    f"{answer_file} does not reconcile its batch: "
+                    + "; ".join(result.reasons[:10])
+                    + "; rewrite that answer file and run init again"
+                )
+            out.mutations.extend(
+                maintenance_mutations(result, run_id=scope.record.run_id, model=None)
+            )
+            decisions.extend(
+                {"id": d.id, "revision": d.revision, "action": d.action} for d in result.decisions
+            )
+        if complete:
+            out.results.append(
+                {
+                    "run_id": scope.record.run_id,
+                    "specialist": scope.specialist,
+                    "decisions": decisions,
+                }
+            )
