@@ -52,6 +52,7 @@ def test_init_end_to_end_publishes_once_and_a_second_call_returns_the_same_recei
     first = _call(history, session)
     assert first["phase"] == "discovery"
     assert stat.S_IMODE(session.stat().st_mode) == 0o700
+    assert stat.S_IMODE((session / "session.json").stat().st_mode) == 0o600
     selected = {e["run_id"]: e for e in first["inventory"]["selected"]}
     assert sorted(selected) == ["run-a1", "run-a2", "run-b1", "run-b2", "run-g1"]
     assert selected["run-a2"]["workspace"] == str(history.alpha.resolve())
