@@ -178,3 +178,26 @@ def screen(fields: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[Findin
             suffix = "…" if end < len(text) else ""
             findings.append(Finding(name, match.kind, f"{prefix}{excerpt}{suffix}"))
     return findings
+
+
+def strings_of(data: object, path: str) -> list[tuple[str, str]]:
+    """Every string inside JSON-like `data`, each with its JSON path under `path`."""
+    found: list[tuple[str, str]] = []
+    if isinstance(data, str):
+        found.append((path, data))
+    elif isinstance(data, Mapping):
+        for key, value in data.items():
+            found.extend(strings_of(value, f"{path}.{key}" if path else str(key)))
+    elif isinstance(data, list | tuple):
+        for position, value in enumerate(data):
+            found.extend(strings_of(value, f"{path}[{position}]"))
+    return found
+
+
+def secret_reasons(data: object, path: str) -> list[str]:
+    """One masked rejection reason per secret inside `data` (a draft's JSON dump)."""
+    return [
+        f"{finding.field}: contains a credential ({finding.kind}); secrets are never stored: "
+        f"{finding.excerpt}"
+        for finding in screen(strings_of(data, path))
+    ]
