@@ -1,4 +1,4 @@
-"""`active-memory lessons list|show|export|import|history|revert`."""
+"""`active-memory lessons list|show|export|import|history|revert|audit`."""
 
 from __future__ import annotations
 
@@ -47,7 +47,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     revert.add_argument("--to", type=int, required=True, metavar="REV", dest="to_revision")
     revert.set_defaults(handler=_revert)
 
-    for parser in (listing, show, export, importing, history, revert):
+    audit = actions.add_parser(
+        "audit", help="screen stored lessons for credentials; exit 1 if any is found"
+    )
+    audit.set_defaults(handler=_audit)
+
+    for parser in (listing, show, export, importing, history, revert, audit):
         add_store_option(parser)
         if parser is not export:
             add_json_option(parser)
@@ -215,3 +220,23 @@ def _revert(args: argparse.Namespace) -> int:
         f"with the content of r{args.to_revision}."
     )
     return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from active_memory.quality.audit import LessonFinding, audit_store
+
+    async def job(store: LessonStore) -> list[LessonFinding]:
+        return await audit_store(store)
+
+    findings: list[LessonFinding] = _run(args, job)
+    if args.json:
+        print_json({"findings": [finding.to_json() for finding in findings]})
+        return 1 if findings else 0
+    from active_memory.commands.render import findings_table, stdout_console
+
+    console = stdout_console()
+    if not findings:
+        console.print("No credentials found in the store.")
+        return 0
+    console.print(findings_table(findings))
+    return 1

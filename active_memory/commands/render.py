@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
+from active_memory.quality.audit import LessonFinding
 
 
 def stdout_console() -> Console:
@@ -94,3 +95,17 @@ def lesson_panel(lesson: Lesson | Tombstone, history: Sequence[HistoryEntry]) ->
     if history:
         parts.append(history_table(lesson.id, history))
     return Panel(Group(*parts), title=heading, title_align="left")
+
+
+def findings_table(findings: Sequence[LessonFinding]) -> Table:
+    """One row per stored secret: lesson, field, kind and the masked excerpt."""
+    table = Table(title=f"{len(findings)} credentials stored (masked)", title_justify="left")
+    table.add_column("lesson", no_wrap=True)
+    table.add_column("field", overflow="fold")
+    table.add_column("kind")
+    table.add_column("excerpt", overflow="fold")
+    for found in findings:
+        finding = found.finding
+        # Text, not markup: an excerpt's `[REDACTED:kind]` must print as written.
+        table.add_row(found.lesson_id, finding.field, finding.kind, Text(finding.excerpt))
+    return table

@@ -1,0 +1,97 @@
+"""`lessons audit` screens what a store already holds and never prints the secret."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import AUTHOR, NAMESPACE, card
+
+from active_memory.cli import main
+from active_memory.lessons import AdaptLesson, CreateLesson, Evidence, RepositoryScope
+from active_memory.store import open_store, resolve_store_location
+
+KEY = "AKIA" + "IOSFODNN7EXAMPLE"  # AWS's documented example key id
+TOKEN = "xoxb" + "-2401234567-2398765432-Ab3De5Gh7Jk9Mn2Pq4St6Vw8"
+
+
+def _seed(path: Path, *creates: CreateLesson, adapt: bool = False) -> None:
+    async def main_() -> None:
+        async with open_store(resolve_store_location(str(path)), create=True) as store:
+            receipt = await store.publish(list(creates))
+            if adapt:
+                lesson_id, revision = receipt.created[0]
+                clean = card("Regenerate the client, cleaned")
+                await store.publish(
+                    [AdaptLesson(id=lesson_id, base_revision=revision, card=clean, author=AUTHOR)]
+                )
+
+    anyio.run(main_, backend="asyncio")
+
+
+def _create(title: str, recommendation: str, **evidence: object) -> CreateLesson:
+    return CreateLesson(
+        scope=RepositoryScope(repository=NAMESPACE),
+        card=card(title, recommendation=recommendation),
+        evidence=Evidence.model_validate(evidence),
+        author=AUTHOR,
+    )
+
+
+def test_audit_of_a_clean_store_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "lessons.sqlite3"
+    _seed(store, _create("Regenerate the client", "Run `make api-client` after edits."))
+    assert main(["lessons", "audit", "--store", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"findings": []}
+    assert main(["lessons", "audit", "--store", str(store)]) == 0
+    assert "No credentials found" in capsys.readouterr().out
+
+
+def test_audit_lists_each_stored_secret_masked_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line per row: the excerpt is not folded
+    store = tmp_path / "lessons.sqlite3"
+    _seed(
+        store,
+        _create("Regenerate the client", "Run `make api-client` after edits."),
+        _create(
+            "Deploy with the CI key",
+            f"Export AWS_ACCESS_KEY_ID={KEY} before `make deploy`.",
+            citations=[{"path": f"ops/{TOKEN}.env"}],
+        ),
+    )
+    assert main(["lessons", "audit", "--store", str(store), "--json"]) == 1
+    out = capsys.readouterr().out
+    assert KEY not in out and TOKEN not in out
+    findings = json.loads(out)["findings"]
+    assert [(f["field"], f["kind"]) for f in findings] == [
+        ("recommendation", "aws-access-key"),
+        ("evidence.citations[0].path", "slack-token"),
+    ]
+    assert {f["lesson_id"] for f in findings} == {findings[0]["lesson_id"]}
+    assert "[REDACTED:aws-access-key]" in findings[0]["excerpt"]
+
+    assert main(["lessons", "audit", "--store", str(store)]) == 1
+    table = capsys.readouterr().out
+    assert KEY not in table and TOKEN not in table
+    assert "[REDACTED:aws-access-key]" in table and "2 credentials stored" in table
+
+
+def test_audit_finds_a_secret_left_in_an_earlier_revision(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "lessons.sqlite3"
+    _seed(store, _create("Deploy with the CI key", f"Use {KEY} to deploy."), adapt=True)
+    assert main(["lessons", "audit", "--store", str(store), "--json"]) == 1
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert finding["field"] == "history[r1].card.recommendation"
+
+
+def test_audit_of_a_missing_store_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lessons", "audit", "--store", str(tmp_path / "none.sqlite3")]) == 2
+    assert capsys.readouterr().err
