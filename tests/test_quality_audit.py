@@ -95,3 +95,24 @@ def test_audit_of_a_missing_store_is_a_usage_error(
 ) -> None:
     assert main(["lessons", "audit", "--store", str(tmp_path / "none.sqlite3")]) == 2
     assert capsys.readouterr().err
+
+
+def test_import_of_a_lesson_with_a_credential_imports_nothing_and_masks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "lessons.sqlite3"
+    leaking = {
+        "id": "L-1",
+        "revision": 1,
+        "scope": {"kind": "repository", "repository": NAMESPACE},
+        "title": "Deploy with the CI key",
+        "recommendation": f"Export AWS_ACCESS_KEY_ID={KEY} before `make deploy`.",
+        "associations": {"files": ["ops/deploy.sh"]},
+    }
+    source = tmp_path / "lessons.jsonl"
+    source.write_text(json.dumps(leaking) + "\n", encoding="utf-8")
+    assert main(["lessons", "import", str(source), "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "line 1: recommendation: contains a credential (aws-access-key)" in err
+    assert KEY not in err and "nothing was imported" in err
+    assert not store.exists()
