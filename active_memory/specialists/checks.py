@@ -28,10 +28,12 @@ from active_memory.lessons import (
     Associations,
     Decision,
     GraphScope,
+    Lesson,
     Proposal,
     RepositoryScope,
     Scope,
 )
+from active_memory.quality.duplicates import DuplicateLimits, find_duplicate
 from active_memory.quality.secrets import mask, secret_reasons
 from active_memory.specialists.actionable import generic_advice
 from active_memory.specialists.answers import (
@@ -58,11 +60,16 @@ class AcceptedProposal:
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """A refused proposal: its position in the answer, its title, and every reason."""
+    """A refused proposal: its position in the answer, its title, and every reason.
+
+    `duplicate_of` names the living lesson a near-duplicate repeats: the proposal is an
+    adaptation candidate of that card, not a new lesson.
+    """
 
     index: int
     title: str
     reasons: tuple[str, ...]
+    duplicate_of: str | None = None
 
     @property
     def reason(self) -> str:
@@ -70,13 +77,16 @@ class Rejection:
         return "; ".join(self.reasons)
 
     def to_json(self) -> dict[str, Any]:
-        """`{"index", "title", "reason", "reasons"}` for the postmortem report."""
-        return {
+        """`{"index", "title", "reason", "reasons"}` (and `duplicate_of`) for the report."""
+        data: dict[str, Any] = {
             "index": self.index,
             "title": self.title,
             "reason": self.reason,
             "reasons": list(self.reasons),
         }
+        if self.duplicate_of is not None:
+            data["duplicate_of"] = self.duplicate_of
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +163,15 @@ def check_discovery(
     answer: RepositoryDiscoveryAnswer | GraphDiscoveryAnswer,
     *,
     checkout: Checkout | None,
+    living: Sequence[Lesson] = (),
+    duplicates: DuplicateLimits | None = None,
 ) -> DiscoveryResult:
-    """Check each proposal of a discovery answer against `task` and the checkout."""
+    """Check each proposal of a discovery answer against `task` and the checkout.
+
+    A proposal that passes every check but repeats an active lesson of its scope in
+    `living` (`quality/duplicates.py`) is refused with `duplicate_of` set.
+    """
+    limits = duplicates or DuplicateLimits()
     lessons: Sequence[ProposalDraft] = answer.lessons
     accepted: list[AcceptedProposal] = []
     rejected: list[Rejection] = []
@@ -183,6 +200,14 @@ def check_discovery(
             # A reason may quote the answer (a bad path, a repeated title): mask it too.
             masked = tuple(mask(reason) for reason in reasons)
             rejected.append(Rejection(index, mask(draft.title), masked))
+            continue
+        repeated = find_duplicate(found, scope, living, limits)
+        if repeated is not None:
+            reason = (
+                f"lessons[{index}]: near-duplicate of {repeated.describe()}; not created, "
+                "left to maintenance as an adaptation candidate of that lesson"
+            )
+            rejected.append(Rejection(index, mask(draft.title), (reason,), repeated.lesson_id))
             continue
         items = tuple(evidence[e] for e in found.evidence)
         accepted.append(AcceptedProposal(index, found, scope, items))
