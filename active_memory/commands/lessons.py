@@ -1,4 +1,4 @@
-"""`active-memory lessons list|show|export|import|history|revert|audit`."""
+"""`active-memory lessons list|show|export|import|history|revert|audit|stats`."""
 
 from __future__ import annotations
 
@@ -52,10 +52,33 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     audit.set_defaults(handler=_audit)
 
-    for parser in (listing, show, export, importing, history, revert, audit):
+    stats = actions.add_parser(
+        "stats", help="lessons per scope and status; deliveries and refusals of recent postmortems"
+    )
+    stats.add_argument(
+        "--last", type=_positive, default=20, metavar="N", help="postmortems to read (default 20)"
+    )
+    stats.add_argument(
+        "--journal",
+        metavar="DIR",
+        help="postmortem journal folder (default: the zeroshot state dir's)",
+    )
+    stats.set_defaults(handler=_stats)
+
+    for parser in (listing, show, export, importing, history, revert, audit, stats):
         add_store_option(parser)
         if parser is not export:
             add_json_option(parser)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _run(args: argparse.Namespace, job: Any, *, create: bool = False) -> Any:
@@ -240,3 +263,30 @@ def _audit(args: argparse.Namespace) -> int:
         return 0
     console.print(findings_table(findings))
     return 1
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from active_memory.orchestrator.journal import Journal
+    from active_memory.quality.stats import ScopeCount, lesson_counts, stats_json, summarize
+
+    async def job(store: LessonStore) -> list[ScopeCount]:
+        return await lesson_counts(store)
+
+    counts: list[ScopeCount] = _run_or_empty(args, job)
+    journal = Journal(Path(args.journal) if args.journal else None)
+    if args.journal and not journal.directory.is_dir():
+        from active_memory.errors import UsageError
+
+        raise UsageError(f"{args.journal}: no such journal folder")
+    summary = summarize(journal.entries(), args.last)
+    if args.json:
+        print_json(stats_json(counts, summary, args.last))
+        return 0
+    from active_memory.commands.render import stats_tables, stdout_console
+
+    console = stdout_console()
+    for table in stats_tables(counts, summary, args.last):
+        console.print(table)
+    return 0

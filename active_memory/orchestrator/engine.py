@@ -211,7 +211,14 @@ class Postmortem:
         journal = self.journal
         try:
             await anyio.to_thread.run_sync(
-                functools.partial(journal.ended, entry, state, report=report, reason=reason)
+                functools.partial(
+                    journal.ended,
+                    entry,
+                    state,
+                    report=report,
+                    reason=reason,
+                    deliveries={k: len(v) for k, v in deliveries_by_lesson(self.record).items()},
+                )
             )
         except OSError as exc:
             log.warning("postmortem journal not written: %s", exc)
