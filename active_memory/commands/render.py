@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -10,9 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
-from active_memory.quality.audit import LessonFinding
 from active_memory.quality.reasons import REJECTION_KINDS
-from active_memory.quality.stats import JournalSummary, ScopeCount
+
+if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the journal
+    from active_memory.quality.audit import LessonFinding
+    from active_memory.quality.stats import JournalSummary, ScopeCount
 
 
 def stdout_console() -> Console:
