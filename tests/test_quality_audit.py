@@ -116,3 +116,19 @@ def test_import_of_a_lesson_with_a_credential_imports_nothing_and_masks_it(
     assert "line 1: recommendation: contains a credential (aws-access-key)" in err
     assert KEY not in err and "nothing was imported" in err
     assert not store.exists()
+
+
+def test_revert_to_a_revision_holding_a_credential_is_refused_masked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "lessons.sqlite3"
+    _seed(store, _create("Deploy with the CI key", f"Use {KEY} to deploy."), adapt=True)
+    capsys.readouterr()
+    assert main(["lessons", "list", "--store", str(store), "--json"]) == 0
+    lesson_id = json.loads(capsys.readouterr().out)["lessons"][0]["id"]
+    assert main(["lessons", "revert", lesson_id, "--to", "1", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "holds a credential; not reverted" in err and KEY not in err
+    assert "[REDACTED:aws-access-key]" in err
+    assert main(["lessons", "show", lesson_id, "--store", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["revision"] == 2

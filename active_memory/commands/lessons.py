@@ -232,6 +232,18 @@ def _revert(args: argparse.Namespace) -> int:
     author = _person()
 
     async def job(store: LessonStore) -> Lesson | Tombstone:
+        from active_memory.errors import UsageError
+        from active_memory.quality.secrets import secret_reasons
+
+        # A card with a credential stays in history (audit lists it) but is never current.
+        for entry in await store.history(args.id):
+            if entry.revision == args.to_revision and entry.card is not None:
+                found = secret_reasons(entry.card.model_dump(mode="json"), "card")
+                if found:
+                    raise UsageError(
+                        f"{args.id} r{args.to_revision} holds a credential; not reverted: "
+                        + "; ".join(found)
+                    )
         return await store.revert(args.id, args.to_revision, author)
 
     lesson: Lesson | Tombstone = _run(args, job)
