@@ -38,6 +38,7 @@ def read_lesson_lines(source: str) -> list[Lesson | Tombstone]:
     from pydantic import ValidationError
 
     from active_memory.lessons import Lesson, Tombstone
+    from active_memory.quality.secrets import mask, secret_reasons
     from active_memory.validation import error_lines
 
     records: list[Lesson | Tombstone] = []
@@ -55,9 +56,17 @@ def read_lesson_lines(source: str) -> list[Lesson | Tombstone]:
             continue
         model = Tombstone if document.get("status") == "retired" else Lesson
         try:
-            records.append(model.model_validate(document))
+            record = model.model_validate(document)
         except ValidationError as exc:
-            problems.append((number, "; ".join(error_lines(exc))))
+            problems.append((number, mask("; ".join(error_lines(exc)))))
+            continue
+        # Secrets are never stored, whoever writes: an import is screened like a proposal.
+        if isinstance(record, Lesson):
+            stored = record.model_dump(
+                mode="json", include={"title", "recommendation", "associations", "evidence"}
+            )
+            problems.extend((number, reason) for reason in secret_reasons(stored, ""))
+        records.append(record)
     if problems:
         shown = [f"line {n}: {why}" for n, why in problems[:MAX_REPORTED_LINES]]
         more = len(problems) - len(shown)

@@ -1,4 +1,4 @@
-"""`active-memory lessons list|show|export|import|history|revert`."""
+"""`active-memory lessons list|show|export|import|history|revert|audit|stats`."""
 
 from __future__ import annotations
 
@@ -47,10 +47,38 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     revert.add_argument("--to", type=int, required=True, metavar="REV", dest="to_revision")
     revert.set_defaults(handler=_revert)
 
-    for parser in (listing, show, export, importing, history, revert):
+    audit = actions.add_parser(
+        "audit", help="screen stored lessons for credentials; exit 1 if any is found"
+    )
+    audit.set_defaults(handler=_audit)
+
+    stats = actions.add_parser(
+        "stats", help="lessons per scope and status; deliveries and refusals of recent postmortems"
+    )
+    stats.add_argument(
+        "--last", type=_positive, default=20, metavar="N", help="postmortems to read (default 20)"
+    )
+    stats.add_argument(
+        "--journal",
+        metavar="DIR",
+        help="postmortem journal folder (default: the zeroshot state dir's)",
+    )
+    stats.set_defaults(handler=_stats)
+
+    for parser in (listing, show, export, importing, history, revert, audit, stats):
         add_store_option(parser)
         if parser is not export:
             add_json_option(parser)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _run(args: argparse.Namespace, job: Any, *, create: bool = False) -> Any:
@@ -204,6 +232,18 @@ def _revert(args: argparse.Namespace) -> int:
     author = _person()
 
     async def job(store: LessonStore) -> Lesson | Tombstone:
+        from active_memory.errors import UsageError
+        from active_memory.quality.secrets import secret_reasons
+
+        # A card with a credential stays in history (audit lists it) but is never current.
+        for entry in await store.history(args.id):
+            if entry.revision == args.to_revision and entry.card is not None:
+                found = secret_reasons(entry.card.model_dump(mode="json"), "card")
+                if found:
+                    raise UsageError(
+                        f"{args.id} r{args.to_revision} holds a credential; not reverted: "
+                        + "; ".join(found)
+                    )
         return await store.revert(args.id, args.to_revision, author)
 
     lesson: Lesson | Tombstone = _run(args, job)
@@ -214,4 +254,51 @@ def _revert(args: argparse.Namespace) -> int:
         f"{lesson.id} is now r{lesson.revision} ({lesson.status}), "
         f"with the content of r{args.to_revision}."
     )
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from active_memory.quality.audit import LessonFinding, audit_store
+
+    async def job(store: LessonStore) -> list[LessonFinding]:
+        return await audit_store(store)
+
+    findings: list[LessonFinding] = _run(args, job)
+    if args.json:
+        print_json({"findings": [finding.to_json() for finding in findings]})
+        return 1 if findings else 0
+    from active_memory.commands.render import findings_table, stdout_console
+
+    console = stdout_console()
+    if not findings:
+        console.print("No credentials found in the store.")
+        return 0
+    console.print(findings_table(findings))
+    return 1
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from active_memory.orchestrator.journal import Journal
+    from active_memory.quality.stats import ScopeCount, lesson_counts, stats_json, summarize
+
+    async def job(store: LessonStore) -> list[ScopeCount]:
+        return await lesson_counts(store)
+
+    counts: list[ScopeCount] = _run_or_empty(args, job)
+    journal = Journal(Path(args.journal) if args.journal else None)
+    if args.journal and not journal.directory.is_dir():
+        from active_memory.errors import UsageError
+
+        raise UsageError(f"{args.journal}: no such journal folder")
+    summary = summarize(journal.entries(), args.last)
+    if args.json:
+        print_json(stats_json(counts, summary, args.last))
+        return 0
+    from active_memory.commands.render import stats_tables, stdout_console
+
+    console = stdout_console()
+    for table in stats_tables(counts, summary, args.last):
+        console.print(table)
     return 0

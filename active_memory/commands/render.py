@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -10,6 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
+from active_memory.quality.reasons import REJECTION_KINDS
+
+if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the journal
+    from active_memory.quality.audit import LessonFinding
+    from active_memory.quality.stats import JournalSummary, ScopeCount
 
 
 def stdout_console() -> Console:
@@ -94,3 +100,45 @@ def lesson_panel(lesson: Lesson | Tombstone, history: Sequence[HistoryEntry]) ->
     if history:
         parts.append(history_table(lesson.id, history))
     return Panel(Group(*parts), title=heading, title_align="left")
+
+
+def findings_table(findings: Sequence[LessonFinding]) -> Table:
+    """One row per stored secret: lesson, field, kind and the masked excerpt."""
+    table = Table(title=f"{len(findings)} credentials stored (masked)", title_justify="left")
+    table.add_column("lesson", no_wrap=True)
+    table.add_column("field", overflow="fold")
+    table.add_column("kind")
+    table.add_column("excerpt", overflow="fold")
+    for found in findings:
+        finding = found.finding
+        # Text, not markup: an excerpt's `[REDACTED:kind]` must print as written.
+        table.add_row(found.lesson_id, finding.field, finding.kind, Text(finding.excerpt))
+    return table
+
+
+def stats_tables(counts: Sequence[ScopeCount], summary: JournalSummary, last: int) -> list[Table]:
+    """`lessons stats` for people: lessons per scope and status, then what the last
+    postmortems delivered and refused."""
+    statuses = ("active", "deferred", "retired")
+    lessons = Table(title="Lessons per scope", title_justify="left")
+    lessons.add_column("scope", overflow="fold")
+    for status in statuses:
+        lessons.add_column(status, justify="right")
+    by_scope: dict[str, dict[str, int]] = {}
+    for count in counts:
+        by_scope.setdefault(count.scope, {})[count.status] = count.count
+    for scope, row in by_scope.items():
+        lessons.add_row(Text(scope), *(str(row.get(status, 0)) for status in statuses))
+    title = f"Last {summary.postmortems} finished postmortems (of at most {last})"
+    recent = Table(title=title, title_justify="left")
+    recent.add_column("what")
+    recent.add_column("count", justify="right")
+    recent.add_row("deliveries", str(sum(summary.deliveries.values())))
+    recent.add_row("lessons delivered", str(len(summary.deliveries)))
+    recent.add_row("proposals rejected", str(summary.rejected))
+    for kind in REJECTION_KINDS:
+        if summary.rejected_by_kind[kind]:
+            recent.add_row(f"  {kind}", str(summary.rejected_by_kind[kind]))
+    for lesson_id, refused in sorted(summary.duplicates.items()):
+        recent.add_row(f"  duplicates of {lesson_id}", str(refused))
+    return [lessons, recent]

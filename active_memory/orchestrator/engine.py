@@ -154,14 +154,17 @@ class Postmortem:
     async def _freeze(
         self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]]
     ) -> None:
-        """One read per scope that maintenance needs: the lessons this postmortem judges."""
+        """One read per scope that a specialist needs: the lessons maintenance judges, and
+        those discovery's proposals are compared with for duplicates."""
         run_repository = self.record.repository.namespace if self.record.repository else None
         run_graph = self.record.graph.hash if self.record.graph else None
+        needs: dict[ScopeKind, list[Outcome]] = {}
         for out in active:
             kind = SPECIALISTS[out.name]
-            if not kind.is_maintenance or self.record.deliveries is None:
-                continue
-            if kind.scope == "repository":
+            if not (kind.is_maintenance and self.record.deliveries is None):
+                needs.setdefault(kind.scope, []).append(out)
+        for scope_kind, outs in needs.items():
+            if scope_kind == "repository":
                 query = LessonQuery(kind="repository", repository=run_repository)
                 known = run_repository is not None
             else:
@@ -169,12 +172,13 @@ class Postmortem:
                 known = run_graph is not None
             try:
                 found = await self.store.select(query) if known else []
-            except Exception as exc:  # an unreadable store fails that specialist only
-                log.warning("reading %s lessons failed: %s", kind.scope, exc)
-                out.end("failed", f"cannot read the {kind.scope} lessons: {exc}")
+            except Exception as exc:  # an unreadable store fails those specialists only
+                log.warning("reading %s lessons failed: %s", scope_kind, exc)
+                for out in outs:
+                    out.end("failed", f"cannot read the {scope_kind} lessons: {exc}")
                 continue
             # Sorted by ID: the tasks' `others` are the first of them (runners.py).
-            living[kind.scope] = sorted(
+            living[scope_kind] = sorted(
                 (x for x in found if isinstance(x, Lesson)), key=lambda x: x.id
             )
 
@@ -207,7 +211,14 @@ class Postmortem:
         journal = self.journal
         try:
             await anyio.to_thread.run_sync(
-                functools.partial(journal.ended, entry, state, report=report, reason=reason)
+                functools.partial(
+                    journal.ended,
+                    entry,
+                    state,
+                    report=report,
+                    reason=reason,
+                    deliveries={k: len(v) for k, v in deliveries_by_lesson(self.record).items()},
+                )
             )
         except OSError as exc:
             log.warning("postmortem journal not written: %s", exc)

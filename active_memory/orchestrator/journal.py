@@ -2,7 +2,8 @@
 
 `<zeroshot state dir>/active-memory/postmortems/<run>.json` says that a postmortem
 started (`state: running`, the latched outcome, the process ID) and how it ended
-(`finished`, `failed`, `cancelled`, with its report's summary and usage). A file left
+(`finished`, `failed`, `cancelled`, with its report's summary and usage, the run's
+deliveries per lesson and every refused proposal, for `lessons stats`). A file left
 `running` by a process that is gone is a postmortem interrupted by a crash or restart:
 `interrupted_postmortems()` lists those, with their usage marked incomplete. Nothing of
 an interrupted postmortem was published: the publish is one transaction.
@@ -23,6 +24,7 @@ from typing import Any, Final, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
+from active_memory.quality.reasons import rejection_kinds
 from active_memory.store.location import zeroshot_state_dir
 
 JOURNAL_SCHEMA: Final = "active-memory/postmortem-journal@1"
@@ -32,6 +34,17 @@ JournalState: TypeAlias = Literal["running", "finished", "failed", "cancelled"]
 def default_journal_dir(env: Mapping[str, str] | None = None) -> Path:
     """`<zeroshot state dir>/active-memory/postmortems`."""
     return zeroshot_state_dir(env) / "active-memory" / "postmortems"
+
+
+class RefusedProposal(BaseModel):
+    """A refused proposal as the journal keeps it: who, why (kinds) and what it repeats."""
+
+    model_config = ConfigDict(frozen=True)
+
+    specialist: str
+    title: str
+    kinds: list[str]
+    duplicate_of: str | None = None
 
 
 class JournalEntry(BaseModel):
@@ -49,6 +62,10 @@ class JournalEntry(BaseModel):
     reason: str | None = None
     statuses: dict[str, str] = {}
     usage: UsageReport = UsageReport()
+    deliveries: dict[str, int] = {}
+    """Lesson ID → how many times the run delivered it (its record's `deliveries`)."""
+    rejected: list[RefusedProposal] = []
+    """Every refused discovery proposal of the report (reasons already masked)."""
 
     def to_json(self) -> dict[str, Any]:
         """The file's JSON content."""
@@ -134,17 +151,38 @@ class Journal:
         *,
         report: PostmortemReport | None = None,
         reason: str | None = None,
+        deliveries: Mapping[str, int] | None = None,
     ) -> None:
-        """Record how it ended, with the report's statuses and usage when there is one."""
+        """Record how it ended, with the report's statuses, usage and refused proposals
+        when there is one, and the run's `deliveries` per lesson."""
         update: dict[str, Any] = {"state": state, "ended_at": _now(), "reason": reason}
+        if deliveries is not None:
+            update["deliveries"] = dict(deliveries)
         if report is not None:
             update["statuses"] = {n: s.status for n, s in report.specialists.items()}
             update["usage"] = report.usage
+            update["rejected"] = [
+                RefusedProposal(
+                    specialist=name,
+                    title=r.title,
+                    kinds=rejection_kinds(r.reasons),
+                    duplicate_of=r.duplicate_of,
+                )
+                for name, specialist in report.specialists.items()
+                for r in specialist.rejected or []
+            ]
         self.write(started.model_copy(update=update))
 
     def read(self, run_id: str) -> JournalEntry | None:
         """The run's entry, or None if there is none or it is unreadable."""
         return _read(self.path(run_id))
+
+    def entries(self) -> list[JournalEntry]:
+        """Every readable entry, oldest start first (unreadable files are skipped)."""
+        if not self.directory.is_dir():
+            return []
+        found = [_read(path) for path in self.directory.glob("*.json")]
+        return sorted((e for e in found if e is not None), key=lambda e: (e.started_at, e.run_id))
 
     def interrupted(self) -> list[InterruptedPostmortem]:
         """Postmortems left `running` by a process that no longer exists, by run ID."""

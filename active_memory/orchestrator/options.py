@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from active_memory.orchestrator.batching import DEFAULT_BATCH_BYTES
+from active_memory.quality.duplicates import DuplicateLimits
 from active_memory.specialists.authority import TaskLimits
 from active_memory.specialists.tasks import DEFAULT_LIMITS
 
@@ -21,6 +22,7 @@ class PostmortemLimits:
     - `reconcile_rounds`: how many times a revision conflict is refreshed and decided
       again (within the deadline) before it is reported.
     - `task`: what a specialist task may contain (`TaskLimits`).
+    - `duplicates`: when a discovery proposal repeats a living lesson (`DuplicateLimits`).
     """
 
     batch_bytes: int = DEFAULT_BATCH_BYTES
@@ -28,6 +30,7 @@ class PostmortemLimits:
     publish_seconds: float = 10.0
     reconcile_rounds: int = 3
     task: TaskLimits = field(default_factory=lambda: DEFAULT_LIMITS)
+    duplicates: DuplicateLimits = field(default_factory=DuplicateLimits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,7 @@ class RejectedReport(_Model):
     title: str
     reason: str
     reasons: list[str]
+    duplicate_of: str | None = None  # the living lesson a near-duplicate repeats
 
 
 class SpecialistReport(_Model):

@@ -124,7 +124,7 @@ async def run_specialist(
         if kind_of(out.name).is_maintenance:
             await maintain(ctx, out, frozen)
         else:
-            await discover(ctx, out, evidence)
+            await discover(ctx, out, evidence, frozen)
     except SpecialistTimedOut as exc:
         out.end("timed_out", exc.detail)
     except SpecialistFailed as exc:
@@ -250,8 +250,13 @@ def _maintenance_task(
     return build_graph_maintenance(record, batch, living=living, limits=ctx.limits.task)
 
 
-async def discover(ctx: Context, out: Outcome, evidence: ScanResult | None) -> None:
-    """Discovery: one task with the evidence it may cite, one answer, per-proposal checks."""
+async def discover(
+    ctx: Context, out: Outcome, evidence: ScanResult | None, living: Sequence[Lesson] = ()
+) -> None:
+    """Discovery: one task with the evidence it may cite, one answer, per-proposal checks.
+
+    `living` (the frozen snapshot) is what a proposal is compared with for duplicates.
+    """
     name = out.name
     assert name in ("graph_discovery", "repository_discovery")
     task = await in_thread(
@@ -270,7 +275,14 @@ async def discover(ctx: Context, out: Outcome, evidence: ScanResult | None) -> N
         answer = reply.answer
         assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
         result = await in_thread(
-            functools.partial(check_discovery, task, answer, checkout=ctx.checkout)
+            functools.partial(
+                check_discovery,
+                task,
+                answer,
+                checkout=ctx.checkout,
+                living=living,
+                duplicates=ctx.limits.duplicates,
+            )
         )
         out.discovery = result
         out.mutations = list(

@@ -9,7 +9,9 @@
   and maintenance never guesses.
 
 Nothing here raises on a bad answer: every violation becomes a reason string that names
-the answer's JSON path (`lessons[2].title: ...`).
+the answer's JSON path (`lessons[2].title: ...`). A credential anywhere in a proposal or a
+decision is such a violation (`quality/secrets.py`), and every reason and rejected title
+is masked, so no secret reaches a report, the journal or a log.
 """
 
 from __future__ import annotations
@@ -26,10 +28,13 @@ from active_memory.lessons import (
     Associations,
     Decision,
     GraphScope,
+    Lesson,
     Proposal,
     RepositoryScope,
     Scope,
 )
+from active_memory.quality.duplicates import DuplicateLimits, find_duplicate
+from active_memory.quality.secrets import mask, secret_reasons
 from active_memory.specialists.actionable import generic_advice
 from active_memory.specialists.answers import (
     GraphDiscoveryAnswer,
@@ -55,11 +60,16 @@ class AcceptedProposal:
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """A refused proposal: its position in the answer, its title, and every reason."""
+    """A refused proposal: its position in the answer, its title, and every reason.
+
+    `duplicate_of` names the living lesson a near-duplicate repeats: the proposal is an
+    adaptation candidate of that card, not a new lesson.
+    """
 
     index: int
     title: str
     reasons: tuple[str, ...]
+    duplicate_of: str | None = None
 
     @property
     def reason(self) -> str:
@@ -67,13 +77,16 @@ class Rejection:
         return "; ".join(self.reasons)
 
     def to_json(self) -> dict[str, Any]:
-        """`{"index", "title", "reason", "reasons"}` for the postmortem report."""
-        return {
+        """`{"index", "title", "reason", "reasons"}` (and `duplicate_of`) for the report."""
+        data: dict[str, Any] = {
             "index": self.index,
             "title": self.title,
             "reason": self.reason,
             "reasons": list(self.reasons),
         }
+        if self.duplicate_of is not None:
+            data["duplicate_of"] = self.duplicate_of
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +163,15 @@ def check_discovery(
     answer: RepositoryDiscoveryAnswer | GraphDiscoveryAnswer,
     *,
     checkout: Checkout | None,
+    living: Sequence[Lesson] = (),
+    duplicates: DuplicateLimits | None = None,
 ) -> DiscoveryResult:
-    """Check each proposal of a discovery answer against `task` and the checkout."""
+    """Check each proposal of a discovery answer against `task` and the checkout.
+
+    A proposal that passes every check but repeats an active lesson of its scope in
+    `living` (`quality/duplicates.py`) is refused with `duplicate_of` set.
+    """
+    limits = duplicates or DuplicateLimits()
     lessons: Sequence[ProposalDraft] = answer.lessons
     accepted: list[AcceptedProposal] = []
     rejected: list[Rejection] = []
@@ -167,16 +187,27 @@ def check_discovery(
     for index, draft in enumerate(lessons):
         if index >= MAX_PROPOSALS:
             reason = f"lessons[{index}]: only the first {MAX_PROPOSALS} proposals are considered"
-            rejected.append(Rejection(index, draft.title, (reason,)))
+            rejected.append(Rejection(index, mask(draft.title), (reason,)))
             continue
         found, errors = validated[index]
         scope, reasons = _check_proposal(task, draft, found, errors, index, paths)
+        reasons.extend(secret_reasons(draft.model_dump(), f"lessons[{index}]"))
         key = " ".join(draft.title.casefold().split())
         if key in titles:
             reasons.append(f"lessons[{index}]: repeats the title of lessons[{titles[key]}]")
         titles.setdefault(key, index)
         if reasons or found is None or scope is None:
-            rejected.append(Rejection(index, draft.title, tuple(reasons)))
+            # A reason may quote the answer (a bad path, a repeated title): mask it too.
+            masked = tuple(mask(reason) for reason in reasons)
+            rejected.append(Rejection(index, mask(draft.title), masked))
+            continue
+        repeated = find_duplicate(found, scope, living, limits)
+        if repeated is not None:
+            reason = (
+                f"lessons[{index}]: near-duplicate of {repeated.describe()}; not created, "
+                "left to maintenance as an adaptation candidate of that lesson"
+            )
+            rejected.append(Rejection(index, mask(draft.title), (reason,), repeated.lesson_id))
             continue
         items = tuple(evidence[e] for e in found.evidence)
         accepted.append(AcceptedProposal(index, found, scope, items))
@@ -320,6 +351,7 @@ def check_maintenance(
     pending: list[tuple[str, Scope, Decision]] = []  # shaped right; content checked next
     for index, draft in enumerate(answer.decisions):
         path = f"decisions[{index}]"
+        ledger.reasons.extend(secret_reasons(draft.model_dump(), path))
         lesson = supplied.get(draft.id)
         if lesson is None:
             where = "outside this batch" if draft.id in others else "not supplied to you"
@@ -363,7 +395,7 @@ def check_maintenance(
                 f"{decision.id}: canonical {decision.canonical} is retired in the same answer"
             )
     if ledger.reasons:
-        return Failed(task.specialist, tuple(ledger.reasons))
+        return Failed(task.specialist, tuple(mask(reason) for reason in ledger.reasons))
     deferred = frozenset(x.id for x in task.lessons if x.status == "deferred")
     return Reconciled(task.specialist, tuple(ledger.valid[x.id] for x in task.lessons), deferred)
 
