@@ -11,8 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
-from init_support import History, answer, scripted_answers
+from init_support import History, answer, head, scripted_answers
 from specialist_builders import git
+from test_init_inventory import ledger_run
 
 from active_memory.cli import main
 from active_memory.init import InitRefused, InitStopped, advance
@@ -189,3 +190,48 @@ def test_the_command_prints_phase_json_and_exits_2_on_a_conflicting_resume(
     assert printed["phase"] == "discovery" and printed["next_action"]
     assert main([*base, "--ignore-repos", "alpha", *store]) == 2
     assert "new session" in capsys.readouterr().err
+
+
+def test_a_ledger_run_is_selected_through_a_named_checkout_and_the_set_is_kept(
+    history: History,
+) -> None:
+    state = Path(history.environ["ZEROSHOT_RUST_STATE_DIR"])
+    ledger_run(state, "run-z1", "acme/alpha", head(history.alpha))
+    session = history.tmp / "session"
+    first = _call(history, session, checkouts=[history.alpha, history.beta])
+    selected = {e["run_id"]: e for e in first["inventory"]["selected"]}
+    assert selected["run-z1"]["workspace"] == str(history.alpha.resolve())
+    assert selected["run-z1"]["repository"] == "repo:github.com/acme/alpha"
+    # the same set of checkouts, named another way, resumes
+    _call(history, session, checkouts=[history.beta / "api", history.alpha])
+    with pytest.raises(InitRefused, match=r"checkouts.*new session"):
+        _call(history, session, checkouts=[history.alpha])
+    with pytest.raises(InitRefused, match="checkouts"):
+        _call(history, session)
+
+
+def test_a_session_saved_before_checkouts_existed_resumes_without_them(
+    history: History,
+) -> None:
+    session = history.tmp / "session"
+    _call(history, session)
+    state = json.loads((session / "session.json").read_text())
+    del state["options"]["checkouts"]
+    (session / "session.json").write_text(json.dumps(state))
+    assert _call(history, session)["phase"] == "discovery"
+    with pytest.raises(InitRefused, match="checkouts"):
+        _call(history, session, checkouts=[history.alpha])
+
+
+def test_the_command_exits_2_on_a_checkout_that_is_not_a_git_working_tree(
+    history: History, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for key, value in history.environ.items():
+        monkeypatch.setenv(key, value)
+    plain = history.tmp / "plain"
+    plain.mkdir()
+    session = history.tmp / "session"
+    store = ["--store", str(history.tmp / "lessons.sqlite3")]
+    assert main(["init", "--directory", str(session), "--checkout", str(plain), *store]) == 2
+    assert "not a git working tree" in capsys.readouterr().err
+    assert not session.exists()

@@ -1,4 +1,5 @@
-"""`active-memory init --directory SESSION [--runs DIR] [--ignore-repos …] [--ignore-graphs …]`."""
+"""`active-memory init --directory SESSION [--runs DIR] [--checkout DIR …] [--ignore-repos …]
+[--ignore-graphs …]`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--directory", required=True, metavar="SESSION", help="the private session folder"
     )
     parser.add_argument("--runs", metavar="DIR", default=None, help="run record files (*.json)")
+    parser.add_argument(
+        "--checkout",
+        action="append",
+        default=[],
+        metavar="DIR",
+        dest="checkouts",
+        help="a local checkout to match runs that recorded no workspace against (zeroshot "
+        "ledger runs) by remote and revision; repeat for several",
+    )
     parser.add_argument(
         "--ignore-repos",
         action="append",
@@ -55,6 +65,7 @@ def _init(args: argparse.Namespace) -> int:
         runs_dir=runs,
         ignore_repos=args.ignore_repos,
         ignore_graphs=args.ignore_graphs,
+        checkouts=args.checkouts,
     )
     print_json(document)
     return 0

@@ -15,7 +15,7 @@ import anyio
 
 from active_memory.init.checkouts import fingerprint, identity
 from active_memory.init.ignore import parse_list
-from active_memory.init.inventory import take_inventory
+from active_memory.init.inventory import candidate_roots, take_inventory
 from active_memory.init.maintenance import maintain
 from active_memory.init.phases import Discovery, discover
 from active_memory.init.publish import publish_session, verify_checkouts
@@ -39,12 +39,18 @@ def advance(
     ignore_repos: Sequence[str] = (),
     ignore_graphs: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    checkouts: Sequence[str | Path] = (),
 ) -> dict[str, Any]:
-    """Advance the session at `directory` as far as it can go; the JSON to print."""
+    """Advance the session at `directory` as far as it can go; the JSON to print.
+
+    `checkouts` are candidate checkouts for runs that recorded no workspace; a folder
+    that is not a git working tree is a UsageError.
+    """
     options = Options(
         parse_list(ignore_repos),
         parse_list(ignore_graphs),
         str(runs_dir.expanduser().absolute()) if runs_dir is not None else None,
+        candidate_roots(checkouts),
     )
     with open_session(directory, options) as (session, new):
         receipt = session.read("receipt.json")
@@ -78,7 +84,9 @@ def _waiting(phase: str, found: Discovery, head: dict[str, Any]) -> dict[str, An
 def _start(session: Session, options: Options, environ: Mapping[str, str] | None) -> dict[str, Any]:
     """The first call: take the inventory, keep the selected records, save the state."""
     runs_dir = Path(options.runs_dir) if options.runs_dir is not None else None
-    inventory = take_inventory(runs_dir, options.ignore_repos, options.ignore_graphs, environ)
+    inventory = take_inventory(
+        runs_dir, options.ignore_repos, options.ignore_graphs, environ, options.checkouts
+    )
     shutil.rmtree(session.runs, ignore_errors=True)
     session.runs.mkdir(mode=0o700)
     selected = []

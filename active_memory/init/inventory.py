@@ -5,6 +5,12 @@ and zeroshot-rust state dirs) read by the zeroshot importer, and run record file
 (`*.json`, recursively) under `--runs DIR`. Every run is either selected (with its
 resolved checkout) or excluded with a kind and a reason; one bad run never blocks
 another.
+
+A run that recorded no workspace (zeroshot's native ledger never does) is resolved
+against the checkouts the user names with `--checkout DIR`: a candidate is accepted
+only when one of its remotes is the run's repository namespace and it holds the
+recorded `source.revision` as a commit; two such candidates exclude the run as
+`ambiguous_checkout`.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from active_memory.checkout.git import NotACheckout, worktree_root
+from active_memory.checkout.git import GitFailed, NotACheckout, run_git, worktree_root
 from active_memory.errors import UsageError
 from active_memory.init.checkouts import remote_namespaces, root_commits
 from active_memory.init.ignore import opted_out
@@ -24,7 +30,49 @@ from active_memory.runlog.importers.zeroshot import import_ledger
 from active_memory.runlog.record import RunRecord, Terminal, load_run_record, parse_run_record
 from active_memory.store.location import zeroshot_state_dir
 
-ExclusionKind = Literal["unreadable", "unfinished", "opted_out", "missing_checkout", "unprovable"]
+ExclusionKind = Literal[
+    "unreadable",
+    "unfinished",
+    "opted_out",
+    "missing_checkout",
+    "ambiguous_checkout",
+    "unprovable",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A checkout named with `--checkout`: its top folder and its remotes' namespaces."""
+
+    root: Path
+    remotes: tuple[str, ...]
+
+    def holds_commit(self, revision: str) -> bool:
+        """Whether `revision` names a commit present in this checkout."""
+        if not revision or revision.startswith("-"):
+            return False  # never let a recorded value reach git as an option
+        try:
+            run_git(self.root, ["cat-file", "-e", f"{revision}^{{commit}}"])
+        except GitFailed:
+            return False
+        return True
+
+
+def candidate_roots(folders: Sequence[str | Path]) -> tuple[str, ...]:
+    """The sorted, distinct working-tree tops of `--checkout` folders; UsageError if one
+    is not a git working tree."""
+    roots: set[str] = set()
+    for folder in folders:
+        try:
+            roots.add(str(worktree_root(Path(folder).expanduser().absolute())))
+        except NotACheckout as exc:
+            reason = f"--checkout {folder}: not a git working tree ({exc.reason})"
+            raise UsageError(reason) from None
+    return tuple(sorted(roots))
+
+
+def _candidates_of(roots: Sequence[str]) -> tuple[Candidate, ...]:
+    return tuple(Candidate(Path(root), remote_namespaces(Path(root))) for root in roots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +179,12 @@ def take_inventory(
     ignore_repos: Sequence[str],
     ignore_graphs: Sequence[str],
     environ: Mapping[str, str] | None = None,
+    checkouts: Sequence[str] = (),
 ) -> Inventory:
-    """Find every run and select or exclude it."""
+    """Find every run and select or exclude it; `checkouts` are candidate working-tree
+    tops (see `candidate_roots`) for runs that recorded no workspace."""
     env = os.environ if environ is None else environ
+    candidates = _candidates_of(checkouts)
     selected: list[Selected] = []
     excluded: list[Excluded] = []
     for found in _candidates(runs_dir, env):
@@ -141,7 +192,7 @@ def take_inventory(
             excluded.append(found)
             continue
         source, record = found
-        verdict = _judge(source, record, ignore_repos, ignore_graphs)
+        verdict = _judge(source, record, ignore_repos, ignore_graphs, candidates)
         if isinstance(verdict, Selected):
             selected.append(verdict)
         else:
@@ -151,7 +202,11 @@ def take_inventory(
 
 
 def _judge(
-    source: str, record: RunRecord, ignore_repos: Sequence[str], ignore_graphs: Sequence[str]
+    source: str,
+    record: RunRecord,
+    ignore_repos: Sequence[str],
+    ignore_graphs: Sequence[str],
+    candidates: Sequence[Candidate] = (),
 ) -> Selected | Excluded:
     run_id = record.run_id
     if not any(isinstance(stored.event, Terminal) for stored in record.events):
@@ -161,7 +216,7 @@ def _judge(
         return Excluded(source, run_id, "opted_out", reason)
     repository = record.repository
     if repository is None or not repository.checkout:
-        return Excluded(source, run_id, "missing_checkout", "the run recorded no workspace")
+        return _resolve(source, record, candidates)
     try:
         root = worktree_root(repository.checkout)
     except NotACheckout as exc:
@@ -192,3 +247,46 @@ def _unproven(record: RunRecord, root: Path) -> str | None:
     if theirs != root_commits(root):
         return f"no recorded remote, and revision {revision[:12]} has other root commits"
     return None
+
+
+def _resolve(
+    source: str, record: RunRecord, candidates: Sequence[Candidate]
+) -> Selected | Excluded:
+    """A run without a recorded workspace: the one named checkout proven to be its own."""
+    run_id = record.run_id
+    if not candidates:
+        return Excluded(
+            source,
+            run_id,
+            "missing_checkout",
+            "the run recorded no workspace; name its checkout with --checkout DIR",
+        )
+    namespace = record.repository.namespace if record.repository is not None else None
+    revision = record.source.revision if record.source is not None else None
+    if not namespace or not revision:
+        return Excluded(
+            source,
+            run_id,
+            "missing_checkout",
+            "the run recorded no workspace, and no repository and revision to match a "
+            "--checkout against",
+        )
+    matching = [c for c in candidates if namespace in c.remotes and c.holds_commit(revision)]
+    if not matching:
+        return Excluded(
+            source,
+            run_id,
+            "missing_checkout",
+            f"the run recorded no workspace, and no --checkout has a remote {namespace} "
+            f"and the commit {revision[:12]}",
+        )
+    if len(matching) > 1:
+        roots = ", ".join(str(c.root) for c in matching)
+        return Excluded(
+            source,
+            run_id,
+            "ambiguous_checkout",
+            f"the run recorded no workspace, and several --checkout folders have a remote "
+            f"{namespace} and the commit {revision[:12]}: {roots}",
+        )
+    return Selected(source, record, matching[0].root)

@@ -30,6 +30,7 @@ class Options:
     ignore_repos: tuple[str, ...]
     ignore_graphs: tuple[str, ...]
     runs_dir: str | None
+    checkouts: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """As saved in `session.json`."""
@@ -37,7 +38,12 @@ class Options:
             "ignore_repos": list(self.ignore_repos),
             "ignore_graphs": list(self.ignore_graphs),
             "runs_dir": self.runs_dir,
+            "checkouts": list(self.checkouts),
         }
+
+
+# What a session saved before an option existed is read as that option's default.
+_SAVED_DEFAULTS: dict[str, Any] = {"checkouts": []}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +144,10 @@ def _check_resume(path: Path, saved: dict[str, Any], options: Options) -> None:
         raise InitRefused(f"{path}/session.json is not an {STATE_SCHEMA} document")
     before = saved.get("options", {})
     for key, value in options.to_json().items():
-        if before.get(key) != value:
+        saved_value = before.get(key, _SAVED_DEFAULTS.get(key))
+        if saved_value != value:
             raise InitRefused(
-                f"this session was started with {key} = {json.dumps(before.get(key))}, not "
+                f"this session was started with {key} = {json.dumps(saved_value)}, not "
                 f"{json.dumps(value)}; resume with the same options, or start a new session "
                 "with another --directory"
             )
