@@ -6,9 +6,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orchestrator_support import FakeSessions, config, keep_all, repo_lessons, run_record, seed
+from orchestrator_support import (
+    FakeSessions,
+    config,
+    decisions,
+    keep_all,
+    repo_lessons,
+    run_record,
+    seed,
+    supplied,
+)
 
 from active_memory.orchestrator import run_postmortem
+from active_memory.specialists.providers.base import Request
 
 
 @pytest.mark.asyncio
@@ -46,3 +56,23 @@ async def test_a_record_without_delivery_evidence_counts_nothing(
     sessions = FakeSessions({"repository_maintenance": keep_all})
     await run_postmortem(record, config(), store, sessions=sessions, journal_dir=tmp_path)
     assert await store.effectiveness(["L-1", "L-2"]) == {}
+
+
+@pytest.mark.asyncio
+async def test_maintenance_judges_a_lesson_with_the_counters_of_earlier_runs(
+    tmp_path: Path, store: Any
+) -> None:
+    await seed(store, repo_lessons(1))
+    seen: list[dict[str, Any]] = []
+
+    async def remember(request: Request) -> Any:
+        seen.extend(supplied(request))
+        return decisions(request, "keep")
+
+    sessions = FakeSessions({"repository_maintenance": remember})
+    for run_id in ("run-1", "run-2"):
+        record = run_record(tmp_path, ["L-1"], run_id=run_id, name=f"{run_id}.json")
+        await run_postmortem(record, config(), store, sessions=sessions, journal_dir=tmp_path)
+    first, second = (lesson["effectiveness"] for lesson in seen)
+    assert first["runs_delivered"] == 0 and first["last_run_id"] is None
+    assert second["runs_delivered"] == 1 and second["last_run_id"] == "run-1"

@@ -139,6 +139,7 @@ class Postmortem:
             return Publication()
         with anyio.CancelScope(deadline=ctx.deadline) as scope:
             await self._freeze(active, living)
+            await self._read_effectiveness(active, living, ctx)
             evidence = await self._scan(active)
             observations = await self._observe(evidence, living)
             async with anyio.create_task_group() as group:
@@ -189,6 +190,22 @@ class Postmortem:
             living[scope_kind] = sorted(
                 (x for x in found if isinstance(x, Lesson)), key=lambda x: x.id
             )
+
+    async def _read_effectiveness(
+        self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]], ctx: Context
+    ) -> None:
+        """The frozen lessons' counters, which maintenance judges them with; an unreadable
+        store fails the maintenance specialists still running."""
+        ids = [lesson.id for lessons in living.values() for lesson in lessons]
+        if not ids:
+            return
+        try:
+            ctx.effectiveness.update(await self.store.effectiveness(ids))
+        except Exception as exc:
+            log.warning("reading effectiveness counters failed: %s", exc)
+            for out in active:
+                if SPECIALISTS[out.name].is_maintenance and out.status is None:
+                    out.end("failed", f"cannot read the effectiveness counters: {exc}")
 
     async def _observe(
         self, evidence: ScanResult | None, living: dict[ScopeKind, list[Lesson]]
