@@ -35,6 +35,7 @@ from active_memory.lessons import (
 )
 from active_memory.orchestrator import PostmortemLimits, run_postmortem
 from active_memory.specialists.providers.base import Request
+from active_memory.store.effectiveness import RunObservation
 from active_memory.store.sqlite import SqliteStore
 
 
@@ -244,7 +245,9 @@ class FailingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
+    async def publish(
+        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+    ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise StoreBusy(self.inner.location, 0.1)
 
@@ -280,7 +283,9 @@ async def test_a_failed_publish_is_reported_and_writes_nothing(
 class ConflictingStore(FailingStore):
     """A store that refuses every publish over a lesson nobody decided on."""
 
-    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
+    async def publish(
+        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+    ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise RevisionConflict([Conflict("L-999", 1, 2, "active")])
 

@@ -24,6 +24,14 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     listing.add_argument("--node", metavar="NODE", help="only lessons of this graph node")
     listing.add_argument("--kind", choices=["repository", "graph"], help="only this scope kind")
     listing.add_argument("--retired", action="store_true", help="include retired tombstones")
+    listing.add_argument(
+        "--sort",
+        choices=["id", "effectiveness"],
+        default="id",
+        help="order: by ID (default), or by effectiveness (delivered lessons first, highest "
+        "recurrence rate when delivered, then most delivered; then never-delivered lessons, "
+        "most runs that touched them); shows the counters",
+    )
     listing.set_defaults(handler=_list)
 
     show = actions.add_parser("show", help="one lesson: card, scope, evidence, history")
@@ -130,12 +138,30 @@ def _list(args: argparse.Namespace) -> int:
         include_retired=args.retired,
     )
 
-    async def job(store: LessonStore) -> list[Lesson | Tombstone]:
-        return await store.select(query)
+    from active_memory.store.effectiveness import Effectiveness, effectiveness_order
 
-    found: list[Lesson | Tombstone] = _run_or_empty(args, job)
+    by_effectiveness = args.sort == "effectiveness"
+
+    async def job(store: LessonStore) -> tuple[list[Lesson | Tombstone], dict[str, Effectiveness]]:
+        lessons = await store.select(query)
+        if not by_effectiveness:
+            return lessons, {}
+        return lessons, await store.effectiveness([item.id for item in lessons])
+
+    found, counters = _run_or_empty(args, job) or ([], {})
+    if by_effectiveness:
+        blank = Effectiveness()
+        found = sorted(
+            found, key=lambda item: effectiveness_order(item.id, counters.get(item.id, blank))
+        )
     if args.json:
-        print_json({"lessons": [item.model_dump(mode="json") for item in found]})
+        documents = []
+        for item in found:
+            document = item.model_dump(mode="json")
+            if by_effectiveness:
+                document["effectiveness"] = counters.get(item.id, Effectiveness()).to_json()
+            documents.append(document)
+        print_json({"lessons": documents})
         return 0
     from active_memory.commands.render import lesson_table, stdout_console
 
@@ -143,27 +169,33 @@ def _list(args: argparse.Namespace) -> int:
     if not found:
         console.print("No lessons match.")
         return 0
-    console.print(lesson_table(found))
+    console.print(lesson_table(found, counters if by_effectiveness else None))
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
     from active_memory.errors import LessonNotFound
+    from active_memory.store.effectiveness import Effectiveness
 
-    async def job(store: LessonStore) -> tuple[Lesson | Tombstone | None, list[HistoryEntry]]:
-        return await store.get(args.id), await store.history(args.id)
+    async def job(
+        store: LessonStore,
+    ) -> tuple[Lesson | Tombstone | None, list[HistoryEntry], dict[str, Effectiveness]]:
+        found = await store.get(args.id)
+        return found, await store.history(args.id), await store.effectiveness([args.id])
 
-    lesson, history = _run(args, job)
+    lesson, history, counters = _run(args, job)
     if lesson is None:
         raise LessonNotFound(args.id)
+    effectiveness = counters.get(args.id, Effectiveness())
     if args.json:
         document = lesson.model_dump(mode="json")
+        document["effectiveness"] = effectiveness.to_json()
         document["history"] = [entry.model_dump(mode="json") for entry in history]
         print_json(document)
         return 0
     from active_memory.commands.render import lesson_panel, stdout_console
 
-    stdout_console().print(lesson_panel(lesson, history))
+    stdout_console().print(lesson_panel(lesson, history, effectiveness))
     return 0
 
 

@@ -310,9 +310,13 @@ class _EmptyStore:
         """No lessons."""
         return []
 
-    async def publish(self, mutations: object) -> Any:
+    async def publish(self, mutations: object, effectiveness: object = ()) -> Any:
         """A dry run never publishes."""
         raise RuntimeError("a dry run does not publish")
+
+    async def effectiveness(self, lesson_ids: object) -> dict[str, Any]:
+        """No lesson has counters."""
+        return {}
 
     async def history(self, lesson_id: str) -> list[Any]:
         """No history."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -16,6 +16,7 @@ from active_memory.quality.reasons import REJECTION_KINDS
 if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the journal
     from active_memory.quality.audit import LessonFinding
     from active_memory.quality.stats import JournalSummary, ScopeCount
+    from active_memory.store.effectiveness import Effectiveness
 
 
 def stdout_console() -> Console:
@@ -32,17 +33,36 @@ def scope_label(lesson: Lesson | Tombstone) -> str:
     return scope.repository
 
 
-def lesson_table(lessons: Sequence[Lesson | Tombstone]) -> Table:
-    """One row per lesson: ID, revision, status, scope, title."""
+def lesson_table(
+    lessons: Sequence[Lesson | Tombstone], counters: Mapping[str, Effectiveness] | None = None
+) -> Table:
+    """One row per lesson: ID, revision, status, scope, title; with `counters`, also the
+    effectiveness counts (delivered / recurred, touched without delivery / recurred)."""
     table = Table(title=f"{len(lessons)} lessons", title_justify="left")
     table.add_column("ID", no_wrap=True)
     table.add_column("rev", justify="right")
     table.add_column("status")
+    if counters is not None:
+        for column in ("delivered", "recurred", "touched only", "recurred "):
+            table.add_column(column, justify="right", no_wrap=True)
     table.add_column("scope", overflow="fold")
     table.add_column("title", overflow="fold")
     for lesson in lessons:
         title = lesson.title if isinstance(lesson, Lesson) else Text("(retired)", style="dim")
-        table.add_row(lesson.id, str(lesson.revision), lesson.status, scope_label(lesson), title)
+        counts: list[str] = []
+        if counters is not None:
+            c = counters.get(lesson.id)
+            counts = [
+                str(n)
+                for n in (
+                    (c.runs_delivered, c.recurred_when_delivered,
+                     c.runs_touched_not_delivered, c.recurred_when_not_delivered)
+                    if c else (0, 0, 0, 0)
+                )
+            ]  # fmt: skip
+        table.add_row(
+            lesson.id, str(lesson.revision), lesson.status, *counts, scope_label(lesson), title
+        )
     return table
 
 
@@ -75,8 +95,13 @@ def history_table(lesson_id: str, entries: Sequence[HistoryEntry]) -> Table:
     return table
 
 
-def lesson_panel(lesson: Lesson | Tombstone, history: Sequence[HistoryEntry]) -> Panel:
-    """A lesson's card, scope, associations and evidence, with its history below."""
+def lesson_panel(
+    lesson: Lesson | Tombstone,
+    history: Sequence[HistoryEntry],
+    effectiveness: Effectiveness | None = None,
+) -> Panel:
+    """A lesson's card, scope, associations, evidence and effectiveness counters, with its
+    history below."""
     heading = f"{lesson.id} r{lesson.revision} · {lesson.status} · {scope_label(lesson)}"
     parts: list[Text | Table] = []
     if isinstance(lesson, Lesson):
@@ -94,6 +119,8 @@ def lesson_panel(lesson: Lesson | Tombstone, history: Sequence[HistoryEntry]) ->
         ):
             if values:
                 parts.append(Text(f"{label}: {', '.join(values)}", style="dim"))
+        if effectiveness is not None:
+            parts.append(Text(f"effectiveness: {effectiveness.describe()}", style="dim"))
     else:
         absorbed = f" into {lesson.canonical}" if lesson.canonical else ""
         parts.append(Text(f"Retired{absorbed}; the content is in the history below."))

@@ -39,10 +39,12 @@ from active_memory.orchestrator.runners import (
 )
 from active_memory.orchestrator.sessions import SessionFactory, lane_sessions
 from active_memory.prompts import Prompts, load_prompts
+from active_memory.quality.effectiveness import observe
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import SPECIALISTS, ScopeKind, SpecialistName
 from active_memory.specialists.providers import ProviderSession
 from active_memory.store import LessonQuery, LessonStore
+from active_memory.store.effectiveness import RunObservation
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -137,7 +139,9 @@ class Postmortem:
             return Publication()
         with anyio.CancelScope(deadline=ctx.deadline) as scope:
             await self._freeze(active, living)
+            await self._read_effectiveness(active, living, ctx)
             evidence = await self._scan(active)
+            observations = await self._observe(evidence, living)
             async with anyio.create_task_group() as group:
                 for out in active:
                     if out.status is None:
@@ -149,7 +153,12 @@ class Postmortem:
             for out in active:
                 if out.status is None:
                     out.end("timed_out", f"the postmortem's deadline ({seconds:g} s) passed")
-        return await publish(ctx, self.store, self.outcomes, living, dry_run=self.dry_run)
+        # A postmortem whose every specialist failed or timed out writes nothing at all.
+        if not any(out.status in ("reconciled", "abstained") for out in active):
+            observations = []
+        return await publish(
+            ctx, self.store, self.outcomes, living, dry_run=self.dry_run, effectiveness=observations
+        )
 
     async def _freeze(
         self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]]
@@ -181,6 +190,36 @@ class Postmortem:
             living[scope_kind] = sorted(
                 (x for x in found if isinstance(x, Lesson)), key=lambda x: x.id
             )
+
+    async def _read_effectiveness(
+        self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]], ctx: Context
+    ) -> None:
+        """The frozen lessons' counters, which maintenance judges them with; an unreadable
+        store fails the maintenance specialists still running."""
+        ids = [lesson.id for lessons in living.values() for lesson in lessons]
+        if not ids:
+            return
+        try:
+            ctx.effectiveness.update(await self.store.effectiveness(ids))
+        except Exception as exc:
+            log.warning("reading effectiveness counters failed: %s", exc)
+            for out in active:
+                if SPECIALISTS[out.name].is_maintenance and out.status is None:
+                    out.end("failed", f"cannot read the effectiveness counters: {exc}")
+
+    async def _observe(
+        self, evidence: ScanResult | None, living: dict[ScopeKind, list[Lesson]]
+    ) -> list[RunObservation]:
+        """The run's effectiveness observations of the frozen lessons (none in a dry run,
+        or without delivery evidence); they are published with the mutations."""
+        if self.dry_run or self.record.deliveries is None:
+            return []
+        lessons = [*living["graph"], *living["repository"]]
+        if not lessons:
+            return []
+        if evidence is None:
+            evidence = await in_thread(functools.partial(scan, self.record))
+        return observe(self.record, evidence.evidence, lessons)
 
     async def _scan(self, active: Sequence[Outcome]) -> ScanResult | None:
         if not any(not SPECIALISTS[o.name].is_maintenance for o in active):

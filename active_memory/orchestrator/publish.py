@@ -36,6 +36,7 @@ from active_memory.orchestrator.runners import Context, decide, session_for
 from active_memory.specialists.kinds import ScopeKind, SpecialistName, kind_of
 from active_memory.specialists.mutations import AnyMutation
 from active_memory.store import LessonStore
+from active_memory.store.effectiveness import RunObservation
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -103,12 +104,15 @@ def _counts(pending: Sequence[AnyMutation], kept: int) -> PublishedCounts:
 
 
 async def bounded_publish(
-    store: LessonStore, pending: Sequence[AnyMutation], seconds: float
+    store: LessonStore,
+    pending: Sequence[AnyMutation],
+    seconds: float,
+    effectiveness: Sequence[RunObservation] = (),
 ) -> PublishReceipt:
     """`store.publish`, shielded from cancellation and bounded by `seconds` of its own."""
     with anyio.CancelScope(shield=True):
         with anyio.move_on_after(seconds) as bound:
-            return await store.publish(pending)
+            return await store.publish(pending, effectiveness)
     assert bound.cancelled_caught
     raise DeadlineExceeded("the publish", seconds)
 
@@ -120,20 +124,24 @@ async def publish(
     living: Mapping[ScopeKind, Sequence[Lesson]],
     *,
     dry_run: bool,
+    effectiveness: Sequence[RunObservation] = (),
 ) -> Publication:
-    """Publish every reconciled specialist's mutations in one transaction (see module)."""
+    """Publish every reconciled specialist's mutations, and the run's effectiveness
+    observations of lessons, in one transaction (see module)."""
     unresolved: list[ConflictReport] = []
     rounds = 0
     while True:
         pending = _pending(outcomes)
         result = Publication(_counts(pending, _kept(outcomes)), describe(pending, None), unresolved)
-        if dry_run or not pending:
+        if dry_run or not (pending or effectiveness):
             return result
         # A caller that cancelled before the publish began gets nothing published.
         await anyio.lowlevel.checkpoint()
         ctx.notify("publishing", detail=f"{len(pending)} change(s)")
         try:
-            receipt = await bounded_publish(store, pending, ctx.limits.publish_seconds)
+            receipt = await bounded_publish(
+                store, pending, ctx.limits.publish_seconds, effectiveness
+            )
         except RevisionConflict as exc:
             stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}
         except InvalidMutation as exc:  # e.g. a canonical card retired by another writer

@@ -15,7 +15,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
@@ -48,6 +48,7 @@ from active_memory.specialists.tasks import (
     build_repository_maintenance,
     manifest,
 )
+from active_memory.store.effectiveness import Effectiveness
 
 log = logging.getLogger("active_memory.orchestrator")
 _T = TypeVar("_T")
@@ -83,6 +84,8 @@ class Context:
     limits: PostmortemLimits
     progress: Callable[[ProgressEvent], None]
     deliveries: Mapping[str, tuple[Delivery, ...]]  # the record's, by lesson ID
+    # Effectiveness counters of the frozen lessons, by ID (filled when they are frozen).
+    effectiveness: dict[str, Effectiveness] = field(default_factory=dict)
 
     def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
         """Tell the progress callback, never letting it break the postmortem."""
@@ -245,9 +248,16 @@ def _maintenance_task(
     living = living[: ctx.limits.task.others_max + len(batch)]
     if name == "repository_maintenance":
         return build_repository_maintenance(
-            record, batch, checkout=ctx.checkout, living=living, limits=ctx.limits.task
+            record,
+            batch,
+            checkout=ctx.checkout,
+            living=living,
+            limits=ctx.limits.task,
+            effectiveness=ctx.effectiveness,
         )
-    return build_graph_maintenance(record, batch, living=living, limits=ctx.limits.task)
+    return build_graph_maintenance(
+        record, batch, living=living, limits=ctx.limits.task, effectiveness=ctx.effectiveness
+    )
 
 
 async def discover(

@@ -40,6 +40,7 @@ from active_memory.specialists.authority import (
     read_files,
 )
 from active_memory.specialists.kinds import SpecialistName, kind_of
+from active_memory.store.effectiveness import Effectiveness
 
 MaintenanceName = Literal["graph_maintenance", "repository_maintenance"]
 DiscoveryName = Literal["graph_discovery", "repository_discovery"]
@@ -109,7 +110,8 @@ class DeliveryView(_Model):
 
 
 class SuppliedLesson(_Model):
-    """A lesson maintenance must decide on, with the run's deliveries of it."""
+    """A lesson maintenance must decide on, with the run's deliveries of it and its
+    effectiveness counters over earlier postmortems (all zero: never observed)."""
 
     id: str
     revision: int
@@ -120,6 +122,7 @@ class SuppliedLesson(_Model):
     associations: Associations
     evidence: Evidence
     deliveries: tuple[DeliveryView, ...] = ()
+    effectiveness: Effectiveness = Effectiveness()
 
 
 class LessonRef(_Model):
@@ -233,7 +236,10 @@ def _deliveries(record: RunRecord) -> dict[str, tuple[DeliveryView, ...]]:
 
 
 def _supplied(
-    name: MaintenanceName, record: RunRecord, lessons: Sequence[Lesson]
+    name: MaintenanceName,
+    record: RunRecord,
+    lessons: Sequence[Lesson],
+    effectiveness: Mapping[str, Effectiveness] | None,
 ) -> tuple[SuppliedLesson, ...]:
     scope = kind_of(name).scope
     seen: set[str] = set()
@@ -257,6 +263,7 @@ def _supplied(
             associations=lesson.associations,
             evidence=lesson.evidence,
             deliveries=delivered.get(lesson.id, ()),
+            effectiveness=(effectiveness or {}).get(lesson.id, Effectiveness()),
         )
         for lesson in sorted(lessons, key=lambda lesson: lesson.id)
     )
@@ -285,9 +292,11 @@ def build_repository_maintenance(
     checkout: Checkout | None,
     living: Iterable[Lesson] = (),
     limits: TaskLimits = DEFAULT_LIMITS,
+    effectiveness: Mapping[str, Effectiveness] | None = None,
 ) -> MaintenanceTask:
-    """Repository maintenance's task for one batch: the lessons, and the current content
-    of every file they cite or associate (read from `checkout`; None marks all unread)."""
+    """Repository maintenance's task for one batch: the lessons (with their
+    `effectiveness` counters by ID), and the current content of every file they cite or
+    associate (read from `checkout`; None marks all unread)."""
     name: MaintenanceName = "repository_maintenance"
     paths = [
         p for x in lessons for p in (*x.associations.files, *(c.path for c in x.evidence.citations))
@@ -296,7 +305,7 @@ def build_repository_maintenance(
     return MaintenanceTask(
         specialist=name,
         run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons),
+        lessons=_supplied(name, record, lessons, effectiveness),
         others=_others(name, lessons, living, limits),
         files=read_files(checkout, paths, limits),
         folders=folders_of(checkout, folders),
@@ -310,9 +319,11 @@ def build_graph_maintenance(
     graphs: Mapping[str, Graph] | None = None,
     living: Iterable[Lesson] = (),
     limits: TaskLimits = DEFAULT_LIMITS,
+    effectiveness: Mapping[str, Effectiveness] | None = None,
 ) -> MaintenanceTask:
-    """Graph maintenance's task for one batch: the lessons, and the authored node each is
-    for. `graphs` maps graph hashes to graphs; by default the run's own graph."""
+    """Graph maintenance's task for one batch: the lessons (with their `effectiveness`
+    counters by ID), and the authored node each is for. `graphs` maps graph hashes to
+    graphs; by default the run's own graph."""
     name: MaintenanceName = "graph_maintenance"
     graphs = _run_graphs(record) if graphs is None else graphs
     targets = sorted(
@@ -321,7 +332,7 @@ def build_graph_maintenance(
     return MaintenanceTask(
         specialist=name,
         run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons),
+        lessons=_supplied(name, record, lessons, effectiveness),
         others=_others(name, lessons, living, limits),
         nodes=tuple(node_authority(graphs, h, n, limits) for h, n in targets),
     )

@@ -41,6 +41,13 @@ from active_memory.lessons import (
     PublishReceipt,
     Tombstone,
 )
+from active_memory.store.effectiveness import (
+    EFFECTIVENESS_COLUMNS,
+    Effectiveness,
+    RunObservation,
+    observation_rows,
+    row_to_effectiveness,
+)
 from active_memory.store.location import mask_url
 from active_memory.store.planning import (
     Current,
@@ -78,6 +85,13 @@ from active_memory.store.rows import (
 )
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+_ADD_COUNTS = (
+    ", ".join(
+        f"{name} = lesson_effectiveness.{name} + excluded.{name}"
+        for name in EFFECTIVENESS_COLUMNS.split(", ")[:4]
+    )
+    + ", last_run_id = excluded.last_run_id"
+)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 WRITE_ATTEMPTS = 5  # runs of one write transaction before a retryable failure is reported
 POOL_SIZE = 4
@@ -301,12 +315,15 @@ class PostgresStore:
 
     # --- writing -------------------------------------------------------------------
 
-    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
-        """Apply every mutation in one revision-checked transaction, or none."""
+    async def publish(
+        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+    ) -> PublishReceipt:
+        """Apply every mutation and effectiveness observation in one transaction, or none."""
         check_distinct_targets(mutations)
-        if not mutations:
+        observations = observation_rows(effectiveness)
+        if not mutations and not observations:
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations)
+        return await self._in_write_transaction(self._apply, mutations, observations)
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -355,13 +372,40 @@ class PostgresStore:
                         await anyio.sleep(0.005 * 2**attempt)
         raise StoreBusy(self.location, self._busy_timeout)
 
-    async def _apply(self, conn: Connection, mutations: Sequence[Mutation]) -> PublishReceipt:
-        # The counter row first, then the lesson rows: one lock order for every writer.
-        new_ids = await self._allocate_ids(conn, create_count(mutations))
-        current = await self._current(conn, touched_ids(mutations))
-        rows, receipt = plan_publish(mutations, current, new_ids)
-        await write_changes(conn, rows)
+    async def _apply(
+        self,
+        conn: Connection,
+        mutations: Sequence[Mutation],
+        observations: list[tuple[str, int, int, int, int, str]],
+    ) -> PublishReceipt:
+        receipt = PublishReceipt()
+        if mutations:
+            # The counter row first, then the lesson rows: one lock order for every writer.
+            new_ids = await self._allocate_ids(conn, create_count(mutations))
+            current = await self._current(conn, touched_ids(mutations))
+            rows, receipt = plan_publish(mutations, current, new_ids)
+            await write_changes(conn, rows)
+        if observations:
+            # Last, in lesson ID order: the lock order stays fixed.
+            await conn.executemany(
+                f"INSERT INTO lesson_effectiveness (lesson_id, {EFFECTIVENESS_COLUMNS}) "
+                "SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM lessons WHERE id = $1) "
+                "ON CONFLICT (lesson_id) DO UPDATE SET "
+                + _ADD_COUNTS
+                + " WHERE lesson_effectiveness.last_run_id IS DISTINCT FROM excluded.last_run_id",
+                observations,
+            )
         return receipt
+
+    async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
+        """The counters of each named lesson that has any."""
+        async with self._reading() as conn:
+            rows = await conn.fetch(
+                f"SELECT lesson_id, {EFFECTIVENESS_COLUMNS} FROM lesson_effectiveness "
+                "WHERE lesson_id = ANY($1::text[])",
+                sorted(set(lesson_ids)),
+            )
+        return {row[0]: row_to_effectiveness(tuple(row[1:])) for row in rows}
 
     async def _revert(
         self, conn: Connection, lesson_id: str, to_revision: int, author: Author

@@ -15,7 +15,13 @@ VERSION_TABLE = "active_memory_schema"
 
 # Names of our tables: a database holding any of them without the version table is not
 # ours (or was damaged) and is refused rather than written to.
-TABLES = ("store_meta", "lessons", "lesson_evidence", "lesson_history")
+TABLES = (
+    "store_meta",
+    "lessons",
+    "lesson_evidence",
+    "lesson_history",
+    "lesson_effectiveness",
+)
 
 # Index i holds the statements that create version i + 1.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -106,6 +112,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION lesson_history_append_only()
         """,
         f"INSERT INTO {VERSION_TABLE} (version) VALUES (0)",
+    ),
+    # Version 2: effectiveness counters beside each lesson, added to by postmortems.
+    # last_run_id makes a repeated postmortem of one run count once.
+    (
+        """
+        CREATE TABLE lesson_effectiveness (
+            lesson_id                   TEXT PRIMARY KEY REFERENCES lessons (id),
+            runs_delivered              INTEGER NOT NULL DEFAULT 0 CHECK (runs_delivered >= 0),
+            recurred_when_delivered     INTEGER NOT NULL DEFAULT 0
+                CHECK (recurred_when_delivered BETWEEN 0 AND runs_delivered),
+            runs_touched_not_delivered  INTEGER NOT NULL DEFAULT 0
+                CHECK (runs_touched_not_delivered >= 0),
+            recurred_when_not_delivered INTEGER NOT NULL DEFAULT 0
+                CHECK (recurred_when_not_delivered BETWEEN 0 AND runs_touched_not_delivered),
+            last_run_id                 TEXT
+        )
+        """,
     ),
 )
 

@@ -16,6 +16,7 @@ from active_memory.lessons import (
     PublishReceipt,
     Tombstone,
 )
+from active_memory.store.effectiveness import Effectiveness, RunObservation
 
 StoredLesson = Annotated[Lesson | Tombstone, Field(discriminator="status")]
 """A lesson as a store holds it: living (active, deferred) or a retired tombstone."""
@@ -75,13 +76,22 @@ class LessonStore(Protocol):
         """
         ...
 
-    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
-        """Apply every mutation in one transaction, or none.
+    async def publish(
+        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+    ) -> PublishReceipt:
+        """Apply every mutation and add every effectiveness observation in one transaction,
+        or none.
 
         Each change is checked against the revision it was decided on; any mismatch (or a
         retired or unknown ID) raises `RevisionConflict` naming every such lesson, and
-        nothing is written. Never interrupted halfway by cancellation.
+        nothing is written. An observation of an unknown ID is skipped; one whose run is
+        the lesson's `last_run_id` already is not counted again. Never interrupted halfway
+        by cancellation.
         """
+        ...
+
+    async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
+        """The counters of each named lesson that has any (absent: never observed)."""
         ...
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:

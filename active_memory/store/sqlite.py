@@ -35,6 +35,13 @@ from active_memory.lessons import (
     PublishReceipt,
     Tombstone,
 )
+from active_memory.store.effectiveness import (
+    EFFECTIVENESS_COLUMNS,
+    Effectiveness,
+    RunObservation,
+    observation_rows,
+    row_to_effectiveness,
+)
 from active_memory.store.planning import (
     Current,
     check_distinct_records,
@@ -60,6 +67,13 @@ from active_memory.store.sqlite_rows import load_evidence, write_changes
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+_ADD_COUNTS = (
+    ", ".join(
+        f"{name} = lesson_effectiveness.{name} + excluded.{name}"
+        for name in EFFECTIVENESS_COLUMNS.split(", ")[:4]
+    )
+    + ", last_run_id = excluded.last_run_id"
+)
 DEFAULT_BUSY_TIMEOUT = 30.0
 
 _T = TypeVar("_T")
@@ -259,12 +273,15 @@ class SqliteStore:
 
     # --- writing -------------------------------------------------------------------
 
-    async def publish(self, mutations: Sequence[Mutation]) -> PublishReceipt:
-        """Apply every mutation in one revision-checked transaction, or none."""
+    async def publish(
+        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+    ) -> PublishReceipt:
+        """Apply every mutation and effectiveness observation in one transaction, or none."""
         check_distinct_targets(mutations)
-        if not mutations:
+        observations = observation_rows(effectiveness)
+        if not mutations and not observations:
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations)
+        return await self._in_write_transaction(self._apply, mutations, observations)
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -292,12 +309,35 @@ class SqliteStore:
             await self._conn.execute("COMMIT")
         return result
 
-    async def _apply(self, mutations: Sequence[Mutation]) -> PublishReceipt:
-        current = await self._current(touched_ids(mutations))
-        new_ids = await self._allocate_ids(create_count(mutations))
-        rows, receipt = plan_publish(mutations, current, new_ids)
-        await write_changes(self._conn, rows, self.location)
+    async def _apply(
+        self, mutations: Sequence[Mutation], observations: list[tuple[Any, ...]]
+    ) -> PublishReceipt:
+        receipt = PublishReceipt()
+        if mutations:
+            current = await self._current(touched_ids(mutations))
+            new_ids = await self._allocate_ids(create_count(mutations))
+            rows, receipt = plan_publish(mutations, current, new_ids)
+            await write_changes(self._conn, rows, self.location)
+        if observations:
+            await self._conn.executemany(
+                f"INSERT INTO lesson_effectiveness (lesson_id, {EFFECTIVENESS_COLUMNS}) "
+                "SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM lessons WHERE id = ?) "
+                "ON CONFLICT (lesson_id) DO UPDATE SET "
+                + _ADD_COUNTS
+                + " WHERE lesson_effectiveness.last_run_id IS NOT excluded.last_run_id",
+                [(*row, row[0]) for row in observations],
+            )
         return receipt
+
+    async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
+        """The counters of each named lesson that has any."""
+        with self._translated():
+            rows = await self._conn.execute_fetchall(
+                f"SELECT lesson_id, {EFFECTIVENESS_COLUMNS} FROM lesson_effectiveness "
+                "WHERE lesson_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(set(lesson_ids))),),
+            )
+        return {row[0]: row_to_effectiveness(tuple(row[1:])) for row in rows}
 
     async def _revert(self, lesson_id: str, to_revision: int, author: Author) -> None:
         current = await self._current([lesson_id])

@@ -74,6 +74,21 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER lesson_history_no_delete BEFORE DELETE ON lesson_history
     BEGIN SELECT RAISE(ABORT, 'lesson_history is append-only'); END;
     """,
+    # Version 2: effectiveness counters beside each lesson, added to by postmortems.
+    # last_run_id makes a repeated postmortem of one run count once.
+    """
+    CREATE TABLE lesson_effectiveness (
+        lesson_id                   TEXT PRIMARY KEY REFERENCES lessons (id),
+        runs_delivered              INTEGER NOT NULL DEFAULT 0 CHECK (runs_delivered >= 0),
+        recurred_when_delivered     INTEGER NOT NULL DEFAULT 0
+            CHECK (recurred_when_delivered BETWEEN 0 AND runs_delivered),
+        runs_touched_not_delivered  INTEGER NOT NULL DEFAULT 0
+            CHECK (runs_touched_not_delivered >= 0),
+        recurred_when_not_delivered INTEGER NOT NULL DEFAULT 0
+            CHECK (recurred_when_not_delivered BETWEEN 0 AND runs_touched_not_delivered),
+        last_run_id                 TEXT
+    ) STRICT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

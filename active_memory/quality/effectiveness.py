@@ -1,0 +1,109 @@
+"""Derive a run's effectiveness observations of lessons from its record and evidence.
+
+For each lesson the run delivered, or whose scope the run touched without delivering it,
+one `RunObservation`: delivered or not, and whether the costly evidence the lesson was
+written against recurred in this run. Pure: no I/O, no clock, no model.
+See docs/quality.md ("Effectiveness") for the measure and its limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from active_memory.evidence.model import EvidenceItem, EvidenceKind
+from active_memory.lessons import GraphScope, Lesson
+from active_memory.runlog.record import NodeStarted, RunRecord
+from active_memory.store.effectiveness import RunObservation
+
+# The evidence ID's kind part (`ev-<tc|rr|ex>-…`) says what a lesson was written against.
+_KIND_OF_PREFIX: dict[str, EvidenceKind] = {
+    "ev-tc-": "timeout_crash",
+    "ev-rr-": "rejected_rounds",
+    "ev-ex-": "exploration",
+}
+_GRAPH_KINDS: frozenset[EvidenceKind] = frozenset({"timeout_crash", "rejected_rounds"})
+
+
+def written_against(lesson: Lesson) -> frozenset[EvidenceKind]:
+    """The evidence kinds a lesson cites; when it cites none, those of its scope
+    (a graph lesson: timeouts/crashes and rejected rounds; a repository lesson:
+    exploration)."""
+    kinds = {
+        kind
+        for evidence_id in lesson.evidence.evidence_ids
+        for prefix, kind in _KIND_OF_PREFIX.items()
+        if evidence_id.startswith(prefix)
+    }
+    if isinstance(lesson.scope, GraphScope):
+        return frozenset(kinds & _GRAPH_KINDS) or _GRAPH_KINDS
+    return frozenset({"exploration"})
+
+
+def observe(
+    record: RunRecord, evidence: Sequence[EvidenceItem], lessons: Iterable[Lesson]
+) -> list[RunObservation]:
+    """One observation per lesson the run delivered or touched, in lesson ID order.
+
+    A record without delivery evidence (`deliveries` absent) observes nothing: it cannot
+    tell a delivered lesson from one that was not.
+    """
+    if record.deliveries is None:
+        return []
+    delivered = {d.lesson for d in record.deliveries}
+    started = {
+        stored.event.reference.node
+        for stored in record.events
+        if isinstance(stored.event, NodeStarted)
+    }
+    paths = {path for receipt in record.receipts for path in receipt.paths}
+    observations = []
+    for lesson in sorted(lessons, key=lambda lesson: lesson.id):
+        touched = lesson.id in delivered or _touched(lesson, record, started, paths)
+        if touched:
+            observations.append(
+                RunObservation(
+                    lesson_id=lesson.id,
+                    run_id=record.run_id,
+                    delivered=lesson.id in delivered,
+                    recurred=_recurred(lesson, evidence),
+                )
+            )
+    return observations
+
+
+def _touched(lesson: Lesson, record: RunRecord, started: set[str], paths: set[str]) -> bool:
+    """Whether the run reached the lesson's scope: its node ran, or its files were used."""
+    scope = lesson.scope
+    namespace = record.repository.namespace if record.repository else None
+    if isinstance(scope, GraphScope):
+        if record.graph is None or record.graph.hash != scope.graph_hash:
+            return False
+        if scope.repository is not None and scope.repository != namespace:
+            return False
+        return scope.node in started
+    if scope.repository != namespace:
+        return False
+    return any(_on_lesson_files(lesson, path) for path in paths)
+
+
+def _recurred(lesson: Lesson, evidence: Sequence[EvidenceItem]) -> bool:
+    """Whether an evidence item of a kind the lesson was written against came back on its
+    node (graph lesson) or on its files (repository lesson)."""
+    kinds = written_against(lesson)
+    for item in evidence:
+        if item.kind not in kinds:
+            continue
+        if isinstance(lesson.scope, GraphScope):
+            if lesson.scope.node in item.nodes:
+                return True
+        elif any(_on_lesson_files(lesson, p) for r in item.receipts for p in r.paths):
+            return True
+    return False
+
+
+def _on_lesson_files(lesson: Lesson, path: str) -> bool:
+    """`path` is one of the lesson's files or lies inside one of its folders."""
+    associations = lesson.associations
+    if path in associations.files:
+        return True
+    return any(path.startswith(folder.rstrip("/") + "/") for folder in associations.folders)
