@@ -46,8 +46,11 @@ class Child:
     lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
     seen: list[str] = field(default_factory=list)
 
-    def wait_for(self, wanted: Callable[[str], bool], timeout: float = 30.0) -> bool:
-        """Wait for a line matching `wanted`; False if the child ended first."""
+    def wait_for(self, wanted: Callable[[str], bool], timeout: float = 120.0) -> bool:
+        """Wait for a line matching `wanted`; False if the child ended first.
+
+        The timeout only guards against a hung child; a loaded CI machine can be slow.
+        """
         deadline = time.monotonic() + timeout
         while True:
             line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -60,7 +63,7 @@ class Child:
     def drain(self) -> None:
         """Collect every line printed before the child ended."""
         while True:
-            line = self.lines.get(timeout=30.0)
+            line = self.lines.get(timeout=120.0)
             if line is None:
                 return
             self.seen.append(line)
