@@ -35,6 +35,7 @@ from active_memory.lessons import (
 )
 from active_memory.orchestrator import PostmortemLimits, run_postmortem
 from active_memory.specialists.providers.base import Request
+from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import RunObservation
 from active_memory.store.sqlite import SqliteStore
 
@@ -246,7 +247,12 @@ class FailingStore:
         return getattr(self.inner, name)
 
     async def publish(
-        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+        self,
+        mutations: Sequence[Mutation],
+        effectiveness: Sequence[RunObservation] = (),
+        *,
+        candidates: Sequence[Candidate] = (),
+        consumed: Sequence[Consumed] = (),
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise StoreBusy(self.inner.location, 0.1)
@@ -284,7 +290,12 @@ class ConflictingStore(FailingStore):
     """A store that refuses every publish over a lesson nobody decided on."""
 
     async def publish(
-        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+        self,
+        mutations: Sequence[Mutation],
+        effectiveness: Sequence[RunObservation] = (),
+        *,
+        candidates: Sequence[Candidate] = (),
+        consumed: Sequence[Consumed] = (),
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise RevisionConflict([Conflict("L-999", 1, 2, "active")])

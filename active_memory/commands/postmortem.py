@@ -310,12 +310,23 @@ class _EmptyStore:
         """No lessons."""
         return []
 
-    async def publish(self, mutations: object, effectiveness: object = ()) -> Any:
+    async def publish(
+        self,
+        mutations: object,
+        effectiveness: object = (),
+        *,
+        candidates: object = (),
+        consumed: object = (),
+    ) -> Any:
         """A dry run never publishes."""
         raise RuntimeError("a dry run does not publish")
 
     async def effectiveness(self, lesson_ids: object) -> dict[str, Any]:
         """No lesson has counters."""
+        return {}
+
+    async def candidates(self, lesson_ids: object) -> dict[str, Any]:
+        """No lesson has candidates."""
         return {}
 
     async def history(self, lesson_id: str) -> list[Any]:

@@ -40,6 +40,16 @@ from active_memory.lessons import (
     Mutation,
     PublishReceipt,
     Tombstone,
+    utcnow,
+)
+from active_memory.store.candidates import (
+    CANDIDATE_COLUMNS,
+    CANDIDATES_KEPT,
+    Candidate,
+    Consumed,
+    candidate_rows,
+    consumed_rows,
+    row_to_candidate,
 )
 from active_memory.store.effectiveness import (
     EFFECTIVENESS_COLUMNS,
@@ -316,14 +326,21 @@ class PostgresStore:
     # --- writing -------------------------------------------------------------------
 
     async def publish(
-        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+        self,
+        mutations: Sequence[Mutation],
+        effectiveness: Sequence[RunObservation] = (),
+        *,
+        candidates: Sequence[Candidate] = (),
+        consumed: Sequence[Consumed] = (),
     ) -> PublishReceipt:
-        """Apply every mutation and effectiveness observation in one transaction, or none."""
+        """Apply every mutation, effectiveness observation and candidate change in one
+        transaction, or none."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
-        if not mutations and not observations:
+        extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
+        if not mutations and not observations and not any(extras):
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations)
+        return await self._in_write_transaction(self._apply, mutations, observations, extras)
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -377,6 +394,7 @@ class PostgresStore:
         conn: Connection,
         mutations: Sequence[Mutation],
         observations: list[tuple[str, int, int, int, int, str]],
+        extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -395,7 +413,41 @@ class PostgresStore:
                 + " WHERE lesson_effectiveness.last_run_id IS DISTINCT FROM excluded.last_run_id",
                 observations,
             )
+        consumed, candidates = extras
+        if consumed:
+            await conn.executemany(
+                "DELETE FROM lesson_candidates WHERE lesson_id = $1 AND seq <= $2", consumed
+            )
+        if candidates:
+            # Only for a living lesson; a repeated postmortem of one run adds nothing.
+            await conn.executemany(
+                "INSERT INTO lesson_candidates (lesson_id, run_id, specialist, title, "
+                "recommendation, associations, score, at) "
+                "SELECT $1, $2, $3, $4, $5, $6, $7, $8 "
+                "WHERE EXISTS (SELECT 1 FROM lessons WHERE id = $1 AND status <> 'retired') "
+                "ON CONFLICT (lesson_id, run_id, specialist, title) DO NOTHING",
+                candidates,
+            )
+            await conn.executemany(
+                "DELETE FROM lesson_candidates WHERE lesson_id = $1 AND seq NOT IN "
+                "(SELECT seq FROM lesson_candidates WHERE lesson_id = $1 "
+                "ORDER BY seq DESC LIMIT $2)",
+                [(i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
+            )
         return receipt
+
+    async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
+        """The pending candidates of each named lesson that has any, oldest first."""
+        async with self._reading() as conn:
+            rows = await conn.fetch(
+                f"SELECT {CANDIDATE_COLUMNS} FROM lesson_candidates "
+                "WHERE lesson_id = ANY($1::text[]) ORDER BY seq",
+                sorted(set(lesson_ids)),
+            )
+        found: dict[str, list[Candidate]] = {}
+        for row in rows:
+            found.setdefault(row[1], []).append(row_to_candidate(tuple(row)))
+        return found
 
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
         """The counters of each named lesson that has any."""

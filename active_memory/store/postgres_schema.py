@@ -21,6 +21,7 @@ TABLES = (
     "lesson_evidence",
     "lesson_history",
     "lesson_effectiveness",
+    "lesson_candidates",
 )
 
 # Index i holds the statements that create version i + 1.
@@ -129,6 +130,25 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             last_run_id                 TEXT
         )
         """,
+    ),
+    # Version 3: refused near-duplicate proposals, kept as adaptation candidates of the
+    # lesson they repeat until a maintenance decision on it consumes them.
+    (
+        """
+        CREATE TABLE lesson_candidates (
+            seq            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            lesson_id      TEXT NOT NULL REFERENCES lessons (id),
+            run_id         TEXT NOT NULL,
+            specialist     TEXT NOT NULL,
+            title          TEXT NOT NULL,
+            recommendation TEXT NOT NULL,
+            associations   TEXT NOT NULL,  -- JSON of Associations
+            score          DOUBLE PRECISION NOT NULL CHECK (score BETWEEN 0 AND 100),
+            at             TEXT NOT NULL,
+            UNIQUE (lesson_id, run_id, specialist, title)
+        )
+        """,
+        "CREATE INDEX lesson_candidates_by_lesson ON lesson_candidates (lesson_id, seq)",
     ),
 )
 

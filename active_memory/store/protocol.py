@@ -16,6 +16,7 @@ from active_memory.lessons import (
     PublishReceipt,
     Tombstone,
 )
+from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import Effectiveness, RunObservation
 
 StoredLesson = Annotated[Lesson | Tombstone, Field(discriminator="status")]
@@ -77,10 +78,19 @@ class LessonStore(Protocol):
         ...
 
     async def publish(
-        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+        self,
+        mutations: Sequence[Mutation],
+        effectiveness: Sequence[RunObservation] = (),
+        *,
+        candidates: Sequence[Candidate] = (),
+        consumed: Sequence[Consumed] = (),
     ) -> PublishReceipt:
-        """Apply every mutation and add every effectiveness observation in one transaction,
-        or none.
+        """Apply every mutation, add every effectiveness observation and adaptation
+        candidate, and clear every consumed candidate, in one transaction, or none.
+
+        A candidate of an unknown or retired lesson is skipped, as is one its run and
+        specialist already added; each lesson keeps its latest `CANDIDATES_KEPT`.
+        `Consumed(lesson_id, through)` clears that lesson's candidates up to seq `through`.
 
         Each change is checked against the revision it was decided on; any mismatch (or a
         retired or unknown ID) raises `RevisionConflict` naming every such lesson, and
@@ -92,6 +102,11 @@ class LessonStore(Protocol):
 
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
         """The counters of each named lesson that has any (absent: never observed)."""
+        ...
+
+    async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
+        """The pending adaptation candidates of each named lesson that has any, oldest
+        first (absent: none)."""
         ...
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:

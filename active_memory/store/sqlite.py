@@ -34,6 +34,16 @@ from active_memory.lessons import (
     Mutation,
     PublishReceipt,
     Tombstone,
+    utcnow,
+)
+from active_memory.store.candidates import (
+    CANDIDATE_COLUMNS,
+    CANDIDATES_KEPT,
+    Candidate,
+    Consumed,
+    candidate_rows,
+    consumed_rows,
+    row_to_candidate,
 )
 from active_memory.store.effectiveness import (
     EFFECTIVENESS_COLUMNS,
@@ -274,14 +284,21 @@ class SqliteStore:
     # --- writing -------------------------------------------------------------------
 
     async def publish(
-        self, mutations: Sequence[Mutation], effectiveness: Sequence[RunObservation] = ()
+        self,
+        mutations: Sequence[Mutation],
+        effectiveness: Sequence[RunObservation] = (),
+        *,
+        candidates: Sequence[Candidate] = (),
+        consumed: Sequence[Consumed] = (),
     ) -> PublishReceipt:
-        """Apply every mutation and effectiveness observation in one transaction, or none."""
+        """Apply every mutation, effectiveness observation and candidate change in one
+        transaction, or none."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
-        if not mutations and not observations:
+        extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
+        if not mutations and not observations and not any(extras):
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations)
+        return await self._in_write_transaction(self._apply, mutations, observations, extras)
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -310,7 +327,10 @@ class SqliteStore:
         return result
 
     async def _apply(
-        self, mutations: Sequence[Mutation], observations: list[tuple[Any, ...]]
+        self,
+        mutations: Sequence[Mutation],
+        observations: list[tuple[Any, ...]],
+        extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -327,7 +347,40 @@ class SqliteStore:
                 + " WHERE lesson_effectiveness.last_run_id IS NOT excluded.last_run_id",
                 [(*row, row[0]) for row in observations],
             )
+        consumed, candidates = extras
+        if consumed:
+            await self._conn.executemany(
+                "DELETE FROM lesson_candidates WHERE lesson_id = ? AND seq <= ?", consumed
+            )
+        if candidates:
+            # Only for a living lesson; a repeated postmortem of one run adds nothing.
+            await self._conn.executemany(
+                "INSERT INTO lesson_candidates (lesson_id, run_id, specialist, title, "
+                "recommendation, associations, score, at) SELECT ?, ?, ?, ?, ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM lessons WHERE id = ? AND status <> 'retired') "
+                "ON CONFLICT (lesson_id, run_id, specialist, title) DO NOTHING",
+                [(*row, row[0]) for row in candidates],
+            )
+            await self._conn.executemany(
+                "DELETE FROM lesson_candidates WHERE lesson_id = ? AND seq NOT IN "
+                "(SELECT seq FROM lesson_candidates WHERE lesson_id = ? "
+                "ORDER BY seq DESC LIMIT ?)",
+                [(i, i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
+            )
         return receipt
+
+    async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
+        """The pending candidates of each named lesson that has any, oldest first."""
+        with self._translated():
+            rows = await self._conn.execute_fetchall(
+                f"SELECT {CANDIDATE_COLUMNS} FROM lesson_candidates "
+                "WHERE lesson_id IN (SELECT value FROM json_each(?)) ORDER BY seq",
+                (json.dumps(sorted(set(lesson_ids))),),
+            )
+        found: dict[str, list[Candidate]] = {}
+        for row in rows:
+            found.setdefault(row[1], []).append(row_to_candidate(tuple(row)))
+        return found
 
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
         """The counters of each named lesson that has any."""

@@ -89,6 +89,23 @@ MIGRATIONS: tuple[str, ...] = (
         last_run_id                 TEXT
     ) STRICT;
     """,
+    # Version 3: refused near-duplicate proposals, kept as adaptation candidates of the
+    # lesson they repeat until a maintenance decision on it consumes them.
+    """
+    CREATE TABLE lesson_candidates (
+        seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+        lesson_id      TEXT NOT NULL REFERENCES lessons (id),
+        run_id         TEXT NOT NULL,
+        specialist     TEXT NOT NULL,
+        title          TEXT NOT NULL,
+        recommendation TEXT NOT NULL,
+        associations   TEXT NOT NULL,  -- JSON of Associations
+        score          REAL NOT NULL CHECK (score BETWEEN 0 AND 100),
+        at             TEXT NOT NULL,
+        UNIQUE (lesson_id, run_id, specialist, title)
+    ) STRICT;
+    CREATE INDEX lesson_candidates_by_lesson ON lesson_candidates (lesson_id, seq);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
