@@ -44,6 +44,7 @@ from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import SPECIALISTS, ScopeKind, SpecialistName
 from active_memory.specialists.providers import ProviderSession
 from active_memory.store import LessonQuery, LessonStore
+from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation
 
 log = logging.getLogger("active_memory.orchestrator")
@@ -153,12 +154,46 @@ class Postmortem:
             for out in active:
                 if out.status is None:
                     out.end("timed_out", f"the postmortem's deadline ({seconds:g} s) passed")
+        candidates = self._candidates()
         # A postmortem whose every specialist failed or timed out writes nothing at all.
         if not any(out.status in ("reconciled", "abstained") for out in active):
             observations = []
+        shown = {i: max(c.seq or 0 for c in found) for i, found in ctx.candidates.items()}
         return await publish(
-            ctx, self.store, self.outcomes, living, dry_run=self.dry_run, effectiveness=observations
+            ctx,
+            self.store,
+            self.outcomes,
+            living,
+            dry_run=self.dry_run,
+            effectiveness=observations,
+            candidates=candidates,
+            shown=shown,
         )
+
+    def _candidates(self) -> list[Candidate]:
+        """Each reconciled discovery's refused near-duplicates, as adaptation candidates
+        of the lessons they repeat (published with the mutations; none in a dry run)."""
+        if self.dry_run:
+            return []
+        found: list[Candidate] = []
+        for out in self.outcomes.values():
+            if out.status != "reconciled" or out.discovery is None:
+                continue
+            for refused in out.discovery.rejected:
+                if refused.duplicate_of is None or refused.proposal is None:
+                    continue
+                found.append(
+                    Candidate(
+                        lesson_id=refused.duplicate_of,
+                        run_id=self.record.run_id,
+                        specialist=out.name,
+                        title=refused.proposal.title,
+                        recommendation=refused.proposal.recommendation,
+                        associations=refused.proposal.associations,
+                        score=refused.similarity or 0.0,
+                    )
+                )
+        return found
 
     async def _freeze(
         self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]]
@@ -194,15 +229,17 @@ class Postmortem:
     async def _read_effectiveness(
         self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]], ctx: Context
     ) -> None:
-        """The frozen lessons' counters, which maintenance judges them with; an unreadable
-        store fails the maintenance specialists still running."""
+        """The frozen lessons' counters and pending adaptation candidates, which
+        maintenance judges them with; an unreadable store fails the maintenance
+        specialists still running."""
         ids = [lesson.id for lessons in living.values() for lesson in lessons]
         if not ids:
             return
         try:
             ctx.effectiveness.update(await self.store.effectiveness(ids))
+            ctx.candidates.update(await self.store.candidates(ids))
         except Exception as exc:
-            log.warning("reading effectiveness counters failed: %s", exc)
+            log.warning("reading effectiveness counters or candidates failed: %s", exc)
             for out in active:
                 if SPECIALISTS[out.name].is_maintenance and out.status is None:
                     out.end("failed", f"cannot read the effectiveness counters: {exc}")

@@ -36,6 +36,7 @@ from active_memory.orchestrator.runners import Context, decide, session_for
 from active_memory.specialists.kinds import ScopeKind, SpecialistName, kind_of
 from active_memory.specialists.mutations import AnyMutation
 from active_memory.store import LessonStore
+from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import RunObservation
 
 log = logging.getLogger("active_memory.orchestrator")
@@ -103,16 +104,35 @@ def _counts(pending: Sequence[AnyMutation], kept: int) -> PublishedCounts:
     )
 
 
+def consumed_candidates(
+    outcomes: Mapping[SpecialistName, Outcome], shown: Mapping[str, int]
+) -> list[Consumed]:
+    """The candidates a publish consumes: those each reconciled maintenance decision
+    (adapt, keep, retire or defer) was shown, up to the highest `seq` it saw."""
+    decided = {
+        lesson_id
+        for out in outcomes.values()
+        if out.status == "reconciled" and out.decisions
+        for lesson_id in out.decisions
+    }
+    return [Consumed(lesson_id=i, through=shown[i]) for i in sorted(decided) if i in shown]
+
+
 async def bounded_publish(
     store: LessonStore,
     pending: Sequence[AnyMutation],
     seconds: float,
     effectiveness: Sequence[RunObservation] = (),
+    *,
+    candidates: Sequence[Candidate] = (),
+    consumed: Sequence[Consumed] = (),
 ) -> PublishReceipt:
     """`store.publish`, shielded from cancellation and bounded by `seconds` of its own."""
     with anyio.CancelScope(shield=True):
         with anyio.move_on_after(seconds) as bound:
-            return await store.publish(pending, effectiveness)
+            return await store.publish(
+                pending, effectiveness, candidates=candidates, consumed=consumed
+            )
     assert bound.cancelled_caught
     raise DeadlineExceeded("the publish", seconds)
 
@@ -125,22 +145,32 @@ async def publish(
     *,
     dry_run: bool,
     effectiveness: Sequence[RunObservation] = (),
+    candidates: Sequence[Candidate] = (),
+    shown: Mapping[str, int] | None = None,
 ) -> Publication:
-    """Publish every reconciled specialist's mutations, and the run's effectiveness
-    observations of lessons, in one transaction (see module)."""
+    """Publish every reconciled specialist's mutations, the run's effectiveness
+    observations of lessons, its refused near-duplicates as adaptation `candidates`, and
+    the consumption of the candidates each maintenance decision was `shown` (highest seq
+    by lesson ID), in one transaction (see module)."""
     unresolved: list[ConflictReport] = []
     rounds = 0
     while True:
         pending = _pending(outcomes)
+        consumed = consumed_candidates(outcomes, shown or {})
         result = Publication(_counts(pending, _kept(outcomes)), describe(pending, None), unresolved)
-        if dry_run or not (pending or effectiveness):
+        if dry_run or not (pending or effectiveness or candidates or consumed):
             return result
         # A caller that cancelled before the publish began gets nothing published.
         await anyio.lowlevel.checkpoint()
         ctx.notify("publishing", detail=f"{len(pending)} change(s)")
         try:
             receipt = await bounded_publish(
-                store, pending, ctx.limits.publish_seconds, effectiveness
+                store,
+                pending,
+                ctx.limits.publish_seconds,
+                effectiveness,
+                candidates=candidates,
+                consumed=consumed,
             )
         except RevisionConflict as exc:
             stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}

@@ -48,6 +48,7 @@ from active_memory.specialists.tasks import (
     build_repository_maintenance,
     manifest,
 )
+from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
 log = logging.getLogger("active_memory.orchestrator")
@@ -86,6 +87,8 @@ class Context:
     deliveries: Mapping[str, tuple[Delivery, ...]]  # the record's, by lesson ID
     # Effectiveness counters of the frozen lessons, by ID (filled when they are frozen).
     effectiveness: dict[str, Effectiveness] = field(default_factory=dict)
+    # Pending adaptation candidates of the frozen lessons, by ID (read with the counters).
+    candidates: dict[str, list[Candidate]] = field(default_factory=dict)
 
     def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
         """Tell the progress callback, never letting it break the postmortem."""
@@ -254,9 +257,15 @@ def _maintenance_task(
             living=living,
             limits=ctx.limits.task,
             effectiveness=ctx.effectiveness,
+            candidates=ctx.candidates,
         )
     return build_graph_maintenance(
-        record, batch, living=living, limits=ctx.limits.task, effectiveness=ctx.effectiveness
+        record,
+        batch,
+        living=living,
+        limits=ctx.limits.task,
+        effectiveness=ctx.effectiveness,
+        candidates=ctx.candidates,
     )
 
 

@@ -63,13 +63,16 @@ class Rejection:
     """A refused proposal: its position in the answer, its title, and every reason.
 
     `duplicate_of` names the living lesson a near-duplicate repeats: the proposal is an
-    adaptation candidate of that card, not a new lesson.
+    adaptation candidate of that card, not a new lesson; `proposal` and `similarity` are
+    then the checked proposal and its text similarity to that lesson (0-100).
     """
 
     index: int
     title: str
     reasons: tuple[str, ...]
     duplicate_of: str | None = None
+    proposal: Proposal | None = None
+    similarity: float | None = None
 
     @property
     def reason(self) -> str:
@@ -207,7 +210,16 @@ def check_discovery(
                 f"lessons[{index}]: near-duplicate of {repeated.describe()}; not created, "
                 "left to maintenance as an adaptation candidate of that lesson"
             )
-            rejected.append(Rejection(index, mask(draft.title), (reason,), repeated.lesson_id))
+            rejected.append(
+                Rejection(
+                    index,
+                    mask(draft.title),
+                    (reason,),
+                    repeated.lesson_id,
+                    proposal=found,
+                    similarity=repeated.score,
+                )
+            )
             continue
         items = tuple(evidence[e] for e in found.evidence)
         accepted.append(AcceptedProposal(index, found, scope, items))

@@ -40,6 +40,7 @@ from active_memory.specialists.authority import (
     read_files,
 )
 from active_memory.specialists.kinds import SpecialistName, kind_of
+from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
 MaintenanceName = Literal["graph_maintenance", "repository_maintenance"]
@@ -109,9 +110,34 @@ class DeliveryView(_Model):
     at: str | None = None
 
 
+class CandidateView(_Model):
+    """A refused near-duplicate proposal of an earlier run: an adaptation candidate of
+    the lesson it repeats, with its text similarity to that lesson (0-100)."""
+
+    run_id: str
+    specialist: str
+    title: str
+    recommendation: str
+    associations: Associations
+    similarity: float
+
+    @classmethod
+    def of(cls, candidate: Candidate) -> CandidateView:
+        """The task's view of a stored candidate."""
+        return cls(
+            run_id=candidate.run_id,
+            specialist=candidate.specialist,
+            title=candidate.title,
+            recommendation=candidate.recommendation,
+            associations=candidate.associations,
+            similarity=round(candidate.score, 1),
+        )
+
+
 class SuppliedLesson(_Model):
-    """A lesson maintenance must decide on, with the run's deliveries of it and its
-    effectiveness counters over earlier postmortems (all zero: never observed)."""
+    """A lesson maintenance must decide on, with the run's deliveries of it, its
+    effectiveness counters over earlier postmortems (all zero: never observed) and its
+    pending adaptation candidates (refused near-duplicates, oldest first)."""
 
     id: str
     revision: int
@@ -123,6 +149,7 @@ class SuppliedLesson(_Model):
     evidence: Evidence
     deliveries: tuple[DeliveryView, ...] = ()
     effectiveness: Effectiveness = Effectiveness()
+    candidates: tuple[CandidateView, ...] = ()
 
 
 class LessonRef(_Model):
@@ -240,6 +267,7 @@ def _supplied(
     record: RunRecord,
     lessons: Sequence[Lesson],
     effectiveness: Mapping[str, Effectiveness] | None,
+    candidates: Mapping[str, Sequence[Candidate]] | None = None,
 ) -> tuple[SuppliedLesson, ...]:
     scope = kind_of(name).scope
     seen: set[str] = set()
@@ -264,6 +292,7 @@ def _supplied(
             evidence=lesson.evidence,
             deliveries=delivered.get(lesson.id, ()),
             effectiveness=(effectiveness or {}).get(lesson.id, Effectiveness()),
+            candidates=tuple(CandidateView.of(c) for c in (candidates or {}).get(lesson.id, ())),
         )
         for lesson in sorted(lessons, key=lambda lesson: lesson.id)
     )
@@ -293,10 +322,12 @@ def build_repository_maintenance(
     living: Iterable[Lesson] = (),
     limits: TaskLimits = DEFAULT_LIMITS,
     effectiveness: Mapping[str, Effectiveness] | None = None,
+    candidates: Mapping[str, Sequence[Candidate]] | None = None,
 ) -> MaintenanceTask:
     """Repository maintenance's task for one batch: the lessons (with their
-    `effectiveness` counters by ID), and the current content of every file they cite or
-    associate (read from `checkout`; None marks all unread)."""
+    `effectiveness` counters and pending adaptation `candidates` by ID), and the current
+    content of every file they cite or associate (read from `checkout`; None marks all
+    unread)."""
     name: MaintenanceName = "repository_maintenance"
     paths = [
         p for x in lessons for p in (*x.associations.files, *(c.path for c in x.evidence.citations))
@@ -305,7 +336,7 @@ def build_repository_maintenance(
     return MaintenanceTask(
         specialist=name,
         run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons, effectiveness),
+        lessons=_supplied(name, record, lessons, effectiveness, candidates),
         others=_others(name, lessons, living, limits),
         files=read_files(checkout, paths, limits),
         folders=folders_of(checkout, folders),
@@ -320,10 +351,11 @@ def build_graph_maintenance(
     living: Iterable[Lesson] = (),
     limits: TaskLimits = DEFAULT_LIMITS,
     effectiveness: Mapping[str, Effectiveness] | None = None,
+    candidates: Mapping[str, Sequence[Candidate]] | None = None,
 ) -> MaintenanceTask:
     """Graph maintenance's task for one batch: the lessons (with their `effectiveness`
-    counters by ID), and the authored node each is for. `graphs` maps graph hashes to
-    graphs; by default the run's own graph."""
+    counters and pending adaptation `candidates` by ID), and the authored node each is
+    for. `graphs` maps graph hashes to graphs; by default the run's own graph."""
     name: MaintenanceName = "graph_maintenance"
     graphs = _run_graphs(record) if graphs is None else graphs
     targets = sorted(
@@ -332,7 +364,7 @@ def build_graph_maintenance(
     return MaintenanceTask(
         specialist=name,
         run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons, effectiveness),
+        lessons=_supplied(name, record, lessons, effectiveness, candidates),
         others=_others(name, lessons, living, limits),
         nodes=tuple(node_authority(graphs, h, n, limits) for h, n in targets),
     )
