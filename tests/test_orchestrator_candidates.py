@@ -125,3 +125,22 @@ async def test_a_dry_run_stores_no_candidate(tmp_path: Path, store: SqliteStore)
     )
     assert (report.specialists["graph_discovery"].rejected or [])[0].duplicate_of == "L-40"
     assert await store.candidates(["L-40"]) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_failed_maintenance_consumes_no_candidate(
+    tmp_path: Path, store: SqliteStore
+) -> None:
+    first = run_record(tmp_path, [], run_id="run-1", timeouts=True, name="run-1.json")
+    await _seed(store, first)
+    sessions = FakeSessions({"graph_discovery": _repeating_proposal})
+    await run_postmortem(first, config(), store, sessions=sessions, journal_dir=tmp_path)
+
+    async def decide_nothing(request: Request) -> Any:
+        return {"decisions": []}
+
+    second = run_record(tmp_path, ["L-40"], run_id="run-2", name="run-2.json")
+    sessions = FakeSessions({"graph_maintenance": decide_nothing})
+    report = await run_postmortem(second, config(), store, sessions=sessions, journal_dir=tmp_path)
+    assert report.specialists["graph_maintenance"].status == "failed"
+    assert [c.run_id for c in (await store.candidates(["L-40"]))["L-40"]] == ["run-1"]
