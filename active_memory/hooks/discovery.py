@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import time
 
+from active_memory.processes import pid_alive
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -40,25 +42,6 @@ class ServerAddress:
 
 
 _FIELDS = ("host", "port", "pid", "token_file", "started_at")
-
-
-def pid_alive(pid: int) -> bool:
-    """True if a process with this pid exists (ours or another user's)."""
-    if pid <= 0:
-        return False
-    if os.name == "nt":
-        # os.kill on Windows terminates the process whatever the signal: never probe.
-        # A stale file is then caught by the refused connection instead.
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def read_discovery(path: str | os.PathLike[str]) -> ServerAddress | None:
@@ -93,23 +76,12 @@ def write_discovery(
     path: str | os.PathLike[str], host: str, port: int, token_file: str | os.PathLike[str]
 ) -> ServerAddress:
     """Record this process as the live server (0600, temp file + rename)."""
-    import contextlib
     import json
-    import tempfile
+
+    from active_memory.atomic_files import write_atomically
 
     address = ServerAddress(host, port, os.getpid(), os.fspath(token_file), time.time())
-    folder = os.path.dirname(os.fspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=".server.json.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(address.to_json(), handle)
-            handle.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, json.dumps(address.to_json()) + "\n", mode=0o600)
     return address
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import tempfile
 import urllib.parse
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -23,7 +21,9 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from active_memory.atomic_files import write_atomically
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
+from active_memory.processes import pid_alive
 from active_memory.quality.reasons import rejection_kinds
 from active_memory.store.location import zeroshot_state_dir
 
@@ -97,20 +97,6 @@ def _file_name(run_id: str) -> str:
     return urllib.parse.quote(run_id, safe="-_.") + ".json"
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    if sys.platform == "win32":  # os.kill would terminate it; assume alive
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Journal:
     """The journal folder; every write replaces one run's file atomically."""
 
@@ -123,18 +109,8 @@ class Journal:
 
     def write(self, entry: JournalEntry) -> None:
         """Replace the run's file with `entry` (write to a temporary file, fsync, rename)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
         data = json.dumps(entry.to_json(), indent=1, sort_keys=True).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(prefix=".pm-", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path(entry.run_id))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.path(entry.run_id), data, mode=0o600)
 
     def started(self, run_id: str, outcome: str) -> JournalEntry:
         """Record that the postmortem of `run_id` started; returns the entry written."""
@@ -191,7 +167,7 @@ class Journal:
         found: list[InterruptedPostmortem] = []
         for path in sorted(self.directory.glob("*.json")):
             entry = _read(path)
-            if entry is None or entry.state != "running" or _alive(entry.pid):
+            if entry is None or entry.state != "running" or pid_alive(entry.pid):
                 continue
             found.append(
                 InterruptedPostmortem(

@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from active_memory.atomic_files import write_atomically
 from active_memory.errors import InvalidRecord
 
 
@@ -51,28 +50,8 @@ class FileChange:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` so a reader sees the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = None
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    """Replace `path` with `text`, keeping its permissions (see `write_atomically`)."""
+    write_atomically(path, text)
 
 
 def read_text(path: Path) -> str | None:
