@@ -51,6 +51,7 @@ from active_memory.store.candidates import (
     consumed_rows,
     row_to_candidate,
 )
+from active_memory.store.changes import CHANGE_COLUMNS, ScopeChanges, ScopeKey, changes_query
 from active_memory.store.effectiveness import (
     EFFECTIVENESS_COLUMNS,
     Effectiveness,
@@ -109,6 +110,9 @@ POOL_SIZE = 4
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 Connection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
+
+
+_VERSION_SQL = "SELECT value FROM store_meta WHERE key = 'change_version'"
 
 
 class _Retry(Exception):
@@ -294,6 +298,22 @@ class PostgresStore:
         async with self._reading() as conn:
             lessons = await self._hydrate(conn, await conn.fetch(sql, *params))
         return [lesson for lesson in lessons if isinstance(lesson, Lesson)]
+
+    async def version(self) -> int:
+        """The store's change version (docs/store.md, "Version and changes")."""
+        async with self._reading() as conn:
+            return int(await conn.fetchval(_VERSION_SQL))
+
+    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
+        """`scope`'s lessons changed since `since`, and the version read, in one snapshot."""
+        sql, params = changes_query(scope, since, lambda n: f"${n}")
+        sql = sql.replace(
+            CHANGE_COLUMNS, CHANGE_COLUMNS.replace("associations", "associations::text"), 1
+        )
+        async with self._reading() as conn:
+            version = int(await conn.fetchval(_VERSION_SQL))
+            rows = [tuple(row) for row in await conn.fetch(sql, *params)]
+        return ScopeChanges(version, rows, full=since is None)
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
         """Every recorded revision of a lesson, oldest first."""

@@ -17,6 +17,7 @@ from active_memory.lessons import (
     Tombstone,
 )
 from active_memory.store.candidates import Candidate, Consumed
+from active_memory.store.changes import ScopeChanges, ScopeKey
 from active_memory.store.effectiveness import Effectiveness, RunObservation
 
 StoredLesson = Annotated[Lesson | Tombstone, Field(discriminator="status")]
@@ -75,6 +76,15 @@ class LessonStore(Protocol):
         Repository lessons of `repository`; graph lessons of (`graph_hash`, `node`) that are
         unqualified or qualified by `repository`. A None argument leaves that part out.
         """
+        ...
+
+    async def version(self) -> int:
+        """The store's change version: bumped once by every write that changes lessons."""
+        ...
+
+    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
+        """`scope`'s lessons changed since version `since` (any status), with the version
+        they were read at, in one consistent read; `since=None`: its active lessons."""
         ...
 
     async def publish(

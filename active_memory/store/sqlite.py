@@ -45,6 +45,7 @@ from active_memory.store.candidates import (
     consumed_rows,
     row_to_candidate,
 )
+from active_memory.store.changes import ScopeChanges, ScopeKey, changes_query
 from active_memory.store.effectiveness import (
     EFFECTIVENESS_COLUMNS,
     Effectiveness,
@@ -264,6 +265,24 @@ class SqliteStore:
                 with anyio.CancelScope(shield=True):
                     await self._conn.execute("COMMIT")
         return [lesson for lesson in lessons if isinstance(lesson, Lesson)]
+
+    async def version(self) -> int:
+        """The store's change version (docs/store.md, "Version and changes")."""
+        with self._translated():
+            return int(await self._scalar(_VERSION_SQL))
+
+    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
+        """`scope`'s lessons changed since `since`, and the version read, in one snapshot."""
+        sql, params = changes_query(scope, since, lambda _n: "?")
+        with self._translated():
+            await self._conn.execute("BEGIN")
+            try:
+                version = int(await self._scalar(_VERSION_SQL))
+                rows = [tuple(row) for row in await self._conn.execute_fetchall(sql, params)]
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._conn.execute("COMMIT")
+        return ScopeChanges(version, rows, full=since is None)
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
         """Every recorded revision of a lesson, oldest first."""
@@ -505,6 +524,9 @@ class SqliteStore:
                     "(`active-memory backup` makes them)",
                 ) from None
             raise StoreError(f"{self.location}: {text}") from exc
+
+
+_VERSION_SQL = "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
 
 
 def _checked_path(location: str | Path, create: bool) -> Path:
