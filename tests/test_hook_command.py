@@ -139,8 +139,10 @@ def test_a_corrupt_snapshot_exits_0_and_logs(world: World) -> None:
     publish(world.store, [repository_lesson("Src", folders=["src"])])
     payload = claude_payload("Read", {"file_path": "README.md"}, session="s", cwd=world.root)
     assert run_hook("claude", json.dumps(payload), world.env).stdout == b""  # freezes
-    for shard in (world.state / "active-memory" / "recall" / "runs").rglob("k*.marshal"):
-        shard.write_bytes(b"\x00not marshal")
+    generations = list((world.state / "active-memory" / "recall").rglob("*.gen"))
+    assert generations
+    for generation in generations:
+        generation.write_bytes(b"\x00not marshal")
     payload["tool_input"] = {"file_path": "src/a.py"}
     line = assert_silent_failure(world, run_hook("claude", json.dumps(payload), world.env))
     assert "SnapshotCorrupt" in line

@@ -6,9 +6,10 @@ The names below load on first use (PEP 562), so a hook process can import the le
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from active_memory.store.location import default_store_path as default_store_path
     from active_memory.store.location import resolve_store_location as resolve_store_location
     from active_memory.store.opening import open_store as open_store

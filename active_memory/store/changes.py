@@ -107,6 +107,10 @@ class OldSchema(Exception):
     """The SQLite store predates change versions; open it with the full store once."""
 
 
+class StoreUnreadable(Exception):
+    """The SQLite file cannot be read as a lesson store (the hook logs and answers nothing)."""
+
+
 def read_sqlite_changes(path: str, scope: ScopeKey, since: int | None) -> ScopeChanges:
     """`scope`'s changes since `since` in the SQLite store at `path`, one read transaction.
 
@@ -119,10 +123,19 @@ def read_sqlite_changes(path: str, scope: ScopeKey, since: int | None) -> ScopeC
 
     if not os.path.exists(path):
         return ScopeChanges(0, [], full=since is None)
-    from active_memory.store.sqlite_schema import APPLICATION_ID, CHANGES_SCHEMA_VERSION
 
     uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None)
+    try:
+        return _read(
+            sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None), scope, since
+        )
+    except sqlite3.Error as exc:
+        raise StoreUnreadable(f"{path}: unreadable lesson store: {exc}") from None
+
+
+def _read(conn: Any, scope: ScopeKey, since: int | None) -> ScopeChanges:
+    from active_memory.store.sqlite_schema import APPLICATION_ID, CHANGES_SCHEMA_VERSION
+
     try:
         conn.execute("BEGIN")  # one snapshot for the version and the rows
         app_id, schema = conn.execute(
@@ -132,9 +145,9 @@ def read_sqlite_changes(path: str, scope: ScopeKey, since: int | None) -> ScopeC
         if app_id == 0 and schema == 0:
             return ScopeChanges(0, [], full=since is None)  # created, never written
         if app_id != APPLICATION_ID:
-            raise sqlite3.DatabaseError(f"{path}: not an Active Memory lesson store")
+            raise StoreUnreadable("not an Active Memory lesson store")
         if schema < CHANGES_SCHEMA_VERSION:
-            raise OldSchema(path)
+            raise OldSchema("the store predates change versions")
         (version,) = conn.execute(
             "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
         ).fetchone()
