@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -26,8 +25,8 @@ from recall_support import (
 from active_memory.recall.engine import answer_hook, answer_tool_call
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.frame import FRAME_BYTES, render_card
-from active_memory.recall.records import read_deliveries, read_receipts
 from active_memory.recall.index import SnapshotIndex
+from active_memory.recall.records import read_deliveries, read_receipts
 from active_memory.recall.snapshot import SnapshotCache, graph_cards, pinned, repository_scope
 from active_memory.recall.types import ToolCall
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from active_memory.store.changes import OldSchema, ScopeKey, read_sqlite_changes
 REPOSITORY = ScopeKey("repository", repository=NAMESPACE)
 
 
-def ids(rows: list[tuple[object, ...]]) -> list[str]:
+def ids(rows: Sequence[tuple[object, ...]]) -> list[str]:
     return sorted(str(row[0]) for row in rows)
 
 
