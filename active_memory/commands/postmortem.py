@@ -310,6 +310,10 @@ class _EmptyStore:
         """No lessons."""
         return []
 
+    async def summaries(self, query: object = None) -> list[Any]:
+        """No lessons."""
+        return []
+
     async def version(self) -> int:
         """Never written."""
         return 0

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.quality.reasons import REJECTION_KINDS
+from active_memory.store.protocol import LessonSummary
 
 if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the journal
     from active_memory.quality.audit import LessonFinding
@@ -24,8 +25,35 @@ def stdout_console() -> Console:
     return Console(soft_wrap=False, highlight=False)
 
 
-def scope_label(lesson: Lesson | Tombstone) -> str:
+def summary_lines(
+    lessons: Sequence[LessonSummary], counters: Mapping[str, Effectiveness] | None = None
+) -> str:
+    """Plain listing: one tab-separated line per lesson (ID, revision, status, [four
+    effectiveness counts,] scope, title); tabs and newlines inside a title become spaces."""
+    lines = []
+    for item in lessons:
+        counts = ""
+        if counters is not None:
+            c = counters.get(item.id)
+            values = (
+                (c.runs_delivered, c.recurred_when_delivered, c.runs_touched_not_delivered,
+                 c.recurred_when_not_delivered) if c else (0, 0, 0, 0)
+            )  # fmt: skip
+            counts = "".join(f"{value}\t" for value in values)
+        title = " ".join((item.title or "(retired)").split())
+        lines.append(
+            f"{item.id}\t{item.revision}\t{item.status}\t{counts}{scope_label(item)}\t{title}\n"
+        )
+    return "".join(lines)
+
+
+def scope_label(lesson: Lesson | Tombstone | LessonSummary) -> str:
     """`repo:github.com/acme/api` or `graph 7d5d…/worker @ repo:…`."""
+    if isinstance(lesson, LessonSummary):
+        if lesson.scope_kind == "repository":
+            return lesson.repository
+        label = f"graph {lesson.graph_hash[:12]}…/{lesson.node}"
+        return f"{label} @ {lesson.repository}" if lesson.repository else label
     scope = lesson.scope
     if isinstance(scope, GraphScope):
         label = f"graph {scope.graph_hash[:12]}…/{scope.node}"
@@ -34,11 +62,15 @@ def scope_label(lesson: Lesson | Tombstone) -> str:
 
 
 def lesson_table(
-    lessons: Sequence[Lesson | Tombstone], counters: Mapping[str, Effectiveness] | None = None
+    lessons: Sequence[Lesson | Tombstone | LessonSummary],
+    counters: Mapping[str, Effectiveness] | None = None,
+    *,
+    total: int | None = None,
 ) -> Table:
     """One row per lesson: ID, revision, status, scope, title; with `counters`, also the
     effectiveness counts (delivered / recurred, touched without delivery / recurred)."""
-    table = Table(title=f"{len(lessons)} lessons", title_justify="left")
+    count = len(lessons) if total is None else total
+    table = Table(title=f"{count} lessons", title_justify="left")
     table.add_column("ID", no_wrap=True)
     table.add_column("rev", justify="right")
     table.add_column("status")
@@ -48,7 +80,9 @@ def lesson_table(
     table.add_column("scope", overflow="fold")
     table.add_column("title", overflow="fold")
     for lesson in lessons:
-        title = lesson.title if isinstance(lesson, Lesson) else Text("(retired)", style="dim")
+        title: str | Text = Text("(retired)", style="dim")
+        if isinstance(lesson, Lesson) or (isinstance(lesson, LessonSummary) and lesson.title):
+            title = lesson.title or ""
         counts: list[str] = []
         if counters is not None:
             c = counters.get(lesson.id)

@@ -31,6 +31,7 @@ from active_memory.recall.types import MATCH_SCORES, CardHit
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+    from typing import Any
 
     from active_memory.recall.index import SnapshotIndex
     from active_memory.recall.signals import Signals
@@ -56,23 +57,27 @@ def iter_matches(index: SnapshotIndex, signals: Signals) -> Iterator[CardHit]:
     for kind, lists in tiers:
         yield from _tier(index, kind, lists, seen)
     terms = signals.terms
-    grouped = sorted(
-        {
-            ordinal
-            for term in terms
-            for ordinal, group in index.postings(KEYWORD + term)
-            if all(part in terms for part in group)
-        }
-    )
-    yield from _tier(index, "keywords", [tuple(grouped)], seen)
+    groups = [
+        _satisfied(postings, terms)
+        for postings in (index.postings(KEYWORD + term) for term in terms)
+        if postings
+    ]
+    yield from _tier(index, "keywords", groups, seen)
+
+
+def _satisfied(postings: tuple[Any, ...], terms: set[str]) -> Iterator[int]:
+    """The ordinals of the keyword groups in `postings` whose terms all occur, lazily."""
+    for ordinal, group in postings:
+        if all(part in terms for part in group):
+            yield ordinal
 
 
 def _tier(
-    index: SnapshotIndex, kind: MatchKind, lists: Iterable[tuple[int, ...]], seen: set[int]
+    index: SnapshotIndex, kind: MatchKind, lists: Iterable[Iterable[int]], seen: set[int]
 ) -> Iterator[CardHit]:
     score = MATCH_SCORES[kind]
     present = [postings for postings in lists if postings]
-    ordinals = present[0] if len(present) == 1 else merge(*present)
+    ordinals: Iterable[int] = present[0] if len(present) == 1 else merge(*present)
     previous = -1
     for ordinal in ordinals:
         if ordinal == previous or ordinal in seen:

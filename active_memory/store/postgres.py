@@ -85,7 +85,7 @@ from active_memory.store.postgres_schema import (
     TABLES,
     VERSION_TABLE,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.protocol import ImportReport, LessonQuery, LessonSummary
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -113,6 +113,9 @@ Connection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
 
 
 _VERSION_SQL = "SELECT value FROM store_meta WHERE key = 'change_version'"
+
+
+SUMMARY_COLUMNS = "id, revision, status, scope_kind, repository, graph_hash, node, title"
 
 
 class _Retry(Exception):
@@ -246,8 +249,8 @@ class PostgresStore:
             found = await self._hydrate(conn, rows)
         return found[0] if found else None
 
-    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
-        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+    def _select_sql(self, query: LessonQuery | None, columns: str) -> tuple[str, list[Any]]:
+        """The SELECT of `columns` of the lessons `query` names, ordered by ID."""
         query = query or LessonQuery()
         clauses: list[str] = []
         params: list[Any] = []
@@ -267,9 +270,19 @@ class PostgresStore:
             statuses.append("retired")
         params.append(statuses)
         clauses.append(f"status = ANY(${len(params)}::text[])")
-        sql = f"SELECT {LESSON_COLUMNS} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id"
+        return f"SELECT {columns} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id", params
+
+    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
+        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+        sql, params = self._select_sql(query, LESSON_COLUMNS)
         async with self._reading() as conn:
             return await self._hydrate(conn, await conn.fetch(sql, *params))
+
+    async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
+        """What `select(query)` returns, as summaries only."""
+        sql, params = self._select_sql(query, SUMMARY_COLUMNS)
+        async with self._reading() as conn:
+            return [LessonSummary(*row) for row in await conn.fetch(sql, *params)]
 
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None

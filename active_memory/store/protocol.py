@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Protocol, runtime_checkable
+from typing import Annotated, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +37,19 @@ class LessonQuery(BaseModel):
     include_retired: bool = False
 
 
+class LessonSummary(NamedTuple):
+    """What a listing shows of a lesson: identity, status, scope columns, title."""
+
+    id: str
+    revision: int
+    status: str
+    scope_kind: str
+    repository: str  # '' for a graph lesson of every repository
+    graph_hash: str
+    node: str
+    title: str | None  # None for a retired tombstone
+
+
 class ImportReport(BaseModel):
     """What an import changed, and what it left alone and why."""
 
@@ -66,6 +79,10 @@ class LessonStore(Protocol):
 
     async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
         """Lessons matching `query`, ordered by ID."""
+        ...
+
+    async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
+        """What `select(query)` returns, as summaries only (no cards, no evidence)."""
         ...
 
     async def read_snapshot(

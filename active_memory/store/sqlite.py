@@ -65,7 +65,7 @@ from active_memory.store.planning import (
     plan_revert,
     touched_ids,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.protocol import ImportReport, LessonQuery, LessonSummary
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -209,10 +209,11 @@ class SqliteStore:
             found = await self._hydrate(list(rows))
         return found[0] if found else None
 
-    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
-        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+    def _select_sql(self, query: LessonQuery | None, columns: str) -> tuple[str, list[Any]]:
+        """The SELECT of `columns` of the lessons `query` names, ordered by ID."""
         query = query or LessonQuery()
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if query.kind is not None:
             clauses.append("scope_kind = ?")
             params.append(query.kind)
@@ -232,10 +233,21 @@ class SqliteStore:
             statuses.append("retired")
         clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
         params.extend(statuses)
-        sql = f"SELECT {LESSON_COLUMNS} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id"
+        return f"SELECT {columns} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id", params
+
+    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
+        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+        sql, params = self._select_sql(query, LESSON_COLUMNS)
         with self._translated():
             rows = await self._conn.execute_fetchall(sql, params)
             return await self._hydrate(list(rows))
+
+    async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
+        """What `select(query)` returns, as summaries only."""
+        sql, params = self._select_sql(query, SUMMARY_COLUMNS)
+        with self._translated():
+            rows = await self._conn.execute_fetchall(sql, params)
+        return [LessonSummary(*row) for row in rows]
 
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None
@@ -527,6 +539,9 @@ class SqliteStore:
 
 
 _VERSION_SQL = "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
+
+
+SUMMARY_COLUMNS = "id, revision, status, scope_kind, repository, graph_hash, node, title"
 
 
 def _checked_path(location: str | Path, create: bool) -> Path:
