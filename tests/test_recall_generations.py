@@ -349,3 +349,31 @@ def test_card_text_is_rendered_like_the_store_card(tmp_path: Path) -> None:
     assert generations.scope_key(REPOSITORY) != generations.scope_key(
         ScopeKey("repository", repository="repo:github.com/acme/apis")
     )
+
+
+def test_a_write_through_the_store_brings_known_generations_up_to_date(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+
+    from active_memory.store import open_store
+
+    world = World(tmp_path)
+    monkeypatch.setenv("ZEROSHOT_STATE_DIR", str(world.state))
+    publish(world.store, [repository_lesson("First", folders=["src"])])
+    env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "r1"}
+    payload = claude_payload("Read", {"file_path": "src/a.py"}, session="s", cwd=world.root)
+    answer_hook("claude", payload, env)  # the scope now has a generation on this machine
+    folder = scope_dir(str(world.state / "active-memory" / "recall"), str(world.store),
+                       REPOSITORY)  # fmt: skip
+    assert read_current(folder) == ("g0000000000000001.gen", 1)
+
+    async def write() -> None:
+        async with open_store(str(world.store)) as store:
+            await store.publish([repository_lesson("Second", folders=["src"])])
+
+    anyio.run(write)
+    # Built by the writer, before any hook asked: a run's first call only pins it.
+    assert read_current(folder) == ("g0000000000000002.gen", 2)
+    path = os.path.join(folder, "g0000000000000002.gen")
+    assert [card[0] for card in SnapshotIndex.open(path).cards()] == ["L-1", "L-2"]

@@ -135,6 +135,41 @@ def refresh(
     return path, None
 
 
+def refresh_known(recall_dir: str, location: str, read: Any) -> list[str]:
+    """Bring every scope of the store at `location` that has generations here up to date.
+
+    Called by the store after a write session that changed its version (the store keeps
+    the recall index itself), so a run's first call finds its generation current and
+    only pins. Scopes nobody recalled yet are left to their first pin. Returns the
+    generation paths now current.
+    """
+    from active_memory.recall.index import SnapshotIndex
+    from active_memory.store.changes import ScopeKey
+
+    base = os.path.join(recall_dir, "generations", store_key(location))
+    try:
+        folders = sorted(os.listdir(base))
+    except FileNotFoundError:
+        return []
+    current: list[str] = []
+    for name in folders:
+        pointer = read_current(os.path.join(base, name))
+        if pointer is None:
+            continue
+        scope = SnapshotIndex.open(os.path.join(base, name, pointer[0])).meta.get("scope", {})
+        kind = scope.get("kind")
+        if kind not in ("repository", "graph"):
+            continue
+        key = ScopeKey(
+            kind,
+            repository=scope.get("repository"),
+            graph_hash=scope.get("graph_hash"),
+            node=scope.get("node"),
+        )
+        current.append(refresh(recall_dir, location, key, read)[0])
+    return current
+
+
 def _advance(folder: str, name: str, version: int) -> None:
     with FileLock(os.path.join(folder, LOCK_FILE)):
         latest = read_current(folder)

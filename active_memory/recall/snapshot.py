@@ -163,7 +163,17 @@ def _thread_id() -> int:
     return threading.get_ident()
 
 
-def _reader(location: str) -> object:
+def refresh_after_write(location: str, env: Any = None) -> list[str]:
+    """After a write changed the store at `location`: rebuild the generations of the
+    scopes this machine recalls (recall.generations.refresh_known)."""
+    from active_memory.recall.environment import state_dir
+    from active_memory.recall.generations import refresh_known
+
+    recall_dir = os.path.join(state_dir(env), "recall")
+    return refresh_known(recall_dir, location, _reader(location))
+
+
+def _reader(location: str) -> Any:
     """`read(scope, since) -> ScopeChanges` for the store at `location`."""
 
     def read(scope: ScopeKey, since: int | None) -> ScopeChanges:

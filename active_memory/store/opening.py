@@ -31,6 +31,32 @@ async def open_store(location: str, *, create: bool = True) -> AsyncIterator[Les
 
         store = await SqliteStore.open(location, create=create)
     try:
+        before = await _version(store)
         yield store
+        if before is not None and await _version(store) not in (None, before):
+            await _refresh_generations(location)
     finally:
         await store.aclose()
+
+
+async def _version(store: LessonStore) -> int | None:
+    try:
+        return await store.version()
+    except Exception:  # a store that cannot say: recall catches up at its next pin
+        return None
+
+
+async def _refresh_generations(location: str) -> None:
+    """The store keeps the recall index itself: after a session that changed lessons,
+    the generations this machine recalls are brought up to date (docs/recall.md). Best
+    effort: a failure is logged, and recall catches up at its next pin."""
+    import anyio
+
+    from active_memory.recall.snapshot import refresh_after_write
+
+    try:
+        await anyio.to_thread.run_sync(refresh_after_write, location)
+    except Exception as exc:
+        import logging
+
+        logging.getLogger(__name__).warning("refreshing recall generations failed: %s", exc)
