@@ -377,3 +377,31 @@ def test_a_write_through_the_store_brings_known_generations_up_to_date(
     assert read_current(folder) == ("g0000000000000002.gen", 2)
     path = os.path.join(folder, "g0000000000000002.gen")
     assert [card[0] for card in SnapshotIndex.open(path).cards()] == ["L-1", "L-2"]
+
+
+def test_a_hook_hands_a_large_first_build_to_a_detached_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from active_memory.recall import snapshot
+
+    world = World(tmp_path)
+    publish(world.store, [repository_lesson(f"Card {n}", folders=["src"]) for n in range(3)])
+    monkeypatch.setattr(snapshot, "DETACH_COMPLETE_BUILDS", True)
+    monkeypatch.setattr(snapshot, "DETACH_ABOVE_LESSONS", 2)
+    env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "big"}
+    call = ToolCall("claude", "Read", {"file_path": "src/a.py"}, session="s",
+                    cwd=str(world.root))  # fmt: skip
+    context = resolve_context(call, env)
+    scope = snapshot.repository_scope(context)
+    assert scope is not None
+    with pytest.raises(snapshot.GenerationPending):
+        snapshot.pin(context, scope)
+    assert snapshot.pinned(context, scope) is None  # nothing pinned while it builds
+    folder = scope_dir(context.recall_dir, str(world.store), scope)
+    deadline = time.monotonic() + 120
+    while read_current(folder) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert read_current(folder) is not None
+    path = snapshot.pin(context, scope)
+    assert isinstance(path, str)
+    assert len(SnapshotIndex.open(path).cards()) == 3

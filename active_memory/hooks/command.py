@@ -119,6 +119,9 @@ def run() -> None:
     cleanup, garbage collection) would cost the tool call time for nothing, and every file
     this process wrote is already closed.
     """
+    from active_memory.recall import snapshot
+
+    snapshot.DETACH_COMPLETE_BUILDS = True  # a tool call never waits for a large build
     code = main()
     try:  # noqa: SIM105 - contextlib would cost every hook process an import
         sys.stdout.flush()

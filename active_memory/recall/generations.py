@@ -94,8 +94,18 @@ def generation_name(version: int) -> str:
     return f"g{version:016x}.gen"
 
 
+BUILD_LOCK_SECONDS = 120.0
+"""How long a detached builder waits for the scope's lock (a hook waits 5 s)."""
+
+
 def refresh(
-    recall_dir: str, location: str, scope: ScopeKey, read: Any, *, write: bool = True
+    recall_dir: str,
+    location: str,
+    scope: ScopeKey,
+    read: Any,
+    *,
+    write: bool = True,
+    lock_seconds: float = 5.0,
 ) -> tuple[str, bytes | None]:
     """`scope`'s generation at the store's current version: (file path, or bytes in memory).
 
@@ -117,7 +127,7 @@ def refresh(
         return os.path.join(folder, current[0]), None
     if not write:
         return "", _build(folder, current, changes, scope).to_bytes()
-    with FileLock(os.path.join(folder, LOCK_FILE)):
+    with FileLock(os.path.join(folder, LOCK_FILE), timeout=lock_seconds):
         latest = None if reset else read_current(folder)
         if latest is not None and latest[1] >= changes.version:
             return os.path.join(folder, latest[0]), None  # built while we waited

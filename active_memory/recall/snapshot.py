@@ -41,6 +41,20 @@ GraphCards = tuple[tuple[str, int, str], ...]
 FREEZE_RETRY_SECONDS = 30.0
 FREEZE_FAILED_FILE = "pin-failed.txt"
 
+DETACH_COMPLETE_BUILDS = False
+"""Set by the command hook: a hook process hands a large complete build to a process of
+its own instead of doing it inside the tool call (see `_detach_if_large`)."""
+
+DETACH_ABOVE_LESSONS = 5000
+BUILD_MARKER = "building"
+BUILD_MARKER_SECONDS = 600.0
+_DETACHED: list[Any] = []
+
+
+class GenerationPending(Exception):
+    """The scope's first generation is being built by a process of its own; this call
+    gets no lessons (a later call of the run pins the generation once it exists)."""
+
 
 class SnapshotUnavailable(Exception):
     """The store could not be read a moment ago; recall waits before retrying."""
@@ -107,6 +121,8 @@ def pin(context: RecallContext, scope: ScopeKey) -> str | bytes:
     if not context.dry_run:
         _check_recent_failure(failure)
     location = store_location(context)
+    if DETACH_COMPLETE_BUILDS and not context.dry_run:
+        _detach_if_large(context, location, scope)
     for _attempt in range(3):
         try:
             path, data = refresh(
@@ -127,6 +143,83 @@ def pin(context: RecallContext, scope: ScopeKey) -> str | bytes:
         # Collected between reading CURRENT and pinning (after a long stall): pin again.
         _drop_pin(pin_path(context, scope), winner)
     raise SnapshotCorrupt(location, "the current generation keeps disappearing")
+
+
+def _detach_if_large(context: RecallContext, location: str, scope: ScopeKey) -> None:
+    """Hand the first (complete) build of a large scope to a detached process.
+
+    A complete build of 100,000 lessons takes seconds, longer than a harness waits for
+    a hook; killed, it would keep nothing and the next call would start over. So a hook
+    process that finds no generation for a scope of more than `DETACH_ABOVE_LESSONS`
+    lessons starts `python -m active_memory.recall.snapshot` in a session of its own
+    (once: a marker file, stale after `BUILD_MARKER_SECONDS`) and answers nothing
+    (`GenerationPending`). Incremental builds are small and stay in the call.
+    """
+    from active_memory.recall.generations import read_current, scope_dir
+
+    folder = scope_dir(context.recall_dir, location, scope)
+    if read_current(folder) is not None or "://" in location:
+        return
+    from active_memory.store.changes import count_sqlite_scope
+
+    if count_sqlite_scope(location, scope) <= DETACH_ABOVE_LESSONS:
+        return
+    import time
+
+    marker = os.path.join(folder, BUILD_MARKER)
+    try:
+        fresh = time.time() - os.path.getmtime(marker) < BUILD_MARKER_SECONDS
+    except OSError:
+        fresh = False
+    if not fresh:
+        import subprocess
+        import sys
+
+        os.makedirs(folder, exist_ok=True)
+        with open(marker, "w", encoding="utf-8") as handle:
+            handle.write(str(os.getpid()))
+        # Kept referenced: the builder outlives this call (and this process) by design.
+        _DETACHED.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "active_memory.recall.snapshot",
+                    context.recall_dir,
+                    location,
+                    scope.kind,
+                    scope.repository or "",
+                    scope.graph_hash or "",
+                    scope.node or "",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+        )
+    raise GenerationPending(
+        f"the first generation of {scope.kind} {scope.repository or scope.node} is being "
+        "built in the background; this run's calls get lessons once it is ready"
+    )
+
+
+def _build_detached(argv: list[str]) -> None:
+    """The detached builder (`python -m active_memory.recall.snapshot …`)."""
+    from active_memory.recall.generations import BUILD_LOCK_SECONDS, refresh, scope_dir
+    from active_memory.store.changes import ScopeKey
+
+    recall_dir, location, kind, repository, graph_hash, node = argv
+    scope = ScopeKey(kind, repository=repository or None, graph_hash=graph_hash or None,
+                     node=node or None)  # fmt: skip
+    try:
+        refresh(recall_dir, location, scope, _reader(location), lock_seconds=BUILD_LOCK_SECONDS)
+    finally:
+        try:  # noqa: SIM105 - the marker only stops duplicate builders
+            os.unlink(os.path.join(scope_dir(recall_dir, location, scope), BUILD_MARKER))
+        except OSError:
+            pass
 
 
 def _write_pin(path: str, relative: str) -> str:
@@ -357,3 +450,9 @@ def _trim(cache: dict[Any, Any], size: int) -> None:
             del cache[next(iter(cache))]
         except (StopIteration, KeyError, RuntimeError):  # another thread trimmed it
             return
+
+
+if __name__ == "__main__":
+    import sys
+
+    _build_detached(sys.argv[1:])

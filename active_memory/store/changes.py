@@ -157,3 +157,27 @@ def _read(conn: Any, scope: ScopeKey, since: int | None) -> ScopeChanges:
     finally:
         conn.close()
     return ScopeChanges(int(version), rows, full=since is None)
+
+
+def count_sqlite_scope(path: str, scope: ScopeKey) -> int:
+    """How many active lessons `scope` holds in the SQLite store at `path` (0: none, or
+    no readable store: the caller's read then says why)."""
+    import os
+    import sqlite3
+    from urllib.parse import quote
+
+    if not os.path.exists(path):
+        return 0
+    where, params = scope_clause(scope, lambda _n: "?")
+    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=5.0)
+        try:
+            (count,) = conn.execute(
+                f"SELECT count(*) FROM lessons WHERE {where} AND status = 'active'", params
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+    return int(count)
