@@ -51,7 +51,7 @@ def answer_tool_call(
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
         record_receipt(context, call.tool, paths)
-        _freeze_graph_part(context, cache)
+        _pin_graph_part(context, cache)
     index = cache.repository_index(context) if cache is not None else repository_index(context)
     if index is None or not (signals.paths or signals.identifiers or signals.terms):
         state = read_state(ledger_path(context))
@@ -85,7 +85,7 @@ def answer_hook(
     return hook_output(harness, answer) or {}
 
 
-def _freeze_graph_part(context: RecallContext, cache: SnapshotCache | None) -> None:
+def _pin_graph_part(context: RecallContext, cache: SnapshotCache | None) -> None:
     # The node's first recall pins its graph generation too, so `instructions` and the
     # hooks see the same lessons.
     scope = graph_scope(context)

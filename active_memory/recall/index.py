@@ -271,11 +271,11 @@ class SnapshotIndex:
         descriptor = -1
         try:
             descriptor = os.open(path, os.O_RDONLY)
-            prefix = os.pread(descriptor, len(MAGIC) + 8, 0)
+            prefix = _read_at(descriptor, len(MAGIC) + 8, 0)
             if len(prefix) != len(MAGIC) + 8 or prefix[: len(MAGIC)] != MAGIC:
                 raise SnapshotCorrupt(path, f"not a generation (this version reads {FORMAT})")
             size = int.from_bytes(prefix[len(MAGIC) :], "little")
-            meta = marshal.loads(os.pread(descriptor, size, len(prefix)))
+            meta = marshal.loads(_read_at(descriptor, size, len(prefix)))
             _check_meta(meta, path)
             read: Callable[[int, int], bytes]
             if mapped:
@@ -288,11 +288,19 @@ class SnapshotIndex:
                 def read(start: int, end: int) -> bytes:
                     return view[start:end]
 
-            else:
+            elif hasattr(os, "pread"):
                 handle = descriptor
 
                 def read(start: int, end: int) -> bytes:
                     return os.pread(handle, end - start, start)
+
+            else:  # pragma: no cover - Windows has no pread; a hook is single-threaded
+                stream = os.fdopen(descriptor, "rb")
+                descriptor = -1
+
+                def read(start: int, end: int) -> bytes:
+                    stream.seek(start)
+                    return stream.read(end - start)
 
         except (OSError, ValueError, EOFError, TypeError) as exc:
             if descriptor >= 0:
@@ -404,6 +412,13 @@ class SnapshotIndex:
                 raise SnapshotCorrupt(self.directory, f"key shard {number} is not a table")
             self._keys[number] = shard
         return shard
+
+
+def _read_at(descriptor: int, size: int, offset: int) -> bytes:
+    if hasattr(os, "pread"):
+        return os.pread(descriptor, size, offset)
+    os.lseek(descriptor, offset, os.SEEK_SET)  # pragma: no cover - Windows
+    return os.read(descriptor, size)  # pragma: no cover
 
 
 def _check_meta(meta: Any, directory: str) -> None:
