@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import AUTHOR, GRAPH_HASH, NAMESPACE, card, create
+from conftest import AUTHOR, GRAPH_HASH, NAMESPACE, Backend, card, create, drop_change_versions
 
 from active_memory.errors import RevisionConflict
 from active_memory.lessons import (
@@ -124,3 +124,27 @@ def test_the_lean_reader_refuses_a_store_before_change_versions(tmp_path: Path) 
     raw.close()
     with pytest.raises(OldSchema):
         read_sqlite_changes(str(path), REPOSITORY, None)
+
+
+@pytest.mark.asyncio
+async def test_a_store_from_before_change_versions_migrates_keeping_its_lessons(
+    backend: Backend,
+) -> None:
+    from active_memory.store import open_store
+
+    async with open_store(backend.location) as store:
+        await store.publish([create("one"), create("two")])
+    from active_memory.store.sqlite_schema import CHANGES_SCHEMA_VERSION
+
+    before = CHANGES_SCHEMA_VERSION - 1  # the same step on both backends
+    await drop_change_versions(backend)
+    if backend.name == "sqlite":
+        await backend.sql(f"PRAGMA user_version = {before}")
+    else:
+        await backend.sql(f"UPDATE active_memory_schema SET version = {before}")
+    async with open_store(backend.location) as store:
+        assert await store.version() == 0
+        assert ids((await store.changes(REPOSITORY, None)).rows) == ["L-1", "L-2"]
+        await store.publish([create("three")])
+        changes = await store.changes(REPOSITORY, 0)
+        assert changes.version == 1 and ids(changes.rows) == ["L-3"]
