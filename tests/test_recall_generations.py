@@ -405,3 +405,35 @@ def test_a_hook_hands_a_large_first_build_to_a_detached_process(
     path = snapshot.pin(context, scope)
     assert isinstance(path, str)
     assert len(SnapshotIndex.open(path).cards()) == 3
+
+
+@pytest.mark.postgres
+def test_a_postgresql_store_is_recalled_through_its_local_generations(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import anyio
+
+    from active_memory.store.postgres import PostgresStore
+
+    async def add(title: str) -> None:
+        store = await PostgresStore.open(postgres_url)
+        try:
+            await store.publish([repository_lesson(title, folders=["src"])])
+        finally:
+            await store.aclose()
+
+    world = World(tmp_path)
+    env = {**world.env, "ACTIVE_MEMORY_STORE": postgres_url}
+    anyio.run(add, "From the organization")
+    payload = claude_payload("Read", {"file_path": "src/a.py"}, session="s1", cwd=world.root)
+    first = {**env, "ACTIVE_MEMORY_RUN_ID": "pg-1"}
+    assert "From the organization" in context_of(answer_hook("claude", payload, first))
+    anyio.run(add, "Published later")
+    payload["session_id"] = "s2"
+    assert "Published later" not in context_of(answer_hook("claude", payload, first))
+    payload["session_id"] = "s3"
+    later = context_of(answer_hook("claude", payload, {**env, "ACTIVE_MEMORY_RUN_ID": "pg-2"}))
+    assert "Published later" in later
+    cached = list((world.state / "active-memory" / "recall" / "generations").rglob("*.gen"))
+    assert len(cached) == 2  # the local cache, one generation per store version seen
+    assert postgres_url.split("@")[0] not in "".join(str(path) for path in cached)
