@@ -55,7 +55,12 @@ def _checksum(text: str) -> str:
 
 
 def store_key(location: str) -> str:
-    """The folder name of one store's generations (a checksum: a URL is never spelled)."""
+    """The folder name of one store's generations (a checksum: a URL is never spelled).
+
+    A path is made absolute and normalised first, so the writer and the hooks agree on
+    it however each spelled it."""
+    if "://" not in location:
+        location = os.path.normpath(os.path.abspath(location))
     return "store-" + _checksum(location)
 
 

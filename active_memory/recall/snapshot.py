@@ -81,12 +81,10 @@ def graph_scope(context: RecallContext) -> ScopeKey | None:
 
 
 def store_location(context: RecallContext) -> str:
-    """The store the context recalls from, resolved (a path or a URL)."""
-    if context.store and "://" in context.store:
-        return context.store
-    from active_memory.store.location import resolve_store_location
-
-    return resolve_store_location(context.store)
+    """The store the context recalls from: `ACTIVE_MEMORY_STORE`, else SPEC §7's default
+    (`<state dir>/lessons.sqlite3`, the rule `store.location` follows too; computed here so
+    a hook process does not import it)."""
+    return context.store or os.path.join(context.state_dir, "lessons.sqlite3")
 
 
 def pin_path(context: RecallContext, scope: ScopeKey) -> str:
