@@ -205,7 +205,7 @@ def _list(args: argparse.Namespace) -> int:
         print_json({"lessons": documents, "count": total, "offset": args.offset})
         return 0
     if not terminal:
-        from active_memory.commands.render import summary_lines
+        from active_memory.commands.listing import summary_lines
 
         sys.stdout.write(summary_lines(page, counters if by_effectiveness else None))
         print(f"{total} lessons" + _page_note(len(page), total, args.offset), file=sys.stderr)

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from active_memory.commands.listing import summary_scope
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.quality.reasons import REJECTION_KINDS
 from active_memory.store.protocol import LessonSummary
@@ -25,35 +26,10 @@ def stdout_console() -> Console:
     return Console(soft_wrap=False, highlight=False)
 
 
-def summary_lines(
-    lessons: Sequence[LessonSummary], counters: Mapping[str, Effectiveness] | None = None
-) -> str:
-    """Plain listing: one tab-separated line per lesson (ID, revision, status, [four
-    effectiveness counts,] scope, title); tabs and newlines inside a title become spaces."""
-    lines = []
-    for item in lessons:
-        counts = ""
-        if counters is not None:
-            c = counters.get(item.id)
-            values = (
-                (c.runs_delivered, c.recurred_when_delivered, c.runs_touched_not_delivered,
-                 c.recurred_when_not_delivered) if c else (0, 0, 0, 0)
-            )  # fmt: skip
-            counts = "".join(f"{value}\t" for value in values)
-        title = " ".join((item.title or "(retired)").split())
-        lines.append(
-            f"{item.id}\t{item.revision}\t{item.status}\t{counts}{scope_label(item)}\t{title}\n"
-        )
-    return "".join(lines)
-
-
 def scope_label(lesson: Lesson | Tombstone | LessonSummary) -> str:
     """`repo:github.com/acme/api` or `graph 7d5d…/worker @ repo:…`."""
     if isinstance(lesson, LessonSummary):
-        if lesson.scope_kind == "repository":
-            return lesson.repository
-        label = f"graph {lesson.graph_hash[:12]}…/{lesson.node}"
-        return f"{label} @ {lesson.repository}" if lesson.repository else label
+        return summary_scope(lesson)
     scope = lesson.scope
     if isinstance(scope, GraphScope):
         label = f"graph {scope.graph_hash[:12]}…/{scope.node}"
