@@ -392,7 +392,8 @@ class SnapshotCache:
     are remembered for at most `max_runs * 8` (run, scope) pairs; at most `max_runs * 2`
     generations stay open, least recently used dropped first. Safe to share between
     threads (dict operations are atomic; two threads opening one file both get a
-    correct copy). `preload` is accepted for compatibility; shards load on first use.
+    correct copy). Shards load on first use; `preload=True` decodes a whole generation
+    when it is first opened.
     """
 
     def __init__(self, *, preload: bool = False, max_runs: int = 32) -> None:
