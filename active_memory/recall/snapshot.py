@@ -149,7 +149,7 @@ def _detach_if_large(context: RecallContext, location: str, scope: ScopeKey) -> 
     A complete build of 100,000 lessons takes seconds, longer than a harness waits for
     a hook; killed, it would keep nothing and the next call would start over. So a hook
     process that finds no generation for a scope of more than `DETACH_ABOVE_LESSONS`
-    lessons starts `python -m active_memory.recall.snapshot` in a session of its own
+    lessons starts `python -m active_memory.recall.builder` in a session of its own
     (once: a marker file, stale after `BUILD_MARKER_SECONDS`) and answers nothing
     (`GenerationPending`). Incremental builds are small and stay in the call.
     """
@@ -182,7 +182,7 @@ def _detach_if_large(context: RecallContext, location: str, scope: ScopeKey) -> 
                 [
                     sys.executable,
                     "-m",
-                    "active_memory.recall.snapshot",
+                    "active_memory.recall.builder",
                     context.recall_dir,
                     location,
                     scope.kind,
@@ -203,8 +203,8 @@ def _detach_if_large(context: RecallContext, location: str, scope: ScopeKey) -> 
     )
 
 
-def _build_detached(argv: list[str]) -> None:
-    """The detached builder (`python -m active_memory.recall.snapshot …`)."""
+def build_detached(argv: list[str]) -> None:
+    """The detached builder (`python -m active_memory.recall.builder …`)."""
     from active_memory.recall.generations import BUILD_LOCK_SECONDS, refresh, scope_dir
     from active_memory.store.changes import ScopeKey
 
@@ -449,9 +449,3 @@ def _trim(cache: dict[Any, Any], size: int) -> None:
             del cache[next(iter(cache))]
         except (StopIteration, KeyError, RuntimeError):  # another thread trimmed it
             return
-
-
-if __name__ == "__main__":
-    import sys
-
-    _build_detached(sys.argv[1:])
