@@ -37,6 +37,8 @@ class UsageReport(_Model):
     cost_usd: float | None = None
     requests: int = 0
     complete: bool = True
+    tool_calls: int = 0  # read-only investigation calls (harness CLI lanes)
+    tool_errors: int = 0
 
     @classmethod
     def of(cls, usage: Usage) -> UsageReport:
