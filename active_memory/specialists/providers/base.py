@@ -20,7 +20,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.specialists.kinds import SpecialistName as SpecialistName
@@ -37,6 +44,14 @@ class Message(BaseModel):
 
     role: Literal["user", "assistant"]
     content: str
+
+
+def without_idle_tools(dumped: dict[str, Any]) -> dict[str, Any]:
+    """A usage dump without `tool_calls` / `tool_errors` when no tool was used."""
+    if not dumped.get("tool_calls") and not dumped.get("tool_errors"):
+        dumped.pop("tool_calls", None)
+        dumped.pop("tool_errors", None)
+    return dumped
 
 
 class Usage(BaseModel):
@@ -59,6 +74,11 @@ class Usage(BaseModel):
     complete: bool = True
     tool_calls: int = 0
     tool_errors: int = 0
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Lanes without tools keep the shape they always had (recordings, reports).
+        return without_idle_tools(handler(self))
 
     def plus(self, other: Usage) -> Usage:
         """The sum of two usages; cost stays None only when neither reports one."""
