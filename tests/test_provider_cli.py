@@ -96,7 +96,7 @@ async def test_claude_structured_output_with_usage_and_cost(claude: FakeCli) -> 
     assert "--append-system-prompt" not in argv
     assert argv[argv.index("--tools") + 1] == ""
     assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
-    assert argv[argv.index("--setting-sources") + 1] == ""
+    assert argv[argv.index("--setting-sources") + 1] == "user"  # not the checkout's
     assert json.loads(argv[argv.index("--settings") + 1]) == {"disableAllHooks": True}
     assert "--no-session-persistence" in argv and "--strict-mcp-config" in argv
     assert call["stdin"] == "What changed?"

@@ -19,11 +19,13 @@ What the real binary (2.1.x) showed, and what this lane does about it:
 - Permissions: `--permission-mode dontAsk` refuses anything not allowed without asking;
   reads inside the working folder are allowed by default, anything outside it is
   refused; writes, shell and network tools are not offered and are denied by name too.
-  No settings files are read (`--setting-sources ""`: no permission rules or hooks of the
-  user or project), all hooks are off (so Active Memory's own hooks never see a
-  specialist's session), no MCP servers, no slash commands, and the session is not saved
-  (`--no-session-persistence`: nothing appears in the user's resume list). The repair
-  turn therefore starts a new run that carries the conversation so far.
+  Only the user's settings are read (`--setting-sources user`: their login, gateway and
+  `env` keep working; the checkout's project and local settings, which the repository's
+  authors control, are not), all hooks are off (`disableAllHooks`, so Active Memory's
+  own hooks never see a specialist's session), no MCP servers, no slash commands, and
+  the session is not saved (`--no-session-persistence`: nothing appears in the user's
+  resume list). The repair turn therefore starts a new run that carries the
+  conversation so far.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ class ClaudeCliSession(CliSession):
         argv += ["--system-prompt", instructions]
         argv += ["--tools", ",".join(READ_TOOLS) if self.investigates else ""]
         argv += ["--disallowedTools", ",".join(DENIED_TOOLS)]
-        argv += ["--permission-mode", "dontAsk", "--setting-sources", "", "--settings", _NO_HOOKS]
+        argv += ["--permission-mode", "dontAsk", "--setting-sources", "user"]
+        argv += ["--settings", _NO_HOOKS]
         argv += ["--strict-mcp-config", "--disable-slash-commands", "--no-session-persistence"]
         return argv
 
