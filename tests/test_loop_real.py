@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from fakes.harness import require_harness
 from fakes.model_server import ModelServer
 from loop_support import LESSON_TITLE, NAMESPACE, SCHEMA_FILE, Harness, LoopModel, make_repository
