@@ -24,6 +24,7 @@ calls, failures and outcome are attributed to it, never to the turn's `worker` v
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,12 @@ from active_memory.runlog.importers.session import (
     agent_node,
     cd_targets,
     classify_error,
+    error_line,
     glob_prefix,
 )
 
 _INTERRUPTED = "[Request interrupted by user"
+_EXIT_CODE = re.compile(r"^Exit code (-?\d+)\s*$")
 _PATH_KEYS = ("file_path", "notebook_path", "path", "filePath", "file", "directory")
 _NOT_PROMPTS = (
     ("<local-command-stdout>", "local command output"),
@@ -228,10 +231,14 @@ class _Reader:
         content = block.get("content")
         if isinstance(content, list):
             content = _text([c for c in content if isinstance(c, dict)])
-        detail = ""
-        if isinstance(content, str) and content.strip():
-            detail = content.strip().splitlines()[0]
-        timed_out = "timed out" in detail.lower() or "timeout" in detail.lower()
+        text = content.strip() if isinstance(content, str) else ""
+        first, _, rest = text.partition("\n")
+        timed_out = "timed out" in first.lower() or "timeout" in first.lower()
+        # Bash failures start `Exit code N`: quote the error the output shows, not that.
+        if (match := _EXIT_CODE.match(first)) and rest.strip():
+            detail = f"exit code {match.group(1)}: {error_line(rest)}"
+        else:
+            detail = first
         self.run.tool_failed(tool, at, timed_out=timed_out, detail=detail[:200], agent=agent)
 
     def _assistant(

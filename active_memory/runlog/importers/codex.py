@@ -5,8 +5,9 @@ Two layouts are read, streamed line by line:
 - **current** (the envelope `{timestamp, type, payload}`, 0.2x to 0.171):
   - `session_meta`: `id`, `cwd`, `model_provider`, `git` {`commit_hash`, `branch`,
     `repository_url`}; `turn_context`: `cwd`, `model`;
-  - `event_msg`: `task_started`/`turn_started` open a turn, `user_message` is the
-    prompt (opens a turn when none is waiting for it), `agent_message` is the agent
+  - `event_msg`: `task_started`/`turn_started` open a turn, `user_message` (0.171:
+    `item_completed` with a `UserMessage` item) is the prompt (opens a turn when none
+    is waiting for it), `agent_message` is the agent
     speaking, `task_complete` {`last_agent_message`} is the turn's answer, `turn_aborted`
     {`reason`} (`interrupted`/`replaced`: the user's decision; others unclassified),
     `error` {`message`} (classified: timeout, crash, refusal, unknown); `stream_error`
@@ -175,9 +176,11 @@ class _Reader:
             self.run.explicit_answers = True
             self.run.open_turn(at)
             self.prompted = False
-        elif kind == "user_message":
+        elif kind == "user_message" or _is_user_item(payload):
+            # 0.171 records the prompt as `item_completed` {item: UserMessage}; earlier
+            # versions as `user_message`. Never both for one prompt.
             message = payload.get("message")
-            text = message if isinstance(message, str) else ""
+            text = message if isinstance(message, str) else _item_text(payload)
             if text.lstrip().startswith(_CONTEXT_PREFIXES):
                 self._ignore("context message")
                 return
@@ -263,6 +266,24 @@ class _Reader:
             self.run.tool_failed(tool, at, timed_out=timed_out, detail=detail)
         else:
             self.run.tool_succeeded(at)
+
+
+def _is_user_item(payload: dict[str, Any]) -> bool:
+    item = payload.get("item")
+    return (
+        payload.get("type") == "item_completed"
+        and isinstance(item, dict)
+        and item.get("type") == "UserMessage"
+    )
+
+
+def _item_text(payload: dict[str, Any]) -> str:
+    item = payload.get("item")
+    content = item.get("content") if isinstance(item, dict) else None
+    texts = [
+        c.get("text") for c in (content if isinstance(content, list) else []) if isinstance(c, dict)
+    ]
+    return "\n".join(t for t in texts if isinstance(t, str))
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

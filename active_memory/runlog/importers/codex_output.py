@@ -22,13 +22,10 @@ import json
 import re
 from typing import Any
 
+from active_memory.runlog.importers.session import error_line
+
 _EXIT_LINE = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.I | re.M)
 _TIMED_OUT = re.compile(r"\btimed out\b", re.I)
-_ERRORISH = re.compile(
-    r"error|fail|exception|traceback|panic|denied|not found|no such file|cannot|"
-    r"unable to|fatal|invalid|refused",
-    re.I,
-)
 _HEADER_KEYS = (
     "command:",
     "chunk id:",
@@ -93,18 +90,6 @@ def split_output(text: str) -> tuple[str, str]:
     while count < len(lines) and lines[count].strip().lower().startswith(_HEADER_KEYS):
         count += 1
     return "".join(lines[:count]), "".join(lines[count:])
-
-
-def error_line(body: str) -> str:
-    """The line of an output that best quotes the error: one that names an error (the
-    first), else the last non-empty line."""
-    lines = [line.strip() for line in body.splitlines() if line.strip()]
-    if not lines:
-        return ""
-    for line in lines:
-        if _ERRORISH.search(line):
-            return line
-    return lines[-1]
 
 
 def _json(text: str) -> Any:

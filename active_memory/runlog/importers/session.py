@@ -19,6 +19,7 @@ The run's outcome is that of its last turn: verified → `succeeded`, interrupte
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -91,6 +92,21 @@ def classify_error(text: str, flag: str | None = None) -> Ending:
     if any(word in lowered for word in _CRASH):
         return "crash"
     return "unknown"
+
+
+_ERRORISH = re.compile(
+    r"error|fail|exception|traceback|panic|denied|not found|no such file|cannot|"
+    r"unable to|fatal|invalid|refused",
+    re.I,
+)
+
+
+def error_line(body: str) -> str:
+    """The line of a tool's output that best quotes its error: the last line that names
+    an error (a traceback's final line, a compiler's summary), else the last line."""
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    named = [line for line in lines if _ERRORISH.search(line) and not line.startswith("Traceback")]
+    return named[-1] if named else (lines[-1] if lines else "")
 
 
 def agent_node(agent_id: str) -> str:
