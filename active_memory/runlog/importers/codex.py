@@ -48,6 +48,7 @@ _CONTEXT_PREFIXES = (
     "<user_shell_command>",
     "<turn_aborted>",
 )
+_ENV_CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
 _USER_ABORTS = ("interrupted", "replaced")
 _ENVELOPE = ("session_meta", "turn_context", "event_msg", "response_item", "compacted")
 _PATH_KEYS = ("path", "file_path", "dir_path", "filePath", "directory")
@@ -241,6 +242,8 @@ class _Reader:
         ]
         text = "\n".join(t for t in texts if isinstance(t, str))
         role = payload.get("role")
+        if self.run.cwd is None and (found := _ENV_CWD.search(text)):
+            self._adopt_cwd(found.group(1).strip())
         if role == "assistant":
             self.run.said(text, at)
         elif role == "user" and self.early:
@@ -255,9 +258,17 @@ class _Reader:
     def _call(
         self, payload: dict[str, Any], name: str, at: str | None, paths: list[str], base: str | None
     ) -> None:
+        if self.run.cwd is None and base and base.startswith("/"):
+            # Early logs name no working folder: the first absolute workdir stands for it.
+            self._adopt_cwd(base)
         self.run.said("", at)
         self.calls[str(payload.get("call_id", payload.get("id")))] = name
         self.run.tool_call(name, at, paths, base)
+
+    def _adopt_cwd(self, cwd: str) -> None:
+        self.run.cwd = self.cwd = cwd
+        self.run.root, remote = repository_of(cwd)
+        self.run.remote = self.run.remote or remote
 
     def _output(self, payload: dict[str, Any], at: str | None) -> None:
         tool = self.calls.pop(str(payload.get("call_id")), "tool")

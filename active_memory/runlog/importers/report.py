@@ -58,10 +58,14 @@ class ImportReport:
             f"{sum(self.tool_calls.values())} tool calls" + (f" ({nodes})" if nodes else ""),
         ]
         if self.subagents:
-            parts.append(f"{len(self.subagents)} sub-agents joined")
+            parts.append(_count(len(self.subagents), "sub-agent") + " joined")
         dropped = self.paths_dropped["home"] + self.paths_dropped["outside"]
         if dropped:
-            parts.append(f"{dropped} paths outside the workspace dropped")
+            parts.append(_count(dropped, "path") + " outside the workspace dropped")
         if self.ignored:
             parts.append(f"{sum(self.ignored.values())} lines ignored (see --json)")
         return ", ".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -94,19 +94,25 @@ def classify_error(text: str, flag: str | None = None) -> Ending:
     return "unknown"
 
 
-_ERRORISH = re.compile(
-    r"error|fail|exception|traceback|panic|denied|not found|no such file|cannot|"
-    r"unable to|fatal|invalid|refused",
+# A line that names an error outright, then one that only suggests a failure.
+_ERROR_NAMED = re.compile(
+    r"\b\w*(?:Error|Exception)\b|^\s*(?:E\s+)?error\b|panic|fatal|denied|no such file|"
+    r"not found|cannot|unable to",
     re.I,
 )
+_FAILURE_HINT = re.compile(r"fail|invalid|refused|abort", re.I)
 
 
 def error_line(body: str) -> str:
     """The line of a tool's output that best quotes its error: the last line that names
-    an error (a traceback's final line, a compiler's summary), else the last line."""
+    an error (a traceback's final line), else the last that hints at a failure (a test
+    summary), else the last line."""
     lines = [line.strip() for line in body.splitlines() if line.strip()]
-    named = [line for line in lines if _ERRORISH.search(line) and not line.startswith("Traceback")]
-    return named[-1] if named else (lines[-1] if lines else "")
+    for pattern in (_ERROR_NAMED, _FAILURE_HINT):
+        found = [x for x in lines if pattern.search(x) and not x.startswith("Traceback")]
+        if found:
+            return found[-1]
+    return lines[-1] if lines else ""
 
 
 def agent_node(agent_id: str) -> str:
@@ -386,12 +392,13 @@ class SessionRun:
             return None
         if not path.startswith("/") and folder:
             path = posixpath.join(folder, path)
+        root = self.root or self.cwd
         if not path.startswith("/"):
             relative = relative_path(path, None)
         else:
-            relative = relative_path(path, self.root or self.cwd)
-        if relative is None:
-            self.report.paths_dropped["outside"] += 1
+            relative = relative_path(path, root)
+        if relative is None and not (root and posixpath.normpath(path) == posixpath.normpath(root)):
+            self.report.paths_dropped["outside"] += 1  # the root itself names no file: not counted
         return relative
 
     # --- building ----------------------------------------------------------------
