@@ -70,6 +70,8 @@ def output_status(output: Any) -> tuple[bool, bool, str]:
         _TIMED_OUT.search(body[:2000] or header[:500]) and exit_code != 0
     )
     failed = success is False or (exit_code is not None and exit_code != 0)
+    if not (failed or timed_out):
+        return False, False, ""  # the error line is looked for only when there is one
     detail = error_line(body)
     if exit_code not in (None, 0):
         detail = f"exit code {exit_code}" + (f": {detail}" if detail else "")
