@@ -318,3 +318,55 @@ def test_import_prints_the_report_in_one_line(
     out = capsys.readouterr().out
     assert "2 turns, 8 tool calls (worker 8)" in out
     assert "1 path outside the workspace dropped" in out
+
+
+def test_claude_2_0_sibling_agent_files_are_joined(tmp_path: Path) -> None:
+    # 2.0.x wrote agent-<id>.jsonl beside the transcript; the transcript names the ID.
+    main_file = tmp_path / FOLDER.name
+    shutil.copy(FOLDER, main_file)
+    (agent_file,) = _subagent_files(FOLDER)
+    shutil.copy(agent_file, tmp_path / agent_file.name)
+    report = _report(main_file)
+    assert report["subagents"][0]["from"] == agent_file.name
+    assert report["tool_calls_per_node"] == {"worker": 5, "worker/agent-a4f19c2": 3}
+
+
+def test_a_subagent_file_of_another_session_is_not_joined(tmp_path: Path) -> None:
+    main_file = tmp_path / FOLDER.name
+    shutil.copy(FOLDER, main_file)
+    (agent_file,) = _subagent_files(FOLDER)
+    folder = tmp_path / FOLDER.stem / "subagents"
+    folder.mkdir(parents=True)
+    foreign = agent_file.read_text().replace(FOLDER.stem, "00000000-0000-0000-0000-000000000000")
+    (folder / agent_file.name).write_text(foreign)
+    result = import_transcript(main_file)
+    report = result.runs[0].report
+    assert report is not None and report["tool_calls_per_node"] == {"worker": 5}
+    assert [s.reason for s in result.skipped] == [
+        f"{FOLDER.stem}/subagents/{agent_file.name}: belongs to another session"
+    ]
+
+
+def test_a_clock_that_goes_back_is_clamped_and_counted(tmp_path: Path) -> None:
+    def entry(kind: str, at: str, content: Any) -> str:
+        message: dict[str, Any] = {"role": kind, "content": content}
+        return json.dumps(
+            {"type": kind, "sessionId": "s-1", "cwd": "/w", "timestamp": at, "message": message}
+        )
+
+    log = tmp_path / "s.jsonl"
+    log.write_text(
+        "\n".join(
+            [
+                entry("user", "2026-11-20T10:00:10Z", "First"),
+                entry("assistant", "2026-11-20T10:00:05Z", [{"type": "text", "text": "ok"}]),
+                entry("user", "2026-11-20T10:00:20Z", "Second"),
+                entry("assistant", "2026-11-20T10:00:21Z", [{"type": "text", "text": "ok"}]),
+            ]
+        )
+        + "\n"
+    )
+    run = import_transcript(log).runs[0]
+    times = _times(run.record)
+    assert times == sorted(times)
+    assert run.report is not None and run.report["times_clamped"] >= 1
