@@ -2,15 +2,21 @@
 
 Mapping (see docs/importers.md):
 
-- each user turn is one visit (execution) of node `worker`: `node_started` at the prompt;
-- a turn that ends normally settles `verified`;
+- each prompt typed is one visit (execution) of node `worker`: `node_started` at it;
+- a turn that ends with an answer settles `verified`; one that never got its answer
+  (the log stops, a new prompt comes first, Codex wrote no `task_complete`) is
+  interrupted: no outcome, never `verified`;
 - a turn that ends on an API error settles `error` with code `timeout` when the error
   says it timed out, `crash` for a provider failure (5xx, overloaded, connection lost),
   `refusal`/`authentication_required` for a login failure; other errors (rate or usage
   limits, bad requests) leave the visit without an outcome, which is never evidence;
 - a turn interrupted by the user has no outcome either, unless the tool call it ended on
   had timed out (then `timeout`): an interruption is the user's decision, not a failure;
-- tool calls become receipts; failed and timed-out tool calls become `safe_log` lines.
+- tool calls become receipts; failed and timed-out tool calls become `safe_log` lines
+  quoting the error;
+- a sub-agent's run is a visit of a node of its own, `worker/agent-<id>`, with its own
+  outcome, receipts and lines;
+- event times never go backwards (an earlier time keeps the previous event's time).
 
 The run's outcome is that of its last turn: verified → `succeeded`, interrupted →
 `cancelled`, anything else → `failed`.
