@@ -316,7 +316,7 @@ def test_import_prints_the_report_in_one_line(
 ) -> None:
     assert main(["import", "codex", str(CODEX_077), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "2 turns, 8 tool calls (worker 8)" in out
+    assert "2 turns (interrupted 1, verified 1), 8 tool calls (worker 8)" in out
     assert "1 path outside the workspace dropped" in out
 
 

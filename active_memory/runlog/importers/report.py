@@ -53,8 +53,9 @@ class ImportReport:
     def summary(self) -> str:
         """One line for a person: turns, calls per node, sub-agents, dropped paths."""
         nodes = ", ".join(f"{node} {n}" for node, n in sorted(self.tool_calls.items()))
+        endings = ", ".join(f"{ending} {n}" for ending, n in sorted(self.turns.items()))
         parts = [
-            f"{sum(self.turns.values())} turns",
+            f"{sum(self.turns.values())} turns" + (f" ({endings})" if endings else ""),
             f"{sum(self.tool_calls.values())} tool calls" + (f" ({nodes})" if nodes else ""),
         ]
         if self.subagents:
