@@ -190,6 +190,9 @@ def test_a_log_cut_off_mid_turn_is_interrupted_never_verified() -> None:
     assert [(s.line, s.reason) for s in result.skipped] == [
         (8, "not JSON: Expecting value at column 122")  # the torn last line, cut after `:`
     ]
+    report = result.runs[0].report
+    assert report is not None
+    assert report["lines_skipped"] == {"not JSON: Expecting value at column 122": 1}
 
 
 def test_home_paths_never_become_workspace_paths() -> None:
@@ -308,7 +311,7 @@ def test_import_json_report_counts_turns_calls_subagents_and_skips(
     assert report["subagents_joined"] == 1
     assert report["lines_ignored"]["slash command"] == 3
     assert report["times_clamped"] >= 0 and report["receipts_dropped"] == 0
-    assert document["skipped"] == []
+    assert document["skipped"] == [] and report["lines_skipped"] == {}
 
 
 def test_import_prints_the_report_in_one_line(

@@ -31,6 +31,7 @@ from typing import Any
 from active_memory.runlog.importers.claude_files import Line, SessionFiles, merged, survey
 from active_memory.runlog.importers.common import ImportResult, Skipped
 from active_memory.runlog.importers.jsonl import repository_of
+from active_memory.runlog.importers.report import add_skipped
 from active_memory.runlog.importers.session import (
     SessionRun,
     agent_node,
@@ -77,7 +78,9 @@ def import_transcript(path: str | Path) -> ImportResult:
     if run.turns == 0:
         result.skipped.append(Skipped("no user turn in the transcript", run_id=run.run_id))
         return result
-    result.runs.append(run.build(str(path), []))
+    imported = run.build(str(path), [])
+    add_skipped(imported, result.skipped)
+    result.runs.append(imported)
     return result
 
 

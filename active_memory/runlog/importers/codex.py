@@ -37,6 +37,7 @@ from typing import Any
 from active_memory.runlog.importers.codex_output import output_status
 from active_memory.runlog.importers.common import ImportResult, Skipped
 from active_memory.runlog.importers.jsonl import read_jsonl, repository_of
+from active_memory.runlog.importers.report import add_skipped
 from active_memory.runlog.importers.session import SessionRun, cd_targets, classify_error
 
 _PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$", re.M)
@@ -72,7 +73,9 @@ def import_rollout(path: str | Path) -> ImportResult:
     if run.turns == 0:
         result.skipped.append(Skipped("no user turn in the session log", run_id=run.run_id))
         return result
-    result.runs.append(run.build(source, []))
+    imported = run.build(source, [])
+    add_skipped(imported, result.skipped)
+    result.runs.append(imported)
     return result
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from active_memory.runlog.importers.common import ImportedRun, Skipped
 
 
 @dataclass(slots=True)
@@ -70,3 +73,11 @@ class ImportReport:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def add_skipped(run: ImportedRun, skipped: list[Skipped]) -> None:
+    """Put the log's skipped (malformed) lines, counted by reason, into the run's report."""
+    if run.report is None:
+        return
+    counts: Counter[str] = Counter(item.reason for item in skipped if item.run_id is None)
+    run.report["lines_skipped"] = dict(sorted(counts.items()))
