@@ -55,10 +55,9 @@ def advance(
     )
     with open_session(directory, requested) as (session, new):
         receipt = session.read("receipt.json")
-        if new:
-            state = _start(session, requested.defaults(), environ)
-        else:
-            state = session.read("session.json")
+        state: dict[str, Any] | None = (
+            _start(session, requested.defaults(), environ) if new else session.read("session.json")
+        )
         assert state is not None
         head = {"session": str(session.path), "inventory": state["inventory"]}
         if receipt is not None:
