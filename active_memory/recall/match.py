@@ -3,14 +3,15 @@
 | match | score | looked up as |
 |---|---|---|
 | exact root-relative file | 1000 | each signal path |
-| containing folder | 800 | each signal path and every ancestor of it, by whole components |
+| containing folder | 800 | each signal path and `folders` entry, with its ancestors |
 | exact whole identifier | 700 | each identifier, case-sensitive |
 | keyword group | 500 | each signal term; a group counts when all its terms occur |
 
-A card scores its strongest match once; repeated words add nothing. Matches are ordered
-by score (highest first), then lesson ID. Folder matching works on whole path
-components: `src/api` is an ancestor of `src/api/x.py` and of `src/api` itself, never
-of `src/apis/x.py`.
+`folders` are the other reading of a relative path (working directory or workspace
+root), tried for folder matches only. A card scores its strongest match once; repeated
+words add nothing. Matches are ordered by score (highest first), then lesson ID. Folder
+matching works on whole path components: `src/api` is an ancestor of `src/api/x.py` and
+of `src/api` itself, never of `src/apis/x.py`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def match(index: SnapshotIndex, signals: Signals) -> list[CardHit]:
     for path in signals.paths:
         for ordinal in index.postings(FILE + path):
             offer(ordinal, "file")
+        for folder in ancestors(path):
+            for ordinal in index.postings(FOLDER + folder):
+                offer(ordinal, "folder")
+    for path in signals.folders:
         for folder in ancestors(path):
             for ordinal in index.postings(FOLDER + folder):
                 offer(ordinal, "folder")
