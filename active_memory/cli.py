@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "imports",
     "evidence",
     "postmortem",
+    "postmortems",
     "hook",
     "recall",
     "instructions",

@@ -263,3 +263,88 @@ async def _no_lessons(request: Request) -> Any:
 
 def _explode(usage: Usage) -> None:
     raise RuntimeError("listener broke")
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, check=True)  # fmt: skip
+    return int(done.stdout)
+
+
+@pytest.mark.asyncio
+async def test_the_postmortems_command_lists_recent_postmortems_with_state_and_usage(
+    tmp_path: Path,
+    store: SqliteStore,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from active_memory.cli import main
+    from active_memory.orchestrator import JournalEntry
+
+    await seed(store, repo_lessons(3))
+    journal = tmp_path / "journal"
+    await after_run_settled(
+        run_record(tmp_path, ["L-1", "L-2", "L-3"], run_id="run-finished"),
+        config(),
+        store,
+        sessions=Sessions(),
+        limits=ONE_LESSON_PER_BATCH,
+        journal_dir=journal,
+    )
+    with anyio.move_on_after(1.0):
+        await run_postmortem(
+            run_record(tmp_path, ["L-1", "L-2", "L-3"], run_id="run-cancelled"),
+            config(timeout_ms=30_000),
+            store,
+            sessions=Sessions(hang_from=2),
+            limits=ONE_LESSON_PER_BATCH,
+            journal_dir=journal,
+        )
+    crashed = JournalEntry(
+        run_id="run-crashed",
+        outcome="failed",
+        state="running",
+        pid=_dead_pid(),
+        started_at="2999-01-01T00:00:00+00:00",
+        usage={"input_tokens": 7, "output_tokens": 1, "requests": 1},
+    )
+    Journal(journal).write(crashed)
+
+    assert main(["postmortems", "--journal", str(journal), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["postmortems"]
+    assert [r["run_id"] for r in rows] == ["run-crashed", "run-cancelled", "run-finished"]
+    by_run = {r["run_id"]: r for r in rows}
+    assert by_run["run-crashed"]["state"] == "interrupted"
+    assert by_run["run-crashed"]["usage"]["complete"] is False
+    assert by_run["run-crashed"]["usage"]["input_tokens"] == 7
+    assert by_run["run-cancelled"]["state"] == "cancelled"
+    assert by_run["run-cancelled"]["usage"] == {**usage_of(1), "complete": False}
+    finished = by_run["run-finished"]
+    assert finished["state"] == "finished" and finished["outcome"] == "succeeded"
+    assert finished["usage"] == usage_of(1, 2, 3)
+    assert finished["specialists"]["repository_maintenance"] == "reconciled"
+
+    assert main(["postmortems", "--journal", str(journal), "--limit", "1", "--json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)["postmortems"]] == [
+        "run-crashed"
+    ]
+    monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: no cell is folded
+    assert main(["postmortems", "--journal", str(journal)]) == 0
+    table = capsys.readouterr().out
+    assert "run-finished" in table and "interrupted" in table and "6,000 / 60" in table
+    assert "≥ 7 / 1" in table and "lower bound" in table
+
+
+def test_the_postmortems_command_refuses_bad_input_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from active_memory.cli import main
+
+    assert main(["postmortems", "--journal", str(tmp_path / "none")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert main(["postmortems", "--journal", str(tmp_path), "--limit", "-1"]) == 2
+    assert "--limit must be 0 or more" in capsys.readouterr().err
+    assert main(["postmortems", "--journal", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["postmortems"] == []
