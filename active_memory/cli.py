@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instructions",
     "serve",
     "init",
+    "skill",
 )
 
 
