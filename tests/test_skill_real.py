@@ -95,12 +95,21 @@ def _first_user_text(received: Received) -> str:
 
 
 def _task_input(task: dict[str, Any]) -> dict[str, Any]:
-    """The task JSON the prompt carries after its `## Task` heading."""
+    """The task JSON the prompt carries: the first complete JSON object in the last
+    message that has the task's `run` (the prompt's wording around it may change)."""
     content = task["messages"][-1]["content"]
-    start = content.index("{", content.rindex("## Task"))
-    value, _ = json.JSONDecoder().raw_decode(content, start)
-    assert isinstance(value, dict)
-    return value
+    decoder = json.JSONDecoder()
+    heading = content.rfind("## Task")  # today's prompts end with it; else scan them all
+    start = content.find("{", max(heading, 0))
+    while start >= 0:
+        try:
+            value, _ = decoder.raw_decode(content, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and "run" in value:
+            return value
+        start = content.find("{", start + 1)
+    raise AssertionError("no task JSON in the task's message")
 
 
 def _answer_for(task: dict[str, Any]) -> dict[str, Any]:
