@@ -138,3 +138,5 @@ def test_the_skill_names_what_init_prints_and_the_files_it_exchanges() -> None:
         assert f"`{field}`" in text
     assert TASK_SCHEMA in text and ANSWER_SCHEMA in text
     assert "answer_file" in ANSWER_ACTION  # the command's own next_action names the same file
+    spaced = render_skill("/opt/my tools/active-memory")
+    assert "    '/opt/my tools/active-memory' init --directory SESSION\n" in spaced

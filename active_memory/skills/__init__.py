@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
@@ -102,7 +103,7 @@ def render_skill(command: str | None = None) -> str:
     """The whole `SKILL.md` (front matter, marker, instructions), the same for both."""
     body = resources.files(__name__).joinpath("active-memory-init.md").read_text("utf-8")
     text = Template(body).substitute(
-        command=command or command_path(),
+        command=shlex.quote(command or command_path()),  # pasted into shell commands
         title_max=TITLE_MAX_BYTES,
         recommendation_max=RECOMMENDATION_MAX_BYTES,
         keyword_min=KEYWORD_GROUP_MIN_TERMS,
