@@ -10,9 +10,9 @@ with a fresh one (each reads its task file and writes the answer file), advances
 `init --directory` alone, and stops at `complete`. The fixture history: two
 repositories, twelve run records (ten selected, two excluded), one stored lesson.
 
-The scripted model decides each reply from the request it gets (the conversation so
-far), as a model would; everything else is the real client, the real tools and the real
-`active-memory` command.
+The scripted model (the shared fake server's `respond`) decides each reply from the
+request it gets (the conversation so far), as a model would; everything else is the real
+client, the real tools and the real `active-memory` command.
 """
 
 from __future__ import annotations
@@ -237,20 +237,6 @@ def _json_in(result: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-class ScriptedBy(ModelServer):
-    """The shared fake server, its replies chosen by a policy instead of a fixed list."""
-
-    def __init__(self, policy: SkillFollower) -> None:
-        super().__init__()
-        self.policy = policy
-
-    def take(self, received: Received) -> Turn:
-        turn = self.policy(received)
-        with self._lock:
-            self.served.append((received, turn))
-        return turn
-
-
 def _run_claude(
     claude: Path, env: dict[str, str], cwd: Path, session: Path, prompt: str, log: list[str]
 ) -> list[dict[str, Any]]:
@@ -290,7 +276,7 @@ def test_claude_code_lists_the_skill_and_a_session_following_it_completes_init(
     prompt = f"{MAIN} Session folder: {history.session}. Run records: {history.runs}."
 
     follower = SkillFollower(history.session, history.runs)
-    with ScriptedBy(follower) as server:
+    with ModelServer(respond=follower) as server:
         env["ANTHROPIC_BASE_URL"] = server.url
         events = _run_claude(claude, env, work, history.session, prompt, follower.log)
         requests = server.main_requests()
