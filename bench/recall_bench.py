@@ -376,14 +376,57 @@ def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) ->
         server.wait(timeout=30)
 
 
+def sub_folder_calls(root: str, cwd: str) -> list[dict[str, object]]:
+    """Calls an agent makes from `cwd` inside a real checkout: relative paths that name a
+    file from the working directory, from the root only, or not at all."""
+    base = {"session_id": "bench", "cwd": cwd, "hook_event_name": "PreToolUse"}
+    return [
+        {**base, "tool_name": "Read", "tool_input": {"file_path": "pkg7/mod71.py"}},
+        {**base, "tool_name": "Read", "tool_input": {"file_path": "src/pkg7/mod71.py:40"}},
+        {**base, "tool_name": "Bash",
+         "tool_input": {"command": "pytest tests/pkg3/test_mod31.py::test_one -q"}},
+        {**base, "tool_name": "Write", "tool_input": {"file_path": "pkg9/new.py"}},
+        {**base, "tool_name": "Read", "tool_input": {"file_path": f"{root}/README.md"}},
+    ]  # fmt: skip
+
+
+def bench_signals(repeat: int) -> list[tuple[str, float]]:
+    """p50 µs of reading the signals of five calls, from the root and from `src/`."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = os.path.join(folder, "checkout")
+        for name in ("src/pkg7/mod71.py", "tests/pkg3/test_mod31.py", "README.md"):
+            os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+            Path(root, name).write_text("x\n")
+        figures = []
+        for label, cwd in (("cwd = root", root), ("cwd = root/src", os.path.join(root, "src"))):
+            calls = [parse_payload("claude", p) for p in sub_folder_calls(root, cwd)]
+            times: list[float] = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                for call in calls:
+                    extract_signals(call, root)
+                times.append(time.perf_counter() - start)
+            figures.append((label, pct(times, 0.5) * 1e6))
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=200, help="match rounds per size")
     parser.add_argument("--store-lessons", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=15, help="processes per command")
+    parser.add_argument(
+        "--signals-only", action="store_true", help="only the signals from a sub-folder"
+    )
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
+    print("\nsignals of 5 calls in a real checkout (relative paths, pytest node IDs)")
+    figures = bench_signals(args.repeat * 5)
+    for label, micros in figures:
+        print(f"  {label:<46} {micros:7.1f} µs  {micros / figures[0][1]:5.2f} x root")
+    if args.signals_only:
+        return
     work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
     try:
         print(f"\nin-process matching per tool call, {BUDGET} B session budget, resident "

@@ -108,6 +108,7 @@ def _recall(args: argparse.Namespace) -> int:
     document["repository"] = context.repository
     document["signals"] = {
         "paths": list(signals.paths),
+        "folders": list(signals.folders),
         "identifiers": list(signals.identifiers),
         "terms": sorted(signals.terms),
     }

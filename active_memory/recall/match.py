@@ -3,12 +3,13 @@
 | match | score | looked up as |
 |---|---|---|
 | exact root-relative file | 1000 | each signal path |
-| containing folder | 800 | each signal path and every ancestor of it, by whole components |
+| containing folder | 800 | each signal path and `folders` entry, with its ancestors |
 | exact whole identifier | 700 | each identifier, case-sensitive |
 | keyword group | 500 | each signal term; a group counts when all its terms occur |
 
-A card scores its strongest match once; repeated words add nothing. Matches are ordered
-by score (highest first), then lesson ID.
+`folders` are the other reading of a relative path (working directory or workspace
+root), tried for folder matches only. A card scores its strongest match once; repeated
+words add nothing. Matches are ordered by score (highest first), then lesson ID.
 
 `iter_matches` yields them lazily in exactly that order: tier by tier (file, folder,
 identifier, keywords), each tier a merge of sorted posting lists (ordinals are lesson-ID
@@ -48,7 +49,8 @@ def iter_matches(index: SnapshotIndex, signals: Signals) -> Iterator[CardHit]:
     """Every card `signals` match, lazily, best first (score desc, then lesson ID)."""
     seen: set[int] = set()
     paths = list(signals.paths)
-    folders = list(dict.fromkeys(folder for path in paths for folder in ancestors(path)))
+    readings = [*paths, *signals.folders]
+    folders = list(dict.fromkeys(folder for path in readings for folder in ancestors(path)))
     tiers: list[tuple[MatchKind, list[tuple[int, ...]]]] = [
         ("file", [index.postings(FILE + path) for path in dict.fromkeys(paths)]),
         ("folder", [index.postings(FOLDER + folder) for folder in folders]),
