@@ -29,13 +29,12 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
-from tomlkit.items import Table
 
 from active_memory.errors import InvalidRecord
 from active_memory.hooks.installers.files import FileChange, read_text
@@ -207,13 +206,16 @@ def _plain(value: Any) -> dict[str, Any] | None:
     return {str(k): copy.deepcopy(getattr(v, "value", v)) for k, v in value.items()}
 
 
-def _ensure_state(document: tomlkit.TOMLDocument) -> Table:
+def _ensure_state(document: tomlkit.TOMLDocument) -> MutableMapping[str, Any]:
+    # A table split across the file (`[hooks.state."a"]` … `[projects…]` …
+    # `[hooks.state."b"]`) comes back as tomlkit's proxy, not a `Table`: both are edited
+    # in place, so the user's layout is kept.
     hooks = document.get("hooks")
-    if not isinstance(hooks, Table):
+    if not isinstance(hooks, MutableMapping):
         hooks = tomlkit.table(is_super_table=True)
         document["hooks"] = hooks
     state = hooks.get("state")
-    if not isinstance(state, Table):
+    if not isinstance(state, MutableMapping):
         state = tomlkit.table(is_super_table=True)
         hooks["state"] = state
     return state
@@ -221,7 +223,7 @@ def _ensure_state(document: tomlkit.TOMLDocument) -> Table:
 
 def _drop_empty_state(document: tomlkit.TOMLDocument) -> None:
     hooks = document.get("hooks")
-    if isinstance(hooks, Table) and "state" in hooks:
+    if isinstance(hooks, MutableMapping) and "state" in hooks:
         del hooks["state"]
         if not hooks:
             del document["hooks"]
@@ -236,11 +238,11 @@ def project_trusted(document: Mapping[str, Any], root: Path) -> bool:
 
 def _trust_project(document: tomlkit.TOMLDocument, root: Path) -> None:
     projects = document.get("projects")
-    if not isinstance(projects, Table):
+    if not isinstance(projects, MutableMapping):
         projects = tomlkit.table(is_super_table=True)
         document["projects"] = projects
     entry = projects.get(str(root))
-    if not isinstance(entry, Table):
+    if not isinstance(entry, MutableMapping):
         entry = tomlkit.table()
         projects[str(root)] = entry
     entry["trust_level"] = "trusted"
