@@ -129,7 +129,7 @@ def test_a_venv_install_runs_without_the_venv_on_path(checkout: Path, tmp_path: 
 def test_codex_install_writes_trust_entries_codex_accepts(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(["install", "codex"], capsys)
+    code, _out, err = run(["install", "codex"], capsys)
     assert code == 0
     path = checkout / ".codex" / "hooks.json"
     state = _config(checkout)["hooks"]["state"]
@@ -205,7 +205,7 @@ def test_uninstall_keeps_the_users_other_hooks_trusted(
 def test_codex_dry_run_shows_both_files_and_writes_nothing(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(["install", "codex", "--dry-run"], capsys)
+    code, out, _err = run(["install", "codex", "--dry-run"], capsys)
     assert code == 0
     assert f"+++ {checkout / '.codex' / 'hooks.json'}" in out
     assert "+++ " + str(Path(os.environ["HOME"]) / ".codex" / "config.toml") in out
