@@ -142,7 +142,7 @@ def prepare_hook_state(state: Path, checkout: Path, size: int) -> dict[str, str]
     return env
 
 
-def bench_process(runs: int, size: int) -> dict[str, list[float]]:
+def bench_process(runs: int, size: int, compare: Path | None = None) -> dict[str, list[float]]:
     """Wall time of a bare interpreter and of hook processes, interleaved."""
     compileall.compile_dir(str(REPO / "active_memory"), quiet=1)
     work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
@@ -170,6 +170,14 @@ def bench_process(runs: int, size: int) -> dict[str, list[float]]:
         (settled / ".active-memory.toml").write_text("budgetBytes = 16384\n", encoding="utf-8")
         with_settings = "hook: python -m …, .active-memory.toml present"
         commands[with_settings] = [python, "-m", "active_memory.hooks.command", "claude"]
+        # Another checkout of the package (e.g. main before a change), interleaved with
+        # this one so both see the same machine load.
+        other_env = dict(env)
+        compared = f"hook: python -m …, code from {compare}" if compare else ""
+        if compare is not None:
+            compileall.compile_dir(str(compare / "active_memory"), quiet=1)
+            other_env["PYTHONPATH"] = str(compare)
+            commands[compared] = [python, "-m", "active_memory.hooks.command", "claude"]
         times: dict[str, list[float]] = {name: [] for name in commands}
         counter = 0
         for _ in range(runs):
@@ -179,7 +187,8 @@ def bench_process(runs: int, size: int) -> dict[str, list[float]]:
                 payload["cwd"] = str(settled if name == with_settings else checkout)
                 data = json.dumps(payload).encode()
                 start = time.perf_counter()
-                done = subprocess.run(command, input=data, capture_output=True, env=env,
+                done = subprocess.run(command, input=data, capture_output=True,
+                                      env=other_env if name == compared else env,
                                       cwd=str(REPO), check=True)  # fmt: skip
                 times[name].append(time.perf_counter() - start)
                 if name != "python -c pass" and b"additionalContext" not in done.stdout:
@@ -285,6 +294,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=400, help="match rounds per size")
     parser.add_argument("--runs", type=int, default=40, help="processes per command")
     parser.add_argument("--hook-lessons", type=int, default=10_000)
+    parser.add_argument("--compare", type=Path, default=None, metavar="DIR",
+                        help="also time the hook from another checkout (e.g. main)")  # fmt: skip
     args = parser.parse_args()
 
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
@@ -302,7 +313,7 @@ def main() -> None:
         print(f"  {name:<46} {micros:9.1f} µs {size:>10,} bytes")
 
     print(f"\nhook process end to end ({args.hook_lessons:,} lessons, median of {args.runs})")
-    times = bench_process(args.runs, args.hook_lessons)
+    times = bench_process(args.runs, args.hook_lessons, args.compare)
     bare = statistics.median(times["python -c pass"])
     for name, values in times.items():
         median = statistics.median(values)

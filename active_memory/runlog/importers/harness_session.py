@@ -49,11 +49,11 @@ _SESSION_NODE = "worker"
 
 
 def import_harness_session(
-    harness: Harness,
-    transcript: Path,
+    harness: Harness | str,
+    transcript: Path | str,
     *,
     session_id: str | None,
-    cwd: Path | None,
+    cwd: Path | str | None,
     env: Mapping[str, str],
 ) -> RunRecord:
     """The run record of one harness session, with its hooks' deliveries and receipts.
@@ -61,15 +61,21 @@ def import_harness_session(
     `session_id` is the provider session the hooks keyed their records by (the hook
     payload's `session_id`); None takes the one the transcript names. `cwd` fills the
     record's checkout when the transcript names none. `env` locates the state dir
-    (`ZEROSHOT_STATE_DIR`, `XDG_STATE_HOME`, `HOME`). Raises `InvalidRecord` when the
-    transcript holds no session to import.
+    (`ZEROSHOT_STATE_DIR`, `XDG_STATE_HOME`, `HOME`). Raises `InvalidRecord` (a
+    `UsageError`) when the transcript holds no session to import or the harness has no
+    session importer.
     """
+    transcript = Path(transcript)
     result = _import(harness, transcript)
     if not result.runs:
         reasons = "; ".join(skipped.reason for skipped in result.skipped[:3]) or "empty"
         raise InvalidRecord(str(transcript), f"no {harness} session to import ({reasons})")
     data = join_hook_records(
-        result.runs[0].record, harness, session_id=session_id, cwd=cwd, env=env
+        result.runs[0].record,
+        harness,
+        session_id=session_id,
+        cwd=Path(cwd) if cwd else None,
+        env=env,
     )
     return parse_run_record(data, str(transcript))
 
