@@ -8,12 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from active_memory.cli import main
-from active_memory.errors import InvalidRecord
-from active_memory.recall.records import read_deliveries, record_receipt, run_dir
-from active_memory.runlog.importers.harness_session import import_harness_session
-from tests.recall_support import (
+from recall_support import (
     claude_payload,
     codex_payload,
     hook_env,
@@ -22,6 +17,11 @@ from tests.recall_support import (
     repository_lesson,
     run_hook,
 )
+
+from active_memory.cli import main
+from active_memory.errors import InvalidRecord
+from active_memory.recall.records import read_deliveries, record_receipt, run_dir
+from active_memory.runlog.importers.harness_session import import_harness_session
 
 SESSION = "5f0c1d2e-aaaa-4bbb-8ccc-123456789abc"
 

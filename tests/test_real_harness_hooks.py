@@ -29,9 +29,9 @@ from typing import Any
 import tomlkit
 from fakes.harness import claude_environment, codex_config, isolated_home, require_harness
 from fakes.model_server import ModelServer, text, tool
+from recall_support import publish, repository_lesson
 
 from active_memory.runlog.importers.harness_session import import_harness_session
-from tests.recall_support import publish, repository_lesson
 
 RECOMMENDATION = "Run make api-client after editing api/schema.json; never edit the client."
 TITLE = "Regenerate the API client through the wrapper"

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recall_support import claude_payload, hook_env, make_checkout, run_hook
 
 from active_memory.cli import main
 from active_memory.settings import SettingsError, effective_settings, read_settings_file
-from tests.recall_support import claude_payload, hook_env, make_checkout, run_hook
 
 
 @pytest.fixture
