@@ -150,9 +150,9 @@ def effective_settings(
 ) -> Settings:
     """The effective settings for the checkout at `root` (None: no checkout).
 
-    `runtime` is the run's runtime JSON (the whole plan or its `activeMemory` section is
-    read from `plan["activeMemory"]`); `use_env` reads the orchestrator's variables as
-    the run's settings (hooks, the server). Raises `SettingsError` for an invalid file.
+    `runtime` is the run's runtime JSON (its `activeMemory` section is what counts);
+    `use_env` reads the orchestrator's variables as the run's settings (hooks, the
+    server; the worker passes False). Raises `SettingsError` for an invalid file.
     """
     environment = os.environ if env is None else env
     layers: list[tuple[str, dict[str, Any]]] = []
@@ -184,7 +184,7 @@ def effective_settings(
 def runtime_layer(plan: Mapping[str, Any]) -> dict[str, Any]:
     """The keys a runtime JSON decides: its `activeMemory` section, SPEC §2 defaults
     filled in, with `enabled` meaning "either scope on". Nothing without the section."""
-    section = plan.get("activeMemory") if "activeMemory" in plan else None
+    section = plan.get("activeMemory")
     if not isinstance(section, dict):
         return {}
     repository = section.get("repository", True) is not False

@@ -277,3 +277,26 @@ def test_opencode_plugin_runs_the_absolute_script(
     text = (checkout / ".opencode" / "plugins" / "active-memory.js").read_text()
     assert opencode.plugin_command(text) == str(HOOK)
     assert "session-end" not in text  # no OpenCode importer: no session-end hook (docs)
+
+
+def test_a_trust_file_that_cannot_be_written_leaves_the_hooks_file_as_it_was(
+    checkout: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from active_memory.hooks.installers import files
+
+    hooks = checkout / ".codex" / "hooks.json"
+    hooks.parent.mkdir()
+    original = json.dumps({"hooks": {"PreToolUse": [{"hooks": [USER_HOOK]}]}}, indent=2)
+    hooks.write_text(original)
+    real_write = files.write_atomic
+
+    def failing(path: Path, text: str) -> None:
+        if path.name == "config.toml":
+            raise OSError(28, "No space left on device")
+        real_write(path, text)
+
+    monkeypatch.setattr(files, "write_atomic", failing)
+    code, _, err = run(["install", "codex"], capsys)
+    assert code == 2
+    assert "config.toml: cannot write (No space left on device); nothing was changed" in err
+    assert hooks.read_text() == original  # put back: no hook of ours without its trust

@@ -131,7 +131,15 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         where=args.where,
     )
     if not args.dry_run:
-        change.apply()
+        try:
+            change.apply()
+        except OSError as exc:
+            from active_memory.errors import InvalidRecord
+
+            where = str(exc.filename or path)
+            raise InvalidRecord(
+                where, f"cannot write ({exc.strerror or exc}); nothing was changed"
+            ) from None
     checks = _recheck(args.harness, args.where, path) if install and not args.dry_run else []
     name = _NAMES[args.harness]
     if args.json:

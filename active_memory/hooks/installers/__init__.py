@@ -71,9 +71,24 @@ class Plan:
         return "".join(change.diff() for change in self.changes)
 
     def apply(self) -> None:
-        """Write each change in order (the hooks file first, then its trust)."""
-        for change in self.changes:
-            change.apply()
+        """Write each change in order (the hooks file first, then its trust).
+
+        All or nothing: when a later file cannot be written, the files already written
+        are put back as they were, so a Codex hook never ends up installed without its
+        trust entries (or a user's hook moved without its entry), then the error is raised.
+        """
+        done: list[FileChange] = []
+        current: FileChange | None = None
+        try:
+            for current in self.changes:
+                current.apply()
+                done.append(current)
+        except BaseException as exc:
+            for change in reversed(done):
+                FileChange(change.path, change.after, change.before).apply()
+            if isinstance(exc, OSError) and exc.filename is None and current is not None:
+                raise OSError(exc.errno, exc.strerror, str(current.path)) from exc
+            raise
 
 
 def plan(
