@@ -201,7 +201,7 @@ def test_a_transcript_without_a_session_is_a_clear_error(
 ) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
-    with pytest.raises(InvalidRecord, match="no claude session to import"):
+    with pytest.raises(InvalidRecord, match="no run in the claude session log"):
         import_harness_session("claude", empty, session_id=None, cwd=None, env=world["env"])
 
 

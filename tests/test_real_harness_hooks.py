@@ -8,7 +8,9 @@ logs every request. Shown here:
 - the SessionEnd hook runs at the end of the session with the session's ID and transcript;
 - the session's run record (import_harness_session) carries that delivery;
 - Codex runs the hooks only because the installer trusted them (without the trust
-  entries the same session runs no hook at all).
+  entries the same session runs no hook at all);
+- once the queue's session-end entry point is in the package, the ended session is in
+  the store's postmortem queue.
 
 The hook command is installed through `--hook-command` as a small wrapper named
 `active-memory-hook` that logs its arguments and input, then runs the real console script,
@@ -19,6 +21,7 @@ PATH; without them these tests skip, and with CI=true they fail.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -89,6 +92,19 @@ def _install(world: dict[str, Any], env: dict[str, str], *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def _assert_queued(env: dict[str, str], session_id: str) -> None:
+    # The session-end entry point is the queue's (`queue` branch, docs/queue.md): once it
+    # is in the package, the session the real harness ended must be in the store's queue.
+    if importlib.util.find_spec("active_memory.commands.queue") is None:
+        return
+    done = subprocess.run(
+        [str(CLI), "queue", "--json"], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(done.stdout)["entries"]
+    assert [e["session_id"] for e in entries if e["session_id"] == session_id] == [session_id]
+
+
 def _calls(world: dict[str, Any]) -> list[dict[str, Any]]:
     if not world["calls"].exists():
         return []
@@ -129,6 +145,7 @@ def test_claude_code_runs_the_installed_hooks(tmp_path: Path) -> None:
         (world["lesson"], end["session_id"])
     ]
     assert any(r.tool == "Read" and r.paths == ("src/api/client.py",) for r in record.receipts)
+    _assert_queued(env, end["session_id"])
 
 
 def _codex_run(codex: Path, world: dict[str, Any], env: dict[str, str], server: Any) -> None:
@@ -178,3 +195,4 @@ def test_codex_runs_the_installed_hooks_once_trusted(tmp_path: Path) -> None:
     assert record.deliveries is not None
     assert [d.lesson for d in record.deliveries] == [world["lesson"]]
     assert os.path.isabs(end["transcript_path"])
+    _assert_queued(env, end["session_id"])

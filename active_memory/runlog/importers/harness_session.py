@@ -69,7 +69,7 @@ def import_harness_session(
     result = _import(harness, transcript)
     if not result.runs:
         reasons = "; ".join(skipped.reason for skipped in result.skipped[:3]) or "empty"
-        raise InvalidRecord(str(transcript), f"no {harness} session to import ({reasons})")
+        raise InvalidRecord(str(transcript), f"no run in the {harness} session log ({reasons})")
     data = join_hook_records(
         result.runs[0].record,
         harness,
