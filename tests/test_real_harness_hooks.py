@@ -196,3 +196,18 @@ def test_codex_runs_the_installed_hooks_once_trusted(tmp_path: Path) -> None:
     assert [d.lesson for d in record.deliveries] == [world["lesson"]]
     assert os.path.isabs(end["transcript_path"])
     _assert_queued(env, end["session_id"])
+
+
+def test_codex_runs_a_user_level_install(tmp_path: Path) -> None:
+    # `--user`: the hooks live in $CODEX_HOME/hooks.json, keyed by that path; no project
+    # trust is needed.
+    codex = require_harness("codex")
+    world = _world(tmp_path)
+    with ModelServer() as server:
+        env = _active_memory_env(world, isolated_home(tmp_path) | {"FAKE_OPENAI_KEY": "sk-t"})
+        codex_config(Path(env["CODEX_HOME"]), server.openai_url)
+        _install(world, env, "codex", "--user")
+        _codex_run(codex, world, env, server)
+        requests = server.model_requests()
+    assert [c["args"] for c in _calls(world)] == ["codex", "session-end codex"]
+    assert any(RECOMMENDATION in r.dump() for r in requests if r.tool_results())
