@@ -216,3 +216,10 @@ def test_import_claude_writes_the_joined_deliveries(
     assert [d["lesson"] for d in written["deliveries"]] == [world["lesson"]]
     report = json.loads(capsys.readouterr().out)
     assert report["runs"][0]["deliveries"] == 1
+
+
+def test_the_hooked_tools_are_the_claude_installers_matcher() -> None:
+    from active_memory.hooks.installers import claude
+    from active_memory.runlog.importers.harness_session import HOOKED_TOOLS
+
+    assert HOOKED_TOOLS["claude"] == frozenset(claude.MATCHER.split("|"))

@@ -171,18 +171,24 @@ def _trusted(path: Path, document: Mapping[str, Any], where: str, env: Mapping[s
     )
     problems = [f"{event} {status}" for event, _, status in statuses if status != "trusted"]
     root = path.parent.parent
-    if where == "project" and not codex_trust.project_trusted(settings, root):
+    project_untrusted = where == "project" and not codex_trust.project_trusted(settings, root)
+    if project_untrusted:
         problems.append(f"project {root} not trusted (Codex ignores its .codex/)")
-    if problems:
-        return Check(
-            "trusted",
-            False,
-            "; ".join(problems),
-            f"run `active-memory hook install codex{' --user' if where == 'user' else ''}` "
-            f"again (it writes the trust entries into {config})"
-            + ("; add --trust-project to trust the project" if where == "project" else ""),
+    if not problems:
+        return Check("trusted", True, f"{len(statuses)} hooks trusted in {config}")
+    user = " --user" if where == "user" else ""
+    fixes = []
+    if len(problems) > int(project_untrusted):
+        fixes.append(
+            f"run `active-memory hook install codex{user}` again (it writes the hooks' "
+            f"trust entries into {config})"
         )
-    return Check("trusted", True, f"{len(statuses)} hooks trusted in {config}")
+    if project_untrusted:
+        fixes.append(
+            "trust the project: `active-memory hook install codex --trust-project`, or start "
+            f"`codex` in {root} once and trust it"
+        )
+    return Check("trusted", False, "; ".join(problems), "; ".join(fixes))
 
 
 def _server_check(url: str) -> Check:
