@@ -33,7 +33,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 REPOSITORY_FILE = ".active-memory.toml"
@@ -44,13 +44,33 @@ USER_FILE = "settings.toml"
 BUDGET_RANGE = (1, 16384)
 DEFAULT_BUDGET = 2048
 
-KEYS: dict[str, tuple[str, Any]] = {
-    "enabled": ("a boolean (true or false)", True),
-    "repository": ("a boolean (true or false)", True),
-    "graph": ("a boolean (true or false)", True),
-    "budgetBytes": (f"an integer {BUDGET_RANGE[0]}..{BUDGET_RANGE[1]}", DEFAULT_BUDGET),
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_budget(value: Any) -> bool:
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and BUDGET_RANGE[0] <= value <= BUDGET_RANGE[1]
+    )
+
+
+_BOOLEAN = "a boolean (true or false)"
+
+KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
+    "enabled": (_BOOLEAN, True, _is_bool),
+    "repository": (_BOOLEAN, True, _is_bool),
+    "graph": (_BOOLEAN, True, _is_bool),
+    "budgetBytes": (
+        f"an integer {BUDGET_RANGE[0]}..{BUDGET_RANGE[1]}",
+        DEFAULT_BUDGET,
+        _is_budget,
+    ),
 }
-"""Every key the settings files may hold: what is allowed, and the default."""
+"""Every key the settings files may hold: what is allowed (for the error), the default,
+and the check. A new setting (issue 20: `review`, `exclude`) is one more entry here."""
 
 DEFAULT_SOURCE = "default"
 SCOPES_ENV = "ACTIVE_MEMORY_SCOPES"
@@ -173,7 +193,7 @@ def effective_settings(
             files.append(path)
             layers.append((path, values))
     chosen: dict[str, Setting] = {}
-    for name, (_, default) in KEYS.items():
+    for name, (_, default, _check) in KEYS.items():
         chosen[name] = next(
             (Setting(values[name], source) for source, values in layers if name in values),
             Setting(default, DEFAULT_SOURCE),
@@ -260,22 +280,11 @@ def _parse(path: str) -> dict[str, Any]:
         if key not in KEYS:
             allowed = ", ".join(KEYS)
             raise SettingsError(path, key, f"unknown setting; allowed: {allowed}")
-        expected = KEYS[key][0]
-        if key == "budgetBytes":
-            if not _is_budget(value):
-                raise SettingsError(path, key, f"must be {expected}, found {value!r}")
-        elif not isinstance(value, bool):
+        expected, _, check = KEYS[key]
+        if not check(value):
             raise SettingsError(path, key, f"must be {expected}, found {value!r}")
         values[key] = value
     return values
-
-
-def _is_budget(value: Any) -> bool:
-    return (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and BUDGET_RANGE[0] <= value <= BUDGET_RANGE[1]
-    )
 
 
 def _state_dir(env: Mapping[str, str]) -> str:

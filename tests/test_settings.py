@@ -162,3 +162,29 @@ def test_a_broken_file_disables_recall_in_the_hook_and_logs(place: dict[str, Any
     log = (recall / "hook.log").read_text(encoding="utf-8")
     assert "SettingsError" in log and "budgetBytes: must be an integer 1..16384" in log
     assert not (recall / "runs").exists()
+
+
+_PROBE = """
+import io, sys
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
+from active_memory.hooks.command import main
+main(["claude"])
+sys.stderr.write(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_a_warm_hook_reads_the_settings_file_from_its_cache(place: dict[str, Any]) -> None:
+    import subprocess
+    import sys
+
+    place["repo"].write_text("budgetBytes = 4096\n", encoding="utf-8")
+    payload = claude_payload("Read", {"file_path": "a.py"}, session="s-1", cwd=place["checkout"])
+    run_hook("claude", json.dumps(payload), place["env"])  # parses and caches the file
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(payload)],
+        capture_output=True, text=True, env=place["env"], check=True,
+        cwd=str(Path(__file__).resolve().parent.parent),
+    )  # fmt: skip
+    modules = set(probe.stderr.split())
+    assert "active_memory.settings" in modules
+    assert not {"tomllib", "re", "json", "typing", "pathlib"} & modules
