@@ -20,7 +20,9 @@ newline, then the next process's whole line glued on) is recovered by the reader
 keeps the whole record at the end of a damaged line. Deliveries are appended *before*
 the session ledger is replaced (ledger.py): a crash between the two can at worst record
 a card the session never saw (maintenance then reviews one lesson too many), never hide
-one it did see. The reader drops the duplicate lines such a retry leaves.
+one it did see. The reader drops the duplicate lines such a retry leaves. Delivery lines
+are also flushed to the disk before the ledger moves on (`fdatasync`), so they survive a
+machine crash; receipts, written on every call, are not (a lost receipt costs little).
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
         for hit in cards
     ]
     if lines:
-        append_line(path, "\n".join(lines))
+        # Synced: a delivery is the evidence maintenance needs and happens a few times per
+        # session, so it is worth a flush to disk; receipts (every call) are not synced.
+        append_line(path, "\n".join(lines), sync=True)
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
