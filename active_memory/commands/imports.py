@@ -68,7 +68,12 @@ def _import(args: argparse.Namespace) -> int:
             "path": str(path),
             "events": run.events,
             "receipts": run.receipts,
-            "deliveries": (len(run.record["deliveries"]) if "deliveries" in run.record else None),
+            # Sessions only: a count of the joined hook deliveries, null when absent.
+            **(
+                {"deliveries": _count(run.record.get("deliveries"))}
+                if args.kind in ("claude", "codex")
+                else {}
+            ),
             **({"warnings": run.warnings} if run.warnings else {}),
         }
         for run, path in zip(result.runs, paths, strict=True)
@@ -93,6 +98,10 @@ def _read(kind: str, path: str) -> ImportResult:
     from active_memory.runlog.importers.codex import import_rollout
 
     return import_rollout(path)
+
+
+def _count(items: Any) -> int | None:
+    return len(items) if isinstance(items, list) else None
 
 
 def _join_hooks(result: ImportResult, harness: str) -> None:
