@@ -188,6 +188,8 @@ class ModelServer:
     script: list[Turn] = field(default_factory=list)
     default: Turn = field(default_factory=lambda: text("ok"))
     side: Callable[[Received], bool] | None = None
+    # Answers computed from the request (e.g. per specialist); None falls through.
+    respond: Callable[[Received], Turn | None] | None = None
     side_reply: Turn = field(default_factory=lambda: text("ok"))
     models: tuple[str, ...] = ("claude-sonnet-5", "claude-haiku-4-5", "gpt-5.1-codex")
 
@@ -224,10 +226,14 @@ class ModelServer:
             self.received.append(received)
 
     def take(self, received: Received) -> Turn:
-        """The turn for one model request (first matching scripted turn, else default)."""
+        """The turn for one model request: a side reply, else `respond`'s turn, else the
+        first matching scripted turn, else the default."""
         with self._lock:
+            answered = self.respond(received) if self.respond is not None else None
             if self.side is not None and self.side(received):
                 turn = self.side_reply
+            elif answered is not None:
+                turn = answered
             else:
                 turn = self._first_match(received)
             self.served.append((received, turn))
