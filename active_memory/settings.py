@@ -1,6 +1,7 @@
 """The settings that govern recall outside a run (SPEC §2, "Settings outside a run").
 
-One module answers "what are `enabled`, `repository`, `graph` and `budgetBytes` here, and
+One module answers "what are `enabled`, `repository`, `graph`, `budgetBytes` and `exclude`
+here, and
 where did each come from?" for the hooks, the recall server, the worker and the commands.
 Each key is taken from the first layer that sets it:
 
@@ -24,7 +25,7 @@ typo must never turn an opt-out into injection.
 This module is on the hook's per-call path: standard library only, no `tomllib` import
 unless a settings file exists (two `stat`s otherwise), and a parsed file is cached as a
 marshal file under the recall state dir, keyed by the file's size and modification time,
-so a warm hook never parses TOML. Issue 20 adds `review` and `exclude` as new `KEYS`.
+so a warm hook never parses TOML. `exclude` (issue 20) adds up across layers.
 """
 
 from __future__ import annotations
@@ -57,7 +58,21 @@ def _is_budget(value: Any) -> bool:
     )
 
 
+def _is_exclude(value: Any) -> bool:
+    from active_memory.exclusion import MAX_PATTERNS, pattern_problem
+
+    return (
+        isinstance(value, list)
+        and len(value) <= MAX_PATTERNS
+        and all(pattern_problem(item) is None for item in value)
+    )
+
+
 _BOOLEAN = "a boolean (true or false)"
+_EXCLUDE = (
+    "a list of at most 256 root-relative path globs (no !, no .., no backslashes; "
+    "docs/settings.md)"
+)
 
 KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
     "enabled": (_BOOLEAN, True, _is_bool),
@@ -68,9 +83,15 @@ KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
         DEFAULT_BUDGET,
         _is_budget,
     ),
+    "exclude": (_EXCLUDE, [], _is_exclude),
 }
 """Every key the settings files may hold: what is allowed (for the error), the default,
-and the check. A new setting (issue 20: `review`, `exclude`) is one more entry here."""
+and the check. A new setting (issue 20: `review`) is one more entry here.
+
+`exclude` is the one key that is not "first layer wins": the patterns of every layer
+add up (ACCUMULATED), so a user's file can add exclusions to a team's but never lift one."""
+
+ACCUMULATED = frozenset({"exclude"})
 
 DEFAULT_SOURCE = "default"
 SCOPES_ENV = "ACTIVE_MEMORY_SCOPES"
@@ -129,6 +150,11 @@ class Settings:
     def budget_bytes(self) -> int:
         """The cumulative bytes of cards one provider session may receive."""
         return int(self.values["budgetBytes"].value)
+
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        """The `exclude` path globs of every layer, in order, without repeats."""
+        return tuple(dict.fromkeys(self.values["exclude"].value))
 
     @property
     def scopes(self) -> frozenset[str]:
@@ -194,11 +220,27 @@ def effective_settings(
             layers.append((path, values))
     chosen: dict[str, Setting] = {}
     for name, (_, default, _check) in KEYS.items():
+        if name in ACCUMULATED:
+            chosen[name] = _accumulated(name, default, layers)
+            continue
         chosen[name] = next(
             (Setting(values[name], source) for source, values in layers if name in values),
             Setting(default, DEFAULT_SOURCE),
         )
     return Settings(chosen, tuple(files))
+
+
+def _accumulated(name: str, default: Any, layers: list[tuple[str, dict[str, Any]]]) -> Setting:
+    # Every layer's list, joined; the source names each layer that added something.
+    values: list[Any] = []
+    sources: list[str] = []
+    for source, layer in layers:
+        if layer.get(name):
+            values.extend(item for item in layer[name] if item not in values)
+            sources.append(source)
+    if not sources:
+        return Setting(list(default), DEFAULT_SOURCE)
+    return Setting(values, " + ".join(sources))
 
 
 def runtime_layer(plan: Mapping[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,7 @@ def test_defaults_apply_without_any_file(place: dict[str, Any]) -> None:
         "repository": (True, "default"),
         "graph": (True, "default"),
         "budgetBytes": (2048, "default"),
+        "exclude": ([], "default"),
     }
 
 

@@ -65,7 +65,12 @@ def _settings(args: argparse.Namespace) -> int:
 
     table = Table("setting", "value", "source")
     for name, item in settings.values.items():
-        value = str(item.value).lower() if isinstance(item.value, bool) else str(item.value)
+        if isinstance(item.value, bool):
+            value = str(item.value).lower()
+        elif isinstance(item.value, list):
+            value = ", ".join(item.value) or "(none)"
+        else:
+            value = str(item.value)
         table.add_row(name, value, item.source)
     console = Console()
     console.print(table)

@@ -3,7 +3,9 @@
 The command hook (one process per call) and the recall server (resident) both go
 through it, so they cannot disagree. In order:
 
-1. signals from the call (signals.py), resolved inside the workspace root;
+1. signals from the call (signals.py), resolved inside the workspace root; paths the
+   `exclude` setting names are dropped, and a call that touched only excluded paths
+   gets nothing at all (no receipt, no card);
 2. the tool receipt, recorded for the run whether or not anything matches;
 3. the generations the run pinned, pinned now at its first call (snapshot.py);
 4. the session ledger, under its lock: matches are walked lazily in delivery order
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
+    from active_memory.recall.signals import Signals
     from active_memory.recall.snapshot import SnapshotCache
     from active_memory.recall.types import CardHit, RecallContext, ToolCall
 
@@ -48,6 +51,10 @@ def answer_tool_call(
     if "repository" not in context.scopes:
         return RecallAnswer(budget_left=context.budget_bytes)
     signals = extract_signals(call, context.workspace_root)
+    if context.exclude and not _drop_excluded(signals, context.exclude):
+        # The call touched only excluded paths: no signal, no receipt, no card.
+        state = read_state(ledger_path(context))
+        return RecallAnswer(budget_left=max(0, context.budget_bytes - state.spent))
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
         record_receipt(context, call.tool, paths)
@@ -83,6 +90,19 @@ def answer_hook(
     call = parse_payload(harness, payload)
     answer = answer_tool_call(call, resolve_context(call, env), cache=cache)
     return hook_output(harness, answer) or {}
+
+
+def _drop_excluded(signals: Signals, exclude: tuple[str, ...]) -> bool:
+    """Remove excluded paths and folders from `signals`; False when the call touched
+    excluded paths and nothing else (then its words are about them too, and are dropped)."""
+    from active_memory.exclusion import excluded_of
+
+    dropped = excluded_of(signals.paths, exclude)
+    for path in dropped:
+        del signals.paths[path]
+    for folder in excluded_of(signals.folders, exclude):
+        del signals.folders[folder]
+    return not (dropped and not signals.paths)
 
 
 def _pin_graph_part(context: RecallContext, cache: SnapshotCache | None) -> None:

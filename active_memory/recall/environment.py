@@ -260,4 +260,5 @@ def resolve_context(
         store=env.get(STORE_ENV) or None,
         scopes=settings.scopes,
         dry_run=dry_run,
+        exclude=settings.exclude,
     )

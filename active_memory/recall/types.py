@@ -72,6 +72,7 @@ class RecallContext:
     - `budget_bytes`: the session's total budget (SPEC §2 `budgetBytes`).
     - `store`: the lesson store to freeze from (None: `ACTIVE_MEMORY_STORE` / default).
     - `scopes`: which scopes are on (`activeMemory.repository` / `.graph`).
+    - `exclude`: the `exclude` path globs (settings.py): excluded paths give no signal.
     - `dry_run`: look only: no snapshot is written, no budget spent, no receipt kept
       (`active-memory recall`).
     """
@@ -79,6 +80,7 @@ class RecallContext:
     __slots__ = (
         "budget_bytes",
         "dry_run",
+        "exclude",
         "graph_hash",
         "node",
         "repository",
@@ -104,6 +106,7 @@ class RecallContext:
         store: str | None = None,
         scopes: frozenset[str] = ALL_SCOPES,
         dry_run: bool = False,
+        exclude: tuple[str, ...] = (),
     ) -> None:
         self.state_dir = state_dir
         self.run_key = run_key
@@ -116,6 +119,7 @@ class RecallContext:
         self.store = store
         self.scopes = scopes
         self.dry_run = dry_run
+        self.exclude = exclude
 
     @property
     def recall_dir(self) -> str:
