@@ -44,6 +44,7 @@ class PathStatus(StrEnum):
     SYMLINK_ESCAPES_ROOT = "symlink_escapes_root"
     SYMLINK_NOT_CURRENT = "symlink_not_current"
     INVALID = "invalid"
+    EXCLUDED = "excluded"  # the `exclude` setting names it (docs/settings.md)
 
 
 CURRENT = frozenset({PathStatus.TRACKED, PathStatus.UNTRACKED})
@@ -112,8 +113,11 @@ class _Plan:
 class Checkout:
     """One git working tree; `path` may be any folder inside it."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, exclude: tuple[str, ...] | None = None) -> None:
         self.root = git.worktree_root(path)
+        # Excluded paths are never current: no citation, no association, no content
+        # in a specialist's task (docs/privacy.md). None: the checkout's own settings.
+        self.exclude = _settings_exclude(self.root) if exclude is None else exclude
         # The root as the caller spelled it (e.g. /tmp/x for /private/tmp/x) also counts
         # for absolute citations, but a subfolder the caller named is not the root.
         given = Path(path).absolute()
@@ -147,7 +151,22 @@ class Checkout:
                 return PathStatus.IGNORED
             return PathStatus.NOT_LISTED
 
-        return {p.cited: _decide(p, status_of) for p in plans}
+        verdicts = {p.cited: _decide(p, status_of) for p in plans}
+        if self.exclude:
+            verdicts = {cited: self._excluded(v) for cited, v in verdicts.items()}
+        return verdicts
+
+    def _excluded(self, verdict: CitationVerdict) -> CitationVerdict:
+        from active_memory.exclusion import is_excluded
+
+        hit = next(
+            (p for p in (verdict.path, verdict.target) if p and is_excluded(p, self.exclude)),
+            None,
+        )
+        if hit is None:
+            return verdict
+        reason = f"{hit} is excluded by the exclude setting"
+        return CitationVerdict(verdict.cited, verdict.path, PathStatus.EXCLUDED, reason)
 
     def match_association(
         self,
@@ -256,6 +275,16 @@ _EXPLAIN = {
     PathStatus.IGNORED: "ignored by git",
     PathStatus.NOT_LISTED: "on disk but not part of this working tree (nested repository?)",
 }
+
+
+def _settings_exclude(root: Path) -> tuple[str, ...]:
+    from active_memory.errors import UsageError
+    from active_memory.settings import SettingsError, effective_settings
+
+    try:
+        return effective_settings(str(root), os.environ, use_env=False).exclude
+    except SettingsError as exc:
+        raise UsageError(f"{exc}; fix the file or move it away") from None
 
 
 def _decide(plan: _Plan, status_of: Callable[[str], PathStatus]) -> CitationVerdict:

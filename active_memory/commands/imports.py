@@ -48,6 +48,7 @@ def _import(args: argparse.Namespace) -> int:
     result = _read(args.kind, args.path)
     if args.kind in ("claude", "codex"):
         _join_hooks(result, args.kind)
+    _exclude(result)
     paths = write.targets(
         [run.run_id for run in result.runs],
         out_dir=args.out,
@@ -125,6 +126,21 @@ def _join_hooks(result: ImportResult, harness: str) -> None:
                 "no hook records for this session under the state dir: `deliveries` left "
                 "out, so maintenance will abstain (docs/importers.md)"
             )
+
+
+def _exclude(result: ImportResult) -> None:
+    # The `exclude` setting of each record's checkout: excluded paths never reach a
+    # record (docs/privacy.md); the counts go into the session report.
+    import os
+
+    from active_memory.runlog.importers.harness_session import exclude_paths
+
+    for run in result.runs:
+        run.record, counts = exclude_paths(run.record, os.environ)
+        if run.report is not None:
+            run.report["excluded"] = counts
+        elif counts["paths"]:
+            run.warnings.append(f"{counts['paths']} excluded paths left out (docs/privacy.md)")
 
 
 def _summary(runs: list[dict[str, Any]], skipped: int) -> None:

@@ -57,7 +57,7 @@ def answer_tool_call(
         return RecallAnswer(budget_left=max(0, context.budget_bytes - state.spent))
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
-        record_receipt(context, call.tool, paths)
+        record_receipt(context, call.tool, paths, call.agent)
         _pin_graph_part(context, cache)
     index = cache.repository_index(context) if cache is not None else repository_index(context)
     if index is None or not (signals.paths or signals.identifiers or signals.terms):

@@ -63,6 +63,7 @@ def parse_payload(harness: str, payload: Any) -> ToolCall:
         tool_input,
         session=_text(payload, "session_id", "sessionID", "sessionId"),
         cwd=_text(payload, "cwd", "directory", "worktree"),
+        agent=_text(payload, "agent_id"),
     )
 
 

@@ -59,14 +59,19 @@ def utc_timestamp(seconds: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
-def record_receipt(context: RecallContext, tool: str, paths: Iterable[str]) -> None:
-    """Append the receipt of one tool call to its run's receipts."""
-    receipt = {
+def record_receipt(
+    context: RecallContext, tool: str, paths: Iterable[str], agent: str | None = None
+) -> None:
+    """Append the receipt of one tool call to its run's receipts (`agent`: the sub-agent
+    that made the call, kept so an import attributes it to `worker/agent-<id>`)."""
+    receipt: dict[str, Any] = {
         "node": context.node,
         "tool": tool,
         "at": utc_timestamp(),
         "paths": list(paths)[:RECEIPT_PATHS],
     }
+    if agent:
+        receipt["agent"] = agent
     append_line(
         os.path.join(run_dir(context.recall_dir, context.run_key), RECEIPTS_FILE),
         jsonio.dumps(receipt),

@@ -34,10 +34,11 @@ class ToolCall:
 
     `tool_input` is the tool's arguments exactly as the harness sent them; recall reads
     signals from them and never stores them. `cwd` is the tool's working directory
-    (absolute), `session` the provider session ID (the budget ledger's key).
+    (absolute), `session` the provider session ID (the budget ledger's key), `agent` the
+    sub-agent the call came from (Claude Code's `agent_id`; None: the main agent).
     """
 
-    __slots__ = ("cwd", "harness", "session", "tool", "tool_input")
+    __slots__ = ("agent", "cwd", "harness", "session", "tool", "tool_input")
 
     def __init__(
         self,
@@ -46,7 +47,9 @@ class ToolCall:
         tool_input: Mapping[str, Any],
         session: str | None = None,
         cwd: str | None = None,
+        agent: str | None = None,
     ) -> None:
+        self.agent = agent
         self.harness = harness
         self.tool = tool
         self.tool_input = tool_input

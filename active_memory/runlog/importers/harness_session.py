@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from active_memory.errors import InvalidRecord
 from active_memory.runlog.importers.common import ImportResult, checked
+from active_memory.runlog.importers.session import agent_node
 from active_memory.runlog.record import RunRecord, parse_run_record
 
 Harness = Literal["claude", "codex"]
@@ -46,6 +47,8 @@ HOOKED_TOOLS: dict[str, frozenset[str] | None] = {
 
 _SESSION_NODE = "worker"
 """The node of a session's run record (importers/session.py): hook receipts get it too."""
+_AGENT_PREFIX = f"{_SESSION_NODE}/agent-"
+"""Sub-agent nodes (`worker/agent-<id>`, importers/session.py `agent_node`)."""
 
 
 def import_harness_session(
@@ -77,7 +80,29 @@ def import_harness_session(
         cwd=Path(cwd) if cwd else None,
         env=env,
     )
+    data, _ = exclude_paths(data, env)
     return parse_run_record(data, str(transcript))
+
+
+def exclude_paths(
+    data: dict[str, Any], env: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """`data` without the paths the `exclude` setting of its checkout names (privacy.py),
+    and the counts for the import report. Raises `UsageError` for an invalid settings
+    file: a record is never imported past an exclusion nobody could read."""
+    from active_memory.errors import UsageError
+    from active_memory.recall.environment import find_checkout_root
+    from active_memory.runlog.importers.privacy import apply_exclusion
+    from active_memory.settings import SettingsError, effective_settings
+
+    checkout = (data.get("repository") or {}).get("checkout")
+    root = find_checkout_root(checkout) if isinstance(checkout, str) and checkout else None
+    try:
+        patterns = effective_settings(root or checkout, env, use_env=False).exclude
+    except SettingsError as exc:
+        raise UsageError(f"{exc}; fix the file or move it away") from None
+    out, counts = apply_exclusion(data, patterns)
+    return (checked(out, str(out.get("run_id", "<session>"))) if counts["paths"] else out), counts
 
 
 def join_hook_records(
@@ -149,13 +174,45 @@ def _joined_receipts(
     joined = [_hook_receipt(item) for item in hooks if isinstance(item.get("tool"), str)]
     if hooked is not None:
         joined.extend(item for item in transcript if item.get("tool") not in hooked)
+        if not any(isinstance(item.get("agent"), str) for item in hooks):
+            joined = _keep_subagents(joined, transcript, hooked)
     # The record's validator orders by time (when all have one) and applies the cap.
     return joined
 
 
+def _keep_subagents(
+    joined: list[dict[str, Any]], transcript: list[dict[str, Any]], hooked: frozenset[str]
+) -> list[dict[str, Any]]:
+    # Hooks that did not say which sub-agent made a call (a client without `agent_id`)
+    # file every call under `worker`. The transcript knows better: its sub-agent
+    # receipts of hooked tools are kept, and one hook receipt of the same tool and
+    # paths each is dropped in their favour, so no call is counted twice.
+    kept = list(joined)
+    for item in transcript:
+        node = item.get("node")
+        if item.get("tool") not in hooked or not str(node).startswith(_AGENT_PREFIX):
+            continue
+        key = (item.get("tool"), tuple(item.get("paths") or ()))
+        twin = next(
+            (
+                index
+                for index, hook in enumerate(kept)
+                if hook.get("node") == _SESSION_NODE
+                and (hook.get("tool"), tuple(hook.get("paths") or ())) == key
+            ),
+            None,
+        )
+        if twin is not None:
+            del kept[twin]
+        kept.append(item)
+    return kept
+
+
 def _hook_receipt(item: Mapping[str, Any]) -> dict[str, Any]:
+    agent = item.get("agent")
     receipt: dict[str, Any] = {
-        "node": item.get("node") or _SESSION_NODE,
+        "node": agent_node(agent) if isinstance(agent, str) and agent else item.get("node")
+        or _SESSION_NODE,
         "tool": item["tool"],
         "paths": [path for path in item.get("paths") or () if isinstance(path, str)],
     }

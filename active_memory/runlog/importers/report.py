@@ -33,6 +33,10 @@ class ImportReport:
     """Event times raised to the previous event's time (a log's clock went backwards)."""
     receipts_dropped: int = 0
     log_lines_dropped: int = 0
+    private_prompts: int = 0
+    """Prompts that held `<private>` text (cut out, privacy.py)."""
+    private_masked: int = 0
+    """Strings of the record where private text was cut or masked."""
 
     def to_json(self) -> dict[str, Any]:
         """The report as one JSON object (stable keys, zero counts included)."""
@@ -51,6 +55,8 @@ class ImportReport:
             "times_clamped": self.times_clamped,
             "receipts_dropped": self.receipts_dropped,
             "log_lines_dropped": self.log_lines_dropped,
+            "private": {"prompts": self.private_prompts, "masked": self.private_masked},
+            "excluded": {"receipts": 0, "paths": 0, "mentions": 0},
         }
 
     def summary(self) -> str:
@@ -66,6 +72,8 @@ class ImportReport:
         dropped = self.paths_dropped["home"] + self.paths_dropped["outside"]
         if dropped:
             parts.append(_count(dropped, "path") + " outside the workspace dropped")
+        if self.private_prompts:
+            parts.append(_count(self.private_prompts, "prompt") + " with <private> text cut")
         if self.ignored:
             parts.append(f"{sum(self.ignored.values())} lines ignored (see --json)")
         return ", ".join(parts)

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from active_memory.runlog.canonical import graph_hash
+from active_memory.runlog.importers.privacy import Scrubber, private_passages, without_private
 from active_memory.runlog.importers.common import (
     ImportedRun,
     aliases_for,
@@ -216,6 +217,7 @@ class SessionRun:
     _last_ending: Ending | None = None
     _clock: datetime | None = None
     _logged: int = 0
+    _private: list[str] = field(default_factory=list)
 
     # --- reading -----------------------------------------------------------------
 
@@ -228,6 +230,14 @@ class SessionRun:
     def open_turn(self, at: str | None, prompt: str | None = None) -> None:
         """A user prompt: close the open turn and start the next visit of `worker`."""
         self.close_turn("a new prompt came before the answer")
+        if prompt:
+            # <private> text never reaches the record (privacy.py): cut here, and masked
+            # wherever the agent repeated it when the record is built.
+            passages = private_passages(prompt)
+            if passages or without_private(prompt) != prompt:
+                self.report.private_prompts += 1
+                self._private.extend(passages)
+                prompt = without_private(prompt)
         self._turns += 1
         self._turn = _Visit(WORKER, str(self._turns), at, last_at=at)
         if prompt and not self.title:
@@ -460,6 +470,9 @@ class SessionRun:
             data["receipts_dropped"] = self.report.receipts_dropped
         if self.last_at:
             terminal["at"] = self._stamp(self.last_at)
+        scrubber = Scrubber(private=self._private)
+        data = scrubber.record(data)
+        self.report.private_masked = scrubber.masked
         report = self.report.to_json()
         return ImportedRun(
             self.run_id,
