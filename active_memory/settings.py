@@ -70,8 +70,7 @@ def _is_exclude(value: Any) -> bool:
 
 _BOOLEAN = "a boolean (true or false)"
 _EXCLUDE = (
-    "a list of at most 256 root-relative path globs (no !, no .., no backslashes; "
-    "docs/settings.md)"
+    "a list of at most 256 root-relative path globs (no !, no .., no backslashes; docs/settings.md)"
 )
 
 KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {

@@ -190,8 +190,8 @@ class _Reader:
                 return
             if self.prompted or not self.run.in_turn:
                 self.run.open_turn(at, text)
-            elif not self.run.title and text.strip():
-                self.run.title = text.strip().splitlines()[0][:120]
+            else:
+                self.run.prompt_seen(text)
             self.prompted = True
         elif kind == "agent_message" and isinstance(payload.get("message"), str):
             self.run.said(payload["message"], at)

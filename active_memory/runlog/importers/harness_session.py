@@ -211,8 +211,9 @@ def _keep_subagents(
 def _hook_receipt(item: Mapping[str, Any]) -> dict[str, Any]:
     agent = item.get("agent")
     receipt: dict[str, Any] = {
-        "node": agent_node(agent) if isinstance(agent, str) and agent else item.get("node")
-        or _SESSION_NODE,
+        "node": agent_node(agent)
+        if isinstance(agent, str) and agent
+        else item.get("node") or _SESSION_NODE,
         "tool": item["tool"],
         "paths": [path for path in item.get("paths") or () if isinstance(path, str)],
     }

@@ -33,7 +33,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from active_memory.runlog.canonical import graph_hash
-from active_memory.runlog.importers.privacy import Scrubber, private_passages, without_private
 from active_memory.runlog.importers.common import (
     ImportedRun,
     aliases_for,
@@ -42,6 +41,7 @@ from active_memory.runlog.importers.common import (
     namespace_from_remote,
     trim,
 )
+from active_memory.runlog.importers.privacy import Scrubber, private_passages, without_private
 from active_memory.runlog.importers.report import ImportReport
 from active_memory.runlog.receipts import KEPT_FIRST, MAX_RECEIPTS, relative_path
 from active_memory.runlog.record import RUN_SCHEMA
@@ -230,20 +230,22 @@ class SessionRun:
     def open_turn(self, at: str | None, prompt: str | None = None) -> None:
         """A user prompt: close the open turn and start the next visit of `worker`."""
         self.close_turn("a new prompt came before the answer")
-        if prompt:
-            # <private> text never reaches the record (privacy.py): cut here, and masked
-            # wherever the agent repeated it when the record is built.
-            passages = private_passages(prompt)
-            if passages or without_private(prompt) != prompt:
-                self.report.private_prompts += 1
-                self._private.extend(passages)
-                prompt = without_private(prompt)
         self._turns += 1
         self._turn = _Visit(WORKER, str(self._turns), at, last_at=at)
-        if prompt and not self.title:
-            first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
-            self.title = first_line[:120] or None
+        if prompt:
+            self.prompt_seen(prompt)
         self._event("node_started", at, self._started(self._turn))
+
+    def prompt_seen(self, prompt: str) -> None:
+        """A user's prompt: its `<private>` text is kept out of the record (privacy.py:
+        cut here, masked wherever the agent repeated it when the record is built); the
+        first prompt's first line titles the session."""
+        cut = without_private(prompt)
+        if cut != prompt:
+            self.report.private_prompts += 1
+            self._private.extend(private_passages(prompt))
+        if not self.title and cut.strip():
+            self.title = cut.strip().splitlines()[0][:120] or None
 
     @property
     def in_turn(self) -> bool:
