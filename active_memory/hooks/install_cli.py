@@ -93,6 +93,12 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="print the change as a diff; write nothing"
     )
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="claude, codex: also register (or remove) `active-memory mcp` in the client's "
+        "MCP servers (.mcp.json / ~/.claude.json, .codex/config.toml; docs/mcp.md)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
 
@@ -129,6 +135,7 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         script=script,
         trust_project=trust_project,
         where=args.where,
+        mcp=bool(getattr(args, "mcp", False)),
     )
     if not args.dry_run:
         try:

@@ -102,6 +102,7 @@ def plan(
     env: Mapping[str, str] | None = None,
     trust_project: bool = False,
     where: Where = "project",
+    mcp: bool = False,
 ) -> Plan:
     """The changes that install (or uninstall) our hooks at `path`; nothing is written.
 
@@ -113,6 +114,32 @@ def plan(
             f"--http: {harness} has no HTTP hooks; its command hook already asks the "
             "recall server when one runs (`active-memory serve`)"
         )
+    built = _plan_hooks(harness, path, install, http, port, script, env, trust_project, where)
+    if not mcp:
+        return built
+    from active_memory.hooks.installers import mcp as mcp_config
+
+    if harness not in ("claude", "codex"):
+        raise UsageError(f"--mcp: {harness} is not supported (claude, codex)")
+    command = mcp_config.server_command(script) if install and script is not None else None
+    root = find_project_root(path.parent.parent) if where == "project" else path.parent
+    built.changes = mcp_config.plan_changes(
+        harness, where, root, install, command, built.changes, env
+    )
+    return built
+
+
+def _plan_hooks(
+    harness: Harness,
+    path: Path,
+    install: bool,
+    http: bool,
+    port: int,
+    script: Path | None,
+    env: Mapping[str, str] | None,
+    trust_project: bool,
+    where: Where,
+) -> Plan:
     if harness == "claude":
         return Plan([claude.plan(path, install, http, port, script)])
     if harness == "opencode":

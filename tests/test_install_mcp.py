@@ -1,0 +1,103 @@
+"""`hook install … --mcp`: `active-memory mcp` registered in Claude Code's and Codex's MCP
+configuration, next to the hooks, and removed again without touching anything else."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from test_install import run, write_json
+
+SERVER = str(Path(sys.executable).parent / "active-memory")
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "src").mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.chdir(root / "src")
+    return root
+
+
+OTHER = {"type": "stdio", "command": "npx", "args": ["-y", "@acme/docs-mcp"]}
+
+
+def test_claude_project_install_writes_mcp_json_and_approves_it(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_json(checkout / ".mcp.json", {"mcpServers": {"docs": OTHER}})
+    code, _, err = run(["install", "claude", "--mcp"], capsys)
+    assert code == 0, err
+    servers = json.loads((checkout / ".mcp.json").read_text())["mcpServers"]
+    assert servers["docs"] == OTHER
+    assert servers["active-memory"] == {"type": "stdio", "command": SERVER, "args": ["mcp"]}
+    settings = json.loads((checkout / ".claude" / "settings.json").read_text())
+    assert settings["enabledMcpjsonServers"] == ["active-memory"]
+    assert "PreToolUse" in settings["hooks"]  # the hooks are installed as well
+    # Again: nothing changes.
+    before = (checkout / ".mcp.json").read_text(), (checkout / ".claude/settings.json").read_text()
+    code, out, _ = run(["install", "claude", "--mcp"], capsys)
+    assert code == 0 and "nothing changed" in out
+    after = (checkout / ".mcp.json").read_text(), (checkout / ".claude/settings.json").read_text()
+    assert before == after
+
+
+def test_claude_uninstall_with_mcp_keeps_the_other_servers(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = write_json(checkout / ".mcp.json", {"mcpServers": {"docs": OTHER}})
+    assert run(["install", "claude", "--mcp"], capsys)[0] == 0
+    assert run(["uninstall", "claude", "--mcp"], capsys)[0] == 0
+    assert (checkout / ".mcp.json").read_text() == original
+    settings_path = checkout / ".claude" / "settings.json"
+    assert not settings_path.exists() or "enabledMcpjsonServers" not in settings_path.read_text()
+
+
+def test_claude_user_install_goes_to_claude_json(
+    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = write_json(tmp_path / "home" / ".claude.json", {"numStartups": 4, "projects": {}})
+    assert state
+    assert run(["install", "claude", "--user", "--mcp"], capsys)[0] == 0
+    document = json.loads((tmp_path / "home" / ".claude.json").read_text())
+    assert document["numStartups"] == 4 and document["projects"] == {}
+    assert document["mcpServers"]["active-memory"]["args"] == ["mcp"]
+
+
+def test_codex_project_install_adds_a_table_to_its_config(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = checkout / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "gpt-5"\n\n[mcp_servers.docs]\ncommand = "npx"\n')
+    code, _, err = run(["install", "codex", "--mcp"], capsys)
+    assert code == 0, err
+    document = tomllib.loads(config.read_text())
+    assert document["model"] == "gpt-5" and document["mcp_servers"]["docs"]["command"] == "npx"
+    assert document["mcp_servers"]["active-memory"] == {"command": SERVER, "args": ["mcp"]}
+    assert run(["uninstall", "codex", "--mcp"], capsys)[0] == 0
+    assert config.read_text() == 'model = "gpt-5"\n\n[mcp_servers.docs]\ncommand = "npx"\n'
+
+
+def test_mcp_for_opencode_is_a_usage_error(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["install", "opencode", "--mcp"], capsys)
+    assert code == 2 and "--mcp: opencode is not supported" in err
+
+
+def test_a_broken_mcp_json_changes_nothing(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (checkout / ".mcp.json").write_text("{not json")
+    code, _, err = run(["install", "claude", "--mcp"], capsys)
+    assert code == 2 and ".mcp.json" in err and "nothing was changed" in err
+    assert not (checkout / ".claude" / "settings.json").exists()
