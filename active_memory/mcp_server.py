@@ -29,6 +29,8 @@ from active_memory.lessons import Lesson
 
 Scope = Literal["repository", "graph", "all"]
 MAX_RESULTS = 10
+SESSION_VARIABLES = ("ACTIVE_MEMORY_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
+"""Where the server learns the client's session (first set wins)."""
 _WORD = re.compile(r"[A-Za-z0-9_./-]+")
 _WEIGHTS = {"file": 8, "folder": 6, "identifier": 6, "keyword": 4, "title": 3, "recommendation": 1}
 
@@ -145,7 +147,10 @@ def _record_delivery(place: Place, lesson: Lesson) -> None:
     from active_memory.recall.records import record_deliveries
     from active_memory.recall.types import CardHit, ToolCall
 
-    call = ToolCall("mcp", "get_lesson", {}, cwd=place.cwd)
+    # The client's session, when it tells its MCP servers (Claude Code sets
+    # CLAUDE_CODE_SESSION_ID): the delivery then joins that session's run record.
+    session = next((place.env[name] for name in SESSION_VARIABLES if place.env.get(name)), None)
+    call = ToolCall("mcp", "get_lesson", {}, session=session, cwd=place.cwd)
     context = resolve_context(call, place.env)
     hit = CardHit(lesson.id, lesson.revision, 0, "file", "")
     record_deliveries(context, [hit])
