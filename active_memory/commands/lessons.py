@@ -51,8 +51,35 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     show.add_argument("id", metavar="ID")
     show.set_defaults(handler=_show)
 
-    export = actions.add_parser("export", help="every lesson as JSON Lines (tombstones too)")
-    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    export = actions.add_parser(
+        "export",
+        help="every lesson as JSON Lines (tombstones too), or a scope's active lessons as "
+        "AGENTS.md / CLAUDE.md sections, Cursor rules or an Agent Skill",
+        description="JSON Lines (the default) is the store's own format: `lessons import` "
+        "reads it back, which is how a team shares lessons through git. The other formats "
+        "write the active repository lessons of one namespace as the rules files agents "
+        "already read (docs/export.md); a re-export replaces only what is ours.",
+    )
+    export.add_argument("-o", "--output", metavar="FILE", help="jsonl: write here, not stdout")
+    export.add_argument(
+        "--format",
+        choices=["jsonl", "agents-md", "claude-md", "cursor-rules", "skill"],
+        default="jsonl",
+        help="jsonl (default); agents-md, claude-md: our section of AGENTS.md / CLAUDE.md; "
+        "cursor-rules: .cursor/rules/active-memory-<id>.mdc; skill: an Agent Skill folder",
+    )
+    export.add_argument(
+        "--scope",
+        metavar="NAMESPACE",
+        help="the repository namespace (repo:…) to export (default with a rules format: "
+        "the checkout holding --dir); jsonl: only this namespace's lessons",
+    )
+    export.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="rules formats: where to write (default: the root of the current checkout)",
+    )
+    add_json_option(export)
     export.set_defaults(handler=_export)
 
     importing = actions.add_parser("import", help="add lessons from an export, all or nothing")
@@ -261,8 +288,16 @@ def _show(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from active_memory.store import LessonQuery
 
+    if args.format != "jsonl":
+        return _export_rules(args)
+    if args.dir:
+        from active_memory.errors import UsageError
+
+        raise UsageError("--dir: only with a rules --format; jsonl writes to -o FILE or stdout")
+
     async def job(store: LessonStore) -> list[Lesson | Tombstone]:
-        return await store.select(LessonQuery(include_retired=True))
+        found = await store.select(LessonQuery(include_retired=True))
+        return [item for item in found if args.scope is None or _of(item, args.scope)]
 
     found: list[Lesson | Tombstone] = _run_or_empty(args, job)
     lines = "".join(item.model_dump_json() + "\n" for item in found)
@@ -273,6 +308,59 @@ def _export(args: argparse.Namespace) -> int:
         print(f"exported {len(found)} lessons to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(lines)
+    return 0
+
+
+def _of(item: Lesson | Tombstone, namespace: str) -> bool:
+    return item.scope.repository == namespace
+
+
+def _export_rules(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from active_memory.errors import UsageError
+    from active_memory.exports import export
+    from active_memory.lessons import Lesson
+    from active_memory.recall.environment import find_checkout_root, repository_namespace
+    from active_memory.store import LessonQuery
+
+    if args.output:
+        raise UsageError(f"-o: not with --format {args.format}; use --dir DIR")
+    folder = os.path.abspath(args.dir or os.getcwd())
+    if not os.path.isdir(folder):
+        raise UsageError(f"--dir {args.dir}: not a folder")
+    root = find_checkout_root(folder)
+    namespace = args.scope or (repository_namespace(root) if root else None)
+    if not namespace:
+        raise UsageError(
+            "no repository here to export for: run inside a checkout or pass --scope repo:…"
+        )
+    target = Path(folder if args.dir else (root or folder))
+
+    async def job(store: LessonStore) -> list[Lesson | Tombstone]:
+        return await store.select(LessonQuery(repository=namespace, kind="repository"))
+
+    found = _run_or_empty(args, job)
+    lessons = [item for item in found if isinstance(item, Lesson) and item.status == "active"]
+    written = export(args.format, lessons, namespace, target)
+    if args.json:
+        print_json(
+            {
+                "format": args.format,
+                "scope": namespace,
+                "lessons": [lesson.id for lesson in lessons],
+                "files": [{"path": str(w.path), "action": w.action} for w in written],
+            }
+        )
+        return 0
+    changed = [w for w in written if w.action != "unchanged"]
+    print(
+        f"exported {len(lessons)} lessons of {namespace} as {args.format}: "
+        f"{len(changed)} files changed, {len(written) - len(changed)} unchanged"
+    )
+    for item in changed:
+        print(f"  {item.action} {item.path}")
     return 0
 
 
