@@ -109,6 +109,7 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     record = _with_graph(load_run_record(args.run), args.graph)
     config = _config(record, args.config)
     checkout = _checkout(record, args.checkout)
+    config = with_settings_files(config, checkout)
     lane: dict[str, str] | None = None
     if sessions is None:
         chosen = _lane(args, config, checkout)
@@ -174,6 +175,29 @@ def _config(record: RunRecord, config_path: Path | None) -> RuntimeConfig:
 
     settings = parse_runtime_settings(read_json_file(config_path, "runtime JSON"))
     return resolve_config(settings, record.graph.ir)
+
+
+def with_settings_files(config: RuntimeConfig, checkout: Checkout | None) -> RuntimeConfig:
+    """`config` with the settings files applied (docs/settings.md): when the run's runtime
+    JSON has no `activeMemory` section, the checkout's `.active-memory.toml` and the
+    user's file decide the scopes (`enabled`, `repository`, `graph`) and `budgetBytes`.
+    An invalid settings file is a usage error."""
+    if "active_memory" in config.settings.model_fields_set:
+        return config  # the run decided; its section wins over every file
+    from active_memory.commands.settings import load_settings
+
+    settings, _ = load_settings(
+        str(checkout.root) if checkout is not None else None, None, use_env=False
+    )
+    section = config.settings.active_memory.model_copy(
+        update={
+            "repository": settings.repository,
+            "graph": settings.graph,
+            "budget_bytes": settings.budget_bytes,
+        }
+    )
+    runtime = config.settings.model_copy(update={"active_memory": section})
+    return config.model_copy(update={"settings": runtime})
 
 
 def _checkout(record: RunRecord, directory: Path | None) -> Checkout | None:
