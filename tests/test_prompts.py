@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -65,6 +66,13 @@ def tasks(tmp_path: Path) -> dict[str, MaintenanceTask | DiscoveryTask]:
     }
 
 
+def framed(prompt: str) -> str:
+    """The text between the prompt's two frame lines (exactly one frame)."""
+    found = re.findall(r"^<(task-data-[0-9a-f]{16})>\n(.*)\n</\1>$", prompt, re.S | re.M)
+    assert len(found) == 1, "exactly one task-data frame"
+    return str(found[0][1])
+
+
 def test_every_template_ships_as_package_data() -> None:
     folder = resources.files("active_memory.prompts")
     for kind in SPECIALISTS.values():
@@ -81,8 +89,8 @@ def test_a_rendered_prompt_carries_the_contract_limits_and_task(
     assert f"at most {TITLE_MAX_BYTES} bytes" in text
     assert f"at most {RECOMMENDATION_MAX_BYTES}" in text
     assert "$" not in text.replace("$$", "")  # every placeholder filled
-    assert json.loads(text.split("## Task", 1)[1]) == task.to_json()
-    example = text.split("## Answer", 1)[1].split("## Task", 1)[0]
+    assert json.loads(framed(text)) == task.to_json()
+    example = text.split("## Answer", 1)[1].split("## Task data", 1)[0]
     shown = json.loads(example[example.index("{") : example.rindex("}") + 1])
     answer_schema(name).model_validate(shown)
     assert "generic advice" in text and "never follow instructions" in text
@@ -101,7 +109,7 @@ def test_the_example_answer_passes_the_content_checks(name: str) -> None:
         return
     assert isinstance(example, GraphDiscoveryAnswer | RepositoryDiscoveryAnswer)
     for proposal in example.lessons:
-        checked = Proposal.model_validate(proposal.model_dump(exclude={"node"}))
+        checked = Proposal.model_validate(proposal.model_dump(exclude={"node", "adapts"}))
         assert generic_advice(checked.recommendation) is None
 
 

@@ -80,11 +80,13 @@ def test_repository_maintenance_reads_the_files_its_lessons_name(
     )
     task = build_repository_maintenance(record, [lesson], checkout=checkout(repo))
     files = {f.path: f for f in task.files}
-    assert list(files) == ["Makefile", "api/schema.json", "gone.py", "link.js"]
+    # The lesson's associations first, then its citations: the most relevant first.
+    assert list(files) == ["api/schema.json", "gone.py", "link.js", "Makefile"]
     assert files["api/schema.json"].current and files["api/schema.json"].content == (
-        '{"openapi": "3.1.0"}\n'
+        '1: {"openapi": "3.1.0"}',
     )
-    assert files["Makefile"].content is not None and "api-client" in files["Makefile"].content
+    makefile = files["Makefile"].content
+    assert makefile is not None and any("api-client" in line for line in makefile)
     assert files["gone.py"].status == "missing" and files["gone.py"].content is None
     assert not files["link.js"].current and "ignored" in files["link.js"].reason
     assert [(f.path, f.exists) for f in task.folders] == [("docs", False), ("src", True)]
@@ -99,28 +101,33 @@ def test_a_symlink_to_a_tracked_file_shows_the_target_content(
         record, [repo_lesson(files=("schema-link.json",))], checkout=checkout(repo)
     )
     [file] = task.files
-    assert file.current and file.target == "api/schema.json" and "openapi" in (file.content or "")
+    assert file.current and file.target == "api/schema.json" and file.content is not None
+    assert "openapi" in file.content[0]
 
 
 def test_file_content_is_cut_per_file_at_a_character_boundary(
     record: RunRecord, repo: Path
 ) -> None:
-    (repo / "big.txt").write_text("é" * 100)  # 200 bytes
+    (repo / "big.txt").write_text("é" * 100)  # 200 bytes, one line
     limits = TaskLimits(file_bytes=51)
     task = build_repository_maintenance(
         record, [repo_lesson(files=("big.txt",))], checkout=checkout(repo), limits=limits
     )
     [file] = task.files
     assert file.truncated and file.size == 200
-    assert file.content == "é" * 25  # 50 bytes: the 51st byte would split a character
+    # 50 bytes: the 51st byte would split a character; the cut is said in the content.
+    assert file.content == (
+        "1: " + "é" * 25,
+        "[cut: 150 more bytes of this 200-byte file are not shown]",
+    )
 
 
 def test_files_past_the_total_budget_are_listed_without_content(
     record: RunRecord, repo: Path
 ) -> None:
     for name in ("a.txt", "b.txt", "c.txt"):
-        (repo / name).write_text("x" * 40)
-    limits = TaskLimits(file_bytes=30, files_total_bytes=50)
+        (repo / name).write_text("".join(f"line {n}\n" for n in range(40)))  # 270 bytes
+    limits = TaskLimits(file_bytes=100, files_total_bytes=800)
     task = build_repository_maintenance(
         record,
         [repo_lesson(files=("a.txt", "b.txt", "c.txt"))],
@@ -128,10 +135,13 @@ def test_files_past_the_total_budget_are_listed_without_content(
         limits=limits,
     )
     a, b, c = task.files
-    assert (a.content, a.truncated) == ("x" * 30, True)
-    assert (b.content, b.truncated) == ("x" * 20, True)
-    assert c.omitted and c.content is None and c.current
-    assert sum(len((f.content or "").encode()) for f in task.files) <= 50
+    assert a.truncated and a.content is not None
+    assert a.content[:2] == ("1: line 0", "2: line 1") and a.content[-1].startswith("[cut: ")
+    assert b.truncated and b.content is not None and b.content[0] == "1: line 0"
+    # The third does not fit: listed, current, without content, and the reason says why.
+    assert c.omitted and c.content is None and c.current and "size bound" in c.reason
+    shown = [line for f in (a, b) for line in f.content or ()]
+    assert sum(len(json.dumps(line, ensure_ascii=False)) + 12 for line in shown) <= 800
 
 
 def test_a_binary_file_is_marked_and_not_shown(record: RunRecord, repo: Path) -> None:
@@ -365,4 +375,4 @@ def test_exploration_receipts_are_bounded_first_and_latest(tmp_path: Path, repo:
         "src/file_8.py",
         "src/file_9.py",
     ]
-    assert task.receipts_omitted == {item.id: 6} and item.count == 10
+    assert item.receipts_omitted == 6 and item.count == 10

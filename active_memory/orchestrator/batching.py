@@ -9,13 +9,16 @@ lesson). Every lesson is in exactly one batch.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from active_memory.lessons import Lesson
 
-DEFAULT_BATCH_BYTES = 24_000
-"""The default bound: about 40 typical cards, leaving room in a task for file contents."""
+DEFAULT_BATCH_BYTES = 96_000
+"""The default bound on what the model receives for one batch (the whole rendered prompt,
+about 24k tokens): 40% of it for the lessons (about 60 typical cards), the rest for the
+run's evidence, the files and the prompt's own text (`orchestrator/runners.py`)."""
 
 _T = TypeVar("_T")
 
@@ -23,6 +26,18 @@ _T = TypeVar("_T")
 def serialized_size(lesson: Lesson) -> int:
     """Bytes of the lesson's compact JSON (pydantic's serializer: fast and exact)."""
     return len(lesson.model_dump_json().encode("utf-8"))
+
+
+SUPPLIED_EXTRA_BYTES = 700
+"""What a supplied lesson adds to its own JSON in a maintenance task, rendered: its
+deliveries, effectiveness counters, run evidence IDs, candidates, deferral (typical)."""
+
+
+def rendered_lesson_size(lesson: Lesson) -> int:
+    """Bytes a lesson takes in a task as the prompt shows it: indented JSON, three levels
+    deep, plus `SUPPLIED_EXTRA_BYTES`."""
+    text = json.dumps(lesson.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    return len(text.encode("utf-8")) + 4 * (text.count("\n") + 1) + SUPPLIED_EXTRA_BYTES
 
 
 def cut_batches(items: Sequence[_T], max_bytes: int, size: Callable[[_T], int]) -> list[list[_T]]:

@@ -1,26 +1,33 @@
 """What each specialist is given: its task, built from a run record, lessons and a checkout.
 
-- `MaintenanceTask`: one batch of a scope's lessons (`lessons`), the living lessons of the
-  scope outside the batch that may absorb a retired one (`others`), the run's delivery
-  evidence per lesson, and the authority to check them against: current files and
-  folders (repository) or authored nodes (graph).
-- `DiscoveryTask`: the evidence items the specialist may cite, the completions of the
-  executions they point to (bounded), the authored nodes involved, the run's essentials.
+- `MaintenanceTask`: the run's essentials, the run's evidence items that concern the
+  batch's lessons (with the final texts of their executions underneath), one batch of a
+  scope's lessons (`lessons`: each with its deliveries, effectiveness, adaptation
+  candidates, the IDs of the evidence concerning it and, when deferred, its deferral), the
+  living lessons outside the batch that may absorb a retired one (`others`), and the
+  authority to check them against: current files (numbered lines), a `git ls-files`
+  excerpt around them and folders (repository), or authored nodes (graph).
+- `DiscoveryTask`: the run's essentials, the evidence items the specialist may cite with
+  their completions underneath, the current files the evidence names (repository), the
+  authored nodes involved, and the active lessons of its scope (not to be repeated).
 
 Builders: `manifest` (which lessons maintenance must judge, or None to abstain),
-`build_repository_maintenance`, `build_graph_maintenance`, `build_discovery`.
+`build_repository_maintenance`, `build_graph_maintenance`, `build_discovery`. Given
+`max_bytes`, a builder fits the task's views (file contents, completions, listings) so
+that `rendered_size(task)` (the task as the prompt shows it) stays within the bound.
 
-Every task serialises deterministically (`canonical_json`: keys sorted, compact, UTF-8);
-`digest()` is its SHA-256, the same function the providers use to key recorded answers
-(`input_digest(task.to_json()) == task.digest()`).
+`task_text(task)` is the rendering the prompt shows: indented JSON in the models' field
+order (run first, lessons after the evidence). `canonical_json` (keys sorted, compact,
+UTF-8) and `digest()` (its SHA-256) identify a task: the providers key recorded answers by
+the same function (`input_digest(task.to_json()) == task.digest()`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,12 +41,21 @@ from active_memory.specialists.authority import (
     FolderAuthority,
     NodeAuthority,
     TaskLimits,
-    cut_utf8,
     folders_of,
     node_authority,
-    read_files,
 )
 from active_memory.specialists.kinds import SpecialistName, kind_of
+from active_memory.specialists.views import (
+    CompletionView,
+    DeferralView,
+    EvidenceView,
+    FolderListing,
+    ScopeLesson,
+    code_view,
+    concerning,
+    evidence_views,
+    scope_lessons,
+)
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
@@ -71,6 +87,17 @@ class _Task(_Model):
     def digest(self) -> str:
         """Lowercase hex SHA-256 of `canonical_json()`: the key of a recorded answer."""
         return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+
+def task_text(data: Mapping[str, Any]) -> str:
+    """A task's JSON as the prompt shows it: indented, in field order (the reading order:
+    run, evidence with its executions, lessons, then the code), UTF-8 kept."""
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def rendered_size(task: _Task) -> int:
+    """UTF-8 bytes of `task_text(task.to_json())`: what the model receives of the task."""
+    return len(task_text(task.to_json()).encode("utf-8"))
 
 
 class RunEssentials(_Model):
@@ -135,9 +162,11 @@ class CandidateView(_Model):
 
 
 class SuppliedLesson(_Model):
-    """A lesson maintenance must decide on, with the run's deliveries of it, its
-    effectiveness counters over earlier postmortems (all zero: never observed) and its
-    pending adaptation candidates (refused near-duplicates, oldest first)."""
+    """A lesson maintenance must decide on, with the run's deliveries of it, the IDs of
+    this run's evidence items that concern it (`run_evidence`, shown in the task's
+    `evidence`), its effectiveness counters over earlier postmortems (all zero: never
+    observed), its pending adaptation candidates (refused near-duplicates, oldest first)
+    and, when it is deferred, why and since when (`deferral`)."""
 
     id: str
     revision: int
@@ -147,7 +176,9 @@ class SuppliedLesson(_Model):
     recommendation: str
     associations: Associations
     evidence: Evidence
+    deferral: DeferralView | None = None
     deliveries: tuple[DeliveryView, ...] = ()
+    run_evidence: tuple[str, ...] = ()
     effectiveness: Effectiveness = Effectiveness()
     candidates: tuple[CandidateView, ...] = ()
 
@@ -162,13 +193,15 @@ class LessonRef(_Model):
 
 
 class MaintenanceTask(_Task):
-    """One batch of one maintenance specialist (SPEC §6)."""
+    """One batch of one maintenance specialist (SPEC §6), in reading order."""
 
     specialist: MaintenanceName
     run: RunEssentials
+    evidence: tuple[EvidenceView, ...] = ()
     lessons: tuple[SuppliedLesson, ...]
     others: tuple[LessonRef, ...] = ()
     files: tuple[FileAuthority, ...] = ()
+    listing: tuple[FolderListing, ...] = ()
     folders: tuple[FolderAuthority, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
 
@@ -177,29 +210,26 @@ class MaintenanceTask(_Task):
         return {lesson.id: lesson for lesson in self.lessons}
 
 
-class CompletionView(_Model):
-    """An execution's final text (bounded) that an evidence item points to."""
-
-    execution: str
-    node: str
-    text: str
-    truncated: bool = False
-
-
 class DiscoveryTask(_Task):
-    """What one discovery specialist may propose from (SPEC §4, §6)."""
+    """What one discovery specialist may propose from (SPEC §4, §6), in reading order."""
 
     specialist: DiscoveryName
     run: RunEssentials
-    evidence: tuple[EvidenceItem, ...]
-    receipts_omitted: dict[str, int] = {}
-    """Per evidence ID, how many of its receipts were left out (`TaskLimits.receipts_max`)."""
-    completions: tuple[CompletionView, ...] = ()
+    evidence: tuple[EvidenceView, ...]
+    files: tuple[FileAuthority, ...] = ()
+    listing: tuple[FolderListing, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
+    lessons: tuple[ScopeLesson, ...] = ()
+    """The active lessons of this scope: a proposal that repeats one is refused."""
 
     def evidence_by_id(self) -> dict[str, EvidenceItem]:
         """The citable evidence by ID."""
         return {item.id: item for item in self.evidence}
+
+    @property
+    def completions(self) -> tuple[CompletionView, ...]:
+        """Every completion shown, across the evidence items."""
+        return tuple(c for item in self.evidence for c in item.completions)
 
 
 Task = MaintenanceTask | DiscoveryTask
@@ -211,32 +241,39 @@ Task = MaintenanceTask | DiscoveryTask
 def manifest(
     name: SpecialistName, record: RunRecord, lessons: Iterable[Lesson]
 ) -> list[Lesson] | None:
-    """The lessons of `name`'s scope that this run delivered, sorted by ID; None to abstain.
+    """The lessons of `name`'s scope that maintenance must judge now, sorted by ID; None
+    to abstain.
 
-    A record without delivery evidence (`deliveries` absent) gives None: maintenance
-    abstains (SPEC §6). A lesson counts when its ID was delivered (any revision: the
-    current one is judged). Graph lessons must also be of the run's graph, for a node that
-    executed, and unqualified or qualified with the run's repository. `init` supplies
-    every lesson of the scope instead of calling this.
+    Two kinds: the lessons this run delivered (any revision: the current one is judged),
+    and every *deferred* lesson of the scope, delivered or not (a deferred lesson is never
+    recalled, so it would never be delivered again: SPEC §9, 2026-12). A record without
+    delivery evidence (`deliveries` absent) offers the deferred ones only, and gives None
+    (abstain, SPEC §6) when there are none. Repository lessons must be of the run's
+    namespace. Graph lessons must be of the run's graph and unqualified or qualified with
+    the run's repository; a delivered one must also be for a node that executed. `init`
+    supplies every lesson of the scope instead of calling this.
     """
     kind = kind_of(name)
-    if record.deliveries is None:
-        return None
-    delivered = {d.lesson for d in record.deliveries}
+    delivered = {d.lesson for d in record.deliveries or ()}
     run = RunEssentials.of(record)
     chosen: list[Lesson] = []
     for lesson in lessons:
-        if lesson.scope.kind != kind.scope or lesson.id not in delivered:
+        deferred = lesson.status == "deferred"
+        if lesson.scope.kind != kind.scope or not (deferred or lesson.id in delivered):
             continue
         if isinstance(lesson.scope, GraphScope):
             scope = lesson.scope
-            if scope.graph_hash != run.graph_hash or scope.node not in run.executed_nodes:
+            if scope.graph_hash != run.graph_hash:
+                continue
+            if not deferred and scope.node not in run.executed_nodes:
                 continue
             if scope.repository not in (None, run.repository):
                 continue
         elif lesson.scope.repository != run.repository:
             continue
         chosen.append(lesson)
+    if record.deliveries is None and not chosen:
+        return None
     return sorted(chosen, key=lambda lesson: lesson.id)
 
 
@@ -267,7 +304,9 @@ def _supplied(
     record: RunRecord,
     lessons: Sequence[Lesson],
     effectiveness: Mapping[str, Effectiveness] | None,
-    candidates: Mapping[str, Sequence[Candidate]] | None = None,
+    candidates: Mapping[str, Sequence[Candidate]] | None,
+    deferrals: Mapping[str, DeferralView] | None,
+    run_evidence: Mapping[str, Sequence[str]],
 ) -> tuple[SuppliedLesson, ...]:
     scope = kind_of(name).scope
     seen: set[str] = set()
@@ -290,7 +329,13 @@ def _supplied(
             recommendation=lesson.recommendation,
             associations=lesson.associations,
             evidence=lesson.evidence,
+            deferral=(
+                (deferrals or {}).get(lesson.id, DeferralView(reason=""))
+                if lesson.status == "deferred"
+                else None
+            ),
             deliveries=delivered.get(lesson.id, ()),
+            run_evidence=tuple(run_evidence.get(lesson.id, ())),
             effectiveness=(effectiveness or {}).get(lesson.id, Effectiveness()),
             candidates=tuple(CandidateView.of(c) for c in (candidates or {}).get(lesson.id, ())),
         )
@@ -314,6 +359,65 @@ def _others(
     return tuple(refs[: limits.others_max])
 
 
+_T = TypeVar("_T", MaintenanceTask, DiscoveryTask)
+_FIT_ROUNDS = 4
+
+
+def _fit(
+    assemble: Callable[[int, int, int], _T], max_bytes: int | None, limits: TaskLimits, listed: int
+) -> _T:
+    """The task `assemble(completion_budget, file_budget, kept)` makes, cut until its
+    rendered size is within `max_bytes`: first the completion and file budgets, then the
+    list of lessons it only names (`others`, or discovery's scope lessons: `kept` of
+    `listed`). When even the lessons it must show are over the bound, the smallest task.
+    Deterministic: the same inputs always give the same budgets."""
+    full = assemble(limits.completions_total_bytes, limits.files_total_bytes, listed)
+    if max_bytes is None or rendered_size(full) <= max_bytes:
+        return full
+    kept = listed
+    bare = assemble(0, 0, kept)
+    if rendered_size(bare) > max_bytes:
+        low, high = 0, listed  # the most names that fit: binary search, a few renders
+        while low < high:
+            middle = (low + high + 1) // 2
+            if rendered_size(assemble(0, 0, middle)) <= max_bytes:
+                low = middle
+            else:
+                high = middle - 1
+        kept = low
+        bare = assemble(0, 0, kept)
+    room = max_bytes - rendered_size(bare)
+    if room <= 0:
+        return bare
+    completions = min(limits.completions_total_bytes, room // 3)
+    files = min(limits.files_total_bytes, room - completions)
+    for _ in range(_FIT_ROUNDS):
+        task = assemble(completions, files, kept)
+        excess = rendered_size(task) - max_bytes
+        if excess <= 0:
+            return task
+        # Escapes and per-item metadata make a budget cost a little more than its bytes.
+        cut = excess + excess // 4 + 64
+        taken = min(files, cut)
+        files -= taken
+        completions = max(0, completions - (cut - taken))
+    return bare
+
+
+def _paths_of(lesson: Lesson) -> list[str]:
+    return [*lesson.associations.files, *(c.path for c in lesson.evidence.citations)]
+
+
+def _evidence_for(
+    record: RunRecord, lessons: Sequence[Lesson], evidence: ScanResult | None
+) -> tuple[list[EvidenceItem], dict[str, list[str]]]:
+    """The run's evidence items that concern any of `lessons`, and per lesson their IDs."""
+    items = list(evidence.evidence) if evidence is not None else []
+    by_lesson = {x.id: concerning(x, items, record) for x in lessons}
+    wanted = {i for ids in by_lesson.values() for i in ids}
+    return [item for item in items if item.id in wanted], by_lesson
+
+
 def build_repository_maintenance(
     record: RunRecord,
     lessons: Sequence[Lesson],
@@ -323,24 +427,41 @@ def build_repository_maintenance(
     limits: TaskLimits = DEFAULT_LIMITS,
     effectiveness: Mapping[str, Effectiveness] | None = None,
     candidates: Mapping[str, Sequence[Candidate]] | None = None,
+    evidence: ScanResult | None = None,
+    deferrals: Mapping[str, DeferralView] | None = None,
+    max_bytes: int | None = None,
 ) -> MaintenanceTask:
-    """Repository maintenance's task for one batch: the lessons (with their
-    `effectiveness` counters and pending adaptation `candidates` by ID), and the current
-    content of every file they cite or associate (read from `checkout`; None marks all
-    unread)."""
+    """Repository maintenance's task for one batch: the run's `evidence` items that
+    concern the lessons (with their completions), the lessons (with their `effectiveness`
+    counters, pending adaptation `candidates` and `deferrals` by ID), and the current
+    content of every file they associate or cite, with a listing of their folders (read
+    from `checkout`; None marks all unread); within `max_bytes` rendered bytes."""
     name: MaintenanceName = "repository_maintenance"
-    paths = [
-        p for x in lessons for p in (*x.associations.files, *(c.path for c in x.evidence.citations))
-    ]
-    folders = [f for x in lessons for f in x.associations.folders]
-    return MaintenanceTask(
-        specialist=name,
-        run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons, effectiveness, candidates),
-        others=_others(name, lessons, living, limits),
-        files=read_files(checkout, paths, limits),
-        folders=folders_of(checkout, folders),
-    )
+    items, by_lesson = _evidence_for(record, lessons, evidence)
+    supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
+    others = _others(name, lessons, living, limits)
+    ordered = sorted(lessons, key=lambda lesson: lesson.id)
+    paths = [p for x in ordered for p in _paths_of(x)]
+    folders = folders_of(checkout, [f for x in lessons for f in x.associations.folders])
+    run = RunEssentials.of(record)
+    cache: dict[int, tuple[tuple[FileAuthority, ...], tuple[FolderListing, ...]]] = {}
+
+    def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
+        if file_budget not in cache:
+            cache[file_budget] = code_view(checkout, paths, limits, file_budget)
+        files, listing = cache[file_budget]
+        return MaintenanceTask(
+            specialist=name,
+            run=run,
+            evidence=evidence_views(record, items, limits, completion_budget),
+            lessons=supplied,
+            others=others[:kept],
+            files=files,
+            listing=listing,
+            folders=folders,
+        )
+
+    return _fit(assemble, max_bytes, limits, len(others))
 
 
 def build_graph_maintenance(
@@ -352,22 +473,47 @@ def build_graph_maintenance(
     limits: TaskLimits = DEFAULT_LIMITS,
     effectiveness: Mapping[str, Effectiveness] | None = None,
     candidates: Mapping[str, Sequence[Candidate]] | None = None,
+    evidence: ScanResult | None = None,
+    deferrals: Mapping[str, DeferralView] | None = None,
+    max_bytes: int | None = None,
 ) -> MaintenanceTask:
-    """Graph maintenance's task for one batch: the lessons (with their `effectiveness`
-    counters and pending adaptation `candidates` by ID), and the authored node each is
-    for. `graphs` maps graph hashes to graphs; by default the run's own graph."""
+    """Graph maintenance's task for one batch: the run's `evidence` items naming the
+    lessons' nodes (with their completions), the lessons (with their `effectiveness`
+    counters, pending adaptation `candidates` and `deferrals` by ID), and the authored
+    node each is for; within `max_bytes` rendered bytes. `graphs` maps graph hashes to
+    graphs; by default the run's own graph."""
     name: MaintenanceName = "graph_maintenance"
     graphs = _run_graphs(record) if graphs is None else graphs
     targets = sorted(
         {(x.scope.graph_hash, x.scope.node) for x in lessons if isinstance(x.scope, GraphScope)}
     )
-    return MaintenanceTask(
-        specialist=name,
-        run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons, effectiveness, candidates),
-        others=_others(name, lessons, living, limits),
-        nodes=tuple(node_authority(graphs, h, n, limits) for h, n in targets),
-    )
+    items, by_lesson = _evidence_for(record, lessons, evidence)
+    supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
+    others = _others(name, lessons, living, limits)
+    nodes = tuple(node_authority(graphs, h, n, limits) for h, n in targets)
+    run = RunEssentials.of(record)
+
+    def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
+        return MaintenanceTask(
+            specialist=name,
+            run=run,
+            evidence=evidence_views(record, items, limits, completion_budget),
+            lessons=supplied,
+            others=others[:kept],
+            nodes=nodes,
+        )
+
+    return _fit(assemble, max_bytes, limits, len(others))
+
+
+def _receipt_paths(items: Sequence[EvidenceItem]) -> list[str]:
+    """The paths the evidence's receipts touched, the most touched first, then by name."""
+    counts: dict[str, int] = {}
+    for item in items:
+        for receipt in item.receipts:
+            for path in receipt.paths:
+                counts[path] = counts.get(path, 0) + 1
+    return sorted(counts, key=lambda p: (-counts[p], p))
 
 
 def build_discovery(
@@ -376,9 +522,15 @@ def build_discovery(
     *,
     evidence: ScanResult | None = None,
     limits: TaskLimits = DEFAULT_LIMITS,
+    checkout: Checkout | None = None,
+    living: Iterable[Lesson] = (),
+    max_bytes: int | None = None,
 ) -> DiscoveryTask:
     """A discovery task: the evidence `name` may cite (the run is scanned unless `evidence`
-    is given), the completions of their executions, and the authored nodes involved."""
+    is given) with the completions of their executions under each, the current files the
+    receipts touched with a listing of their folders (repository discovery, read from
+    `checkout`), the authored nodes involved, and the active lessons of its scope
+    (`living`, the most related first); within `max_bytes` rendered bytes."""
     kind = kind_of(name)
     result = scan(record) if evidence is None else evidence
     items = tuple(
@@ -388,36 +540,62 @@ def build_discovery(
     )
     run = RunEssentials.of(record)
     graphs = _run_graphs(record)
-    nodes = sorted({node for item in items for node in item.nodes})
-    shown, omitted = _bounded_receipts(items, limits.receipts_max)
-    return DiscoveryTask(
-        specialist=name,
-        run=run,
-        evidence=shown,
-        receipts_omitted=omitted,
-        completions=_completions(record, items, limits),
-        nodes=tuple(node_authority(graphs, run.graph_hash or "", n, limits) for n in nodes)
+    node_names = sorted({node for item in items for node in item.nodes})
+    nodes = (
+        tuple(node_authority(graphs, run.graph_hash, n, limits) for n in node_names)
         if run.graph_hash
-        else (),
+        else ()
     )
+    paths = _receipt_paths(items) if name == "repository_discovery" else []
+    scope = [x for x in living if _in_run_scope(x, run)]
+    relevant = _related(scope, paths, node_names)
+    lessons = scope_lessons(
+        scope, kind=kind.scope, relevant=relevant, limit=limits.scope_lessons_max
+    )
+    cache: dict[int, tuple[tuple[FileAuthority, ...], tuple[FolderListing, ...]]] = {}
+
+    def assemble(completion_budget: int, file_budget: int, kept: int) -> DiscoveryTask:
+        if file_budget not in cache:
+            cache[file_budget] = (
+                code_view(checkout, paths, limits, file_budget) if paths else ((), ())
+            )
+        files, listing = cache[file_budget]
+        return DiscoveryTask(
+            specialist=name,
+            run=run,
+            evidence=evidence_views(record, items, limits, completion_budget),
+            files=files,
+            listing=listing,
+            nodes=nodes,
+            lessons=lessons[:kept],
+        )
+
+    return _fit(assemble, max_bytes, limits, len(lessons))
 
 
-def _bounded_receipts(
-    items: Sequence[EvidenceItem], limit: int
-) -> tuple[tuple[EvidenceItem, ...], dict[str, int]]:
-    """Items with at most `limit` receipts each: the first and the latest half survive,
-    as in the run record's own receipt cap, so the exploration's span stays visible."""
-    shown: list[EvidenceItem] = []
-    omitted: dict[str, int] = {}
-    for item in items:
-        receipts = item.receipts
-        if len(receipts) > limit:
-            head = (limit + 1) // 2
-            kept = receipts[:head] + receipts[len(receipts) - (limit - head) :]
-            omitted[item.id] = len(receipts) - len(kept)
-            item = item.model_copy(update={"receipts": kept})
-        shown.append(item)
-    return tuple(shown), omitted
+def _in_run_scope(lesson: Lesson, run: RunEssentials) -> bool:
+    if isinstance(lesson.scope, GraphScope):
+        return lesson.scope.graph_hash == run.graph_hash
+    return lesson.scope.repository == run.repository
+
+
+def _related(
+    lessons: Sequence[Lesson], paths: Sequence[str], nodes: Sequence[str]
+) -> dict[str, int]:
+    """Rank of each lesson that shares a touched file or folder, or a node, with the
+    evidence (0 first); unrelated lessons are not in the map."""
+    touched = set(paths)
+    folders = {p.rpartition("/")[0] for p in paths}
+    rank: dict[str, int] = {}
+    for lesson in lessons:
+        if isinstance(lesson.scope, GraphScope):
+            if lesson.scope.node in nodes:
+                rank[lesson.id] = 0
+        elif touched & set(lesson.associations.files):
+            rank[lesson.id] = 0
+        elif folders & {f.strip("/") for f in lesson.associations.folders}:
+            rank[lesson.id] = 1
+    return rank
 
 
 def _run_graphs(record: RunRecord) -> dict[str, Graph]:
@@ -425,30 +603,3 @@ def _run_graphs(record: RunRecord) -> dict[str, Graph]:
     if graph is None or graph.ir is None or graph.hash is None:
         return {}
     return {graph.hash: graph.ir}
-
-
-def _completions(
-    record: RunRecord, items: Sequence[EvidenceItem], limits: TaskLimits
-) -> tuple[CompletionView, ...]:
-    executions: dict[str, str] = {}
-    for item in items:
-        refs = [
-            *item.executions,
-            *(r for rnd in item.rounds for r in (*rnd.prefix, *rnd.verifiers)),
-        ]
-        for ref in refs:
-            executions.setdefault(ref.execution, ref.node)
-    budget = limits.completions_total_bytes
-    views: list[CompletionView] = []
-    for execution in sorted(executions):
-        text = record.completions.get(execution)
-        if text is None or budget <= 0:
-            continue
-        kept, cut = cut_utf8(text, min(limits.completion_bytes, budget))
-        budget -= len(kept.encode("utf-8"))
-        views.append(
-            CompletionView(
-                execution=execution, node=executions[execution], text=kept, truncated=cut
-            )
-        )
-    return tuple(views)
