@@ -140,23 +140,30 @@ def _mentions(text: str, names: Iterable[str]) -> bool:
 def concerning(lesson: Lesson, items: Sequence[EvidenceItem], record: RunRecord) -> list[str]:
     """IDs of the evidence items that concern `lesson`: for a graph lesson, those naming
     its node; for a repository lesson, those whose receipts touched its files or folders,
-    or whose executions' final texts name one of its files or identifiers."""
+    or whose executions' final texts name one of its files, folders or identifiers, or
+    hold every term of one of its keyword groups."""
     if isinstance(lesson.scope, GraphScope):
         node = lesson.scope.node
         return [item.id for item in items if node in item.nodes]
     files = list(lesson.associations.files)
     folders = [f.strip("/") for f in lesson.associations.folders]
-    names = [*files, *lesson.associations.identifiers]
+    names = [*files, *folders, *lesson.associations.identifiers]
+    groups = [[t.casefold() for t in group] for group in lesson.associations.keywords]
     found: list[str] = []
     for item in items:
         touched = {p for receipt in item.receipts for p in receipt.paths}
         if any(p in files or any(folder_contains(f, p) for f in folders) for p in touched):
             found.append(item.id)
             continue
-        texts = (record.completions.get(execution, "") for execution, _ in _executions(item))
-        if any(_mentions(text, names) for text in texts):
+        texts = [record.completions.get(execution, "") for execution, _ in _executions(item)]
+        if any(_mentions(text, names) or _has_group(text, groups) for text in texts):
             found.append(item.id)
     return found
+
+
+def _has_group(text: str, groups: Sequence[Sequence[str]]) -> bool:
+    words = set(re.findall(r"[\w-]+", text.casefold()))
+    return any(group and all(term in words for term in group) for group in groups)
 
 
 # --- code ------------------------------------------------------------------------------
