@@ -77,7 +77,8 @@ async def test_a_proposal_that_adapts_a_lesson_becomes_its_candidate(
 
     async def adapts(request: Request) -> Any:
         assert isinstance(request.input, dict)
-        assert [x["id"] for x in request.input["lessons"]] == ["L-1"]
+        shown: Any = request.input["lessons"]
+        assert [x["id"] for x in shown] == ["L-1"]
         unknown = proposal(request, adapts="L-7", title="Commit the generated client too")
         return {"lessons": [proposal(request, adapts="L-1"), unknown]}
 

@@ -22,9 +22,11 @@ from specialist_builders import (
 
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
-from active_memory.specialists.authority import TaskLimits
+from active_memory.specialists.authority import FileAuthority, TaskLimits
 from active_memory.specialists.kinds import SPECIALISTS, kind_of
 from active_memory.specialists.tasks import (
+    MANIFESTS,
+    MaintenanceTask,
     RunEssentials,
     build_discovery,
     build_graph_maintenance,
@@ -32,6 +34,11 @@ from active_memory.specialists.tasks import (
     canonical_json,
     manifest,
 )
+
+
+def own(task: MaintenanceTask) -> list[FileAuthority]:
+    """The files a task shows for its lessons, without the root's build files after them."""
+    return [f for f in task.files if f.path not in MANIFESTS]
 
 
 @pytest.fixture
@@ -100,7 +107,7 @@ def test_a_symlink_to_a_tracked_file_shows_the_target_content(
     task = build_repository_maintenance(
         record, [repo_lesson(files=("schema-link.json",))], checkout=checkout(repo)
     )
-    [file] = task.files
+    [file] = own(task)
     assert file.current and file.target == "api/schema.json" and file.content is not None
     assert "openapi" in file.content[0]
 
@@ -113,7 +120,7 @@ def test_file_content_is_cut_per_file_at_a_character_boundary(
     task = build_repository_maintenance(
         record, [repo_lesson(files=("big.txt",))], checkout=checkout(repo), limits=limits
     )
-    [file] = task.files
+    [file] = own(task)
     assert file.truncated and file.size == 200
     # 50 bytes: the 51st byte would split a character; the cut is said in the content.
     assert file.content == (
@@ -134,7 +141,7 @@ def test_files_past_the_total_budget_are_listed_without_content(
         checkout=checkout(repo),
         limits=limits,
     )
-    a, b, c = task.files
+    a, b, c = own(task)
     assert a.truncated and a.content is not None
     assert a.content[:2] == ("1: line 0", "2: line 1") and a.content[-1].startswith("[cut: ")
     assert b.truncated and b.content is not None and b.content[0] == "1: line 0"
@@ -149,13 +156,13 @@ def test_a_binary_file_is_marked_and_not_shown(record: RunRecord, repo: Path) ->
     task = build_repository_maintenance(
         record, [repo_lesson(files=("logo.png",))], checkout=checkout(repo)
     )
-    [file] = task.files
+    [file] = own(task)
     assert file.binary and file.content is None and file.current
 
 
 def test_without_a_checkout_no_file_is_current(record: RunRecord) -> None:
     task = build_repository_maintenance(record, [repo_lesson()], checkout=None)
-    [file] = task.files
+    [file] = own(task)
     assert file.status == "no_checkout" and not file.current and file.content is None
 
 
@@ -376,3 +383,14 @@ def test_exploration_receipts_are_bounded_first_and_latest(tmp_path: Path, repo:
         "src/file_9.py",
     ]
     assert item.receipts_omitted == 6 and item.count == 10
+
+
+def test_the_root_build_files_follow_the_lessons_files(record: RunRecord, repo: Path) -> None:
+    task = build_repository_maintenance(
+        record, [repo_lesson(files=("api/schema.json",))], checkout=checkout(repo)
+    )
+    assert [f.path for f in task.files] == ["api/schema.json", "Makefile"]
+    assert [x.folder for x in task.listing] == ["", "api"]
+    root = next(x for x in task.listing if x.folder == "")
+    assert "Makefile" in root.entries and "notes.md" in root.entries  # untracked, not ignored
+    assert not any(e.startswith("build") for e in root.entries)  # ignored: never listed

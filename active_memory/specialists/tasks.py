@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from active_memory.checkout import Checkout
+from active_memory.checkout import Checkout, GitFailed
 from active_memory.evidence import EvidenceItem, ScanResult, scan
 from active_memory.lessons import Associations, Evidence, GraphScope, Lesson, Scope
 from active_memory.runlog.graph import Graph
@@ -441,7 +442,8 @@ def build_repository_maintenance(
     supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
     others = _others(name, lessons, living, limits)
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
-    paths = [p for x in ordered for p in _paths_of(x)]
+    paths = list(dict.fromkeys(p for x in ordered for p in _paths_of(x)))
+    paths += _manifests(checkout, paths)
     folders = folders_of(checkout, [f for x in lessons for f in x.associations.folders])
     run = RunEssentials.of(record)
     cache: dict[int, tuple[tuple[FileAuthority, ...], tuple[FolderListing, ...]]] = {}
@@ -516,6 +518,68 @@ def _receipt_paths(items: Sequence[EvidenceItem]) -> list[str]:
     return sorted(counts, key=lambda p: (-counts[p], p))
 
 
+_PATH_TOKEN = re.compile(
+    r"(?<![\w/.:-])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}|"
+    r"Makefile|GNUmakefile|Dockerfile|Justfile|justfile|Rakefile|Gemfile|Procfile)(?![\w/-])"
+)
+_MENTIONED_MAX = 40
+MANIFESTS = (
+    "Makefile",
+    "GNUmakefile",
+    "justfile",
+    "Justfile",
+    "package.json",
+    "pyproject.toml",
+    "tox.ini",
+    "noxfile.py",
+    "Cargo.toml",
+    "go.mod",
+    "Taskfile.yml",
+)
+"""Files at the root that say how the repository is built, tested and run: shown to a
+repository task after the files the evidence or the lessons name (when current, within
+the bound), since its commands are what lessons tell agents to run."""
+
+
+def _manifests(checkout: Checkout | None, shown: Sequence[str]) -> list[str]:
+    if checkout is None:
+        return []
+    present = [m for m in MANIFESTS if m not in shown and (checkout.root / m).is_file()]
+    if not present:
+        return []
+    try:
+        verdicts = checkout.check_paths(present)
+    except GitFailed:
+        return []
+    return [m for m in present if verdicts[m].current]
+
+
+def _mentioned_files(
+    record: RunRecord, items: Sequence[EvidenceItem], checkout: Checkout | None
+) -> list[str]:
+    """Current files of the checkout that the evidence's completions name (`api/x.json`,
+    `Makefile.am`), in order of first mention: the agents and reviewers point at them."""
+    if checkout is None:
+        return []
+    found: dict[str, None] = {}
+    for item in items:
+        refs = [
+            *item.executions,
+            *(r for rnd in item.rounds for r in (*rnd.prefix, *rnd.verifiers)),
+        ]
+        for ref in refs:
+            for match in _PATH_TOKEN.finditer(record.completions.get(ref.execution, "")):
+                found.setdefault(match.group(1).rstrip("."), None)
+    wanted = list(found)[:_MENTIONED_MAX]
+    if not wanted:
+        return []
+    try:
+        verdicts = checkout.check_paths(wanted)
+    except GitFailed:
+        return []
+    return [p for p in wanted if verdicts[p].current]
+
+
 def build_discovery(
     name: DiscoveryName,
     record: RunRecord,
@@ -546,7 +610,12 @@ def build_discovery(
         if run.graph_hash
         else ()
     )
-    paths = _receipt_paths(items) if name == "repository_discovery" else []
+    paths: list[str] = []
+    if name == "repository_discovery":
+        paths = list(
+            dict.fromkeys(_receipt_paths(items) + _mentioned_files(record, items, checkout))
+        )
+        paths += _manifests(checkout, paths)
     scope = [x for x in living if _in_run_scope(x, run)]
     relevant = _related(scope, paths, node_names)
     lessons = scope_lessons(

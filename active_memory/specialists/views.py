@@ -93,7 +93,8 @@ def deferral_of(reason: str, at: datetime | None, record: RunRecord) -> Deferral
 # --- evidence --------------------------------------------------------------------------
 
 
-def _executions(item: EvidenceItem) -> list[tuple[str, str]]:
+def executions_of(item: EvidenceItem) -> list[tuple[str, str]]:
+    """(execution, node) of every execution an evidence item points to."""
     refs = [*item.executions, *(r for rnd in item.rounds for r in (*rnd.prefix, *rnd.verifiers))]
     return [(ref.execution, ref.node) for ref in refs]
 
@@ -115,7 +116,7 @@ def evidence_views(
             omitted = len(receipts) - len(kept)
             receipts = kept
         completions: list[CompletionView] = []
-        for execution, node in sorted(set(_executions(item))):
+        for execution, node in sorted(set(executions_of(item))):
             text = record.completions.get(execution)
             if text is None or execution in seen or left <= 0:
                 continue
@@ -155,7 +156,7 @@ def concerning(lesson: Lesson, items: Sequence[EvidenceItem], record: RunRecord)
         if any(p in files or any(folder_contains(f, p) for f in folders) for p in touched):
             found.append(item.id)
             continue
-        texts = [record.completions.get(execution, "") for execution, _ in _executions(item)]
+        texts = [record.completions.get(execution, "") for execution, _ in executions_of(item)]
         if any(_mentions(text, names) or _has_group(text, groups) for text in texts):
             found.append(item.id)
     return found
@@ -181,10 +182,11 @@ def code_view(
 def listings(
     checkout: Checkout | None, paths: Sequence[str], limits: TaskLimits
 ) -> tuple[FolderListing, ...]:
-    """The folders of `paths` (first ones first, at most `listing_folders_max`), listed."""
+    """The folders of `paths` (first ones first, at most `listing_folders_max`), listed;
+    the root's own entries always among them (where the build and test files are)."""
     if checkout is None or not paths:
         return ()
-    ordered = list(dict.fromkeys(p.rpartition("/")[0] for p in paths))
+    ordered = list(dict.fromkeys([*(p.rpartition("/")[0] for p in paths), ""]))
     wanted = ordered[: limits.listing_folders_max]
     try:
         found = list_folders(checkout.root, wanted, per_folder=limits.listing_per_folder)
