@@ -173,3 +173,26 @@ def test_templates_load_from_an_installed_copy(tmp_path: Path) -> None:
     folder = _package_templates(tmp_path)
     loaded = Prompts.load(folder)
     assert loaded.render("repository_discovery", _discovery(tmp_path)).startswith("You are")
+
+
+@pytest.mark.parametrize("name", list(SPECIALISTS))
+def test_a_prompt_reads_in_order_with_one_rejected_example_and_character_guidance(
+    name: str, tasks: dict[str, MaintenanceTask | DiscoveryTask]
+) -> None:
+    text = render(name, tasks[name])
+    flat = " ".join(text.split())
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## What you are given, in reading order"
+    assert headings[-2:] == ["## Answer", "## Task data"]
+    assert (
+        flat.count("A rejected example, and why") + flat.count("A rejected decision, and why") == 1
+    )
+    assert "an ASCII character is one byte" in flat and "at most a few" not in flat
+    if name.endswith("discovery"):
+        assert flat.count("There is no quota") == 1 and "`adapts`" in flat
+    else:
+        assert "`defer`: the lesson becomes inactive" in flat and "`retire` it instead" in flat
+    if name.startswith("repository"):
+        assert "*before* it makes the mistake" in flat and "nearly every task touches" in flat
+    # The template's own text names no run: the run ID is only inside the frame.
+    assert tasks[name].run.run_id not in text.split("## Task data", 1)[0]

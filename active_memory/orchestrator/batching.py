@@ -9,7 +9,6 @@ lesson). Every lesson is in exactly one batch.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -36,7 +35,7 @@ deliveries, effectiveness counters, run evidence IDs, candidates, deferral (typi
 def rendered_lesson_size(lesson: Lesson) -> int:
     """Bytes a lesson takes in a task as the prompt shows it: indented JSON, three levels
     deep, plus `SUPPLIED_EXTRA_BYTES`."""
-    text = json.dumps(lesson.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    text = lesson.model_dump_json(indent=2)
     return len(text.encode("utf-8")) + 4 * (text.count("\n") + 1) + SUPPLIED_EXTRA_BYTES
 
 

@@ -53,13 +53,14 @@ from active_memory.specialists.mutations import (
 )
 from active_memory.specialists.providers import Message, ProviderSession
 from active_memory.specialists.tasks import (
+    LessonRef,
     MaintenanceTask,
     build_discovery,
     build_graph_maintenance,
     build_repository_maintenance,
     manifest,
 )
-from active_memory.specialists.views import DeferralView
+from active_memory.specialists.views import CodeCache, DeferralView
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
@@ -109,6 +110,18 @@ class Context:
     deferrals: dict[str, DeferralView] = field(default_factory=dict)
     # The run's evidence (0 or 1 scan), which maintenance shows per lesson.
     scanned: list[ScanResult] = field(default_factory=list)
+    # Git's answers about the checkout, shared by every task of this postmortem.
+    code: list[CodeCache] = field(default_factory=list)
+    # The frozen lessons' references (`others` of every batch), built once.
+    refs: dict[str, LessonRef] = field(default_factory=dict)
+
+    def code_cache(self) -> CodeCache | None:
+        """The postmortem's one `CodeCache` of its checkout (made on first use)."""
+        if self.checkout is None:
+            return None
+        if not self.code:
+            self.code.append(CodeCache(self.checkout))
+        return self.code[0]
 
     def task_bytes(self, name: SpecialistName) -> int:
         """The bound on a task of `name`: the batch bound less the prompt's own text."""
@@ -332,6 +345,8 @@ def _maintenance_task(
             evidence=evidence,
             deferrals=ctx.deferrals,
             max_bytes=ctx.task_bytes(name),
+            cache=ctx.code_cache(),
+            refs=ctx.refs,
         )
     return build_graph_maintenance(
         record,
@@ -343,6 +358,7 @@ def _maintenance_task(
         evidence=evidence,
         deferrals=ctx.deferrals,
         max_bytes=ctx.task_bytes(name),
+        refs=ctx.refs,
     )
 
 
@@ -365,6 +381,7 @@ async def discover(
             checkout=ctx.checkout,
             living=living,
             max_bytes=ctx.task_bytes(name),
+            cache=ctx.code_cache(),
         )
     )
     if not task.evidence:

@@ -12,9 +12,9 @@ Limits in the text come from `lessons.py`'s constants, the answer example from
 
 Nothing from a run record enters a template's own lines: the run ID, titles, node and
 file names, completions and file contents are all inside the task data, which `render`
-puts between two frame lines tagged with the task's digest (`<task-data-1a2b…>` …
-`</task-data-1a2b…>`). Text inside the data cannot close the frame: it would have to
-contain the digest of the very data that contains it.
+puts between two frame lines tagged with a digest of the framed text (`<task-data-1a2b…>`
+… `</task-data-1a2b…>`). Text inside the data cannot close the frame: it would have to
+contain the digest of the very text that contains it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from active_memory.specialists.kinds import SPECIALISTS, SpecialistName, kind_of
 from active_memory.specialists.tasks import (
     DiscoveryTask,
     MaintenanceTask,
-    canonical_json,
     task_text,
 )
 
@@ -132,16 +131,17 @@ class Prompts:
         task: MaintenanceTask | DiscoveryTask,
         task_data: dict[str, Any] | None = None,
     ) -> str:
-        """The prompt for `specialist` with `task` filled in (`task_data`: its `to_json()`,
-        when the caller already has it)."""
+        """The prompt for `specialist` with `task` filled in (`task_data`, its `to_json()`,
+        is accepted for callers that have it; the text is rendered from the model)."""
         kind = kind_of(specialist)
         if task.specialist != kind.name:
             raise ValueError(f"a {task.specialist} task cannot be rendered for {kind.name}")
-        data = task.to_json() if task_data is None else task_data
-        tag = f"task-data-{canonical_digest(data)[:FRAME_TAG_HEX]}"
+        text = task_text(task)
+        # The tag is a digest of the very text it frames: text inside cannot contain it.
+        tag = f"task-data-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:FRAME_TAG_HEX]}"
         values: dict[str, object] = {
             "specialist": kind.name,
-            "task_json": f"<{tag}>\n{task_text(data)}\n</{tag}>",
+            "task_json": f"<{tag}>\n{text}\n</{tag}>",
             "answer_example": example_answer(kind.name).model_dump_json(
                 indent=2, exclude_defaults=True
             ),
@@ -182,11 +182,6 @@ class Prompts:
             evidence_count="000000",
         )
         return len(self._templates[kind.name].substitute(values).encode("utf-8"))
-
-
-def canonical_digest(data: Any) -> str:
-    """SHA-256 (hex) of `data`'s canonical JSON: the task's digest."""
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
 @functools.cache

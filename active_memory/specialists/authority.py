@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from active_memory.checkout import Checkout
+from active_memory.checkout import Checkout, CitationVerdict
 from active_memory.runlog.graph import Graph, GraphIndex, StepNode, VerifierNode
 
 _BINARY_SNIFF_BYTES = 8 * 1024
@@ -169,10 +169,12 @@ def read_files(
     limits: TaskLimits,
     *,
     budget: int | None = None,
+    verdicts: Mapping[str, CitationVerdict] | None = None,
 ) -> tuple[FileAuthority, ...]:
     """Each distinct path's verdict and numbered content, in the given order of first
     appearance (the most relevant first), within `limits` and `budget` (rendered bytes
-    for all contents; `files_total_bytes` when None)."""
+    for all contents; `files_total_bytes` when None). `verdicts`: the checkout's verdicts
+    of these paths when the caller has them (they cost git calls)."""
     wanted = list(dict.fromkeys(paths))
     if not wanted:
         return ()
@@ -181,7 +183,8 @@ def read_files(
             FileAuthority(path=p, status="no_checkout", current=False, reason="no checkout to read")
             for p in wanted
         )
-    verdicts = checkout.check_paths(wanted)
+    if verdicts is None:
+        verdicts = checkout.check_paths(wanted)
     left = limits.files_total_bytes if budget is None else min(budget, limits.files_total_bytes)
     found: list[FileAuthority] = []
     for path in wanted:

@@ -47,12 +47,15 @@ from active_memory.specialists.authority import (
 )
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.views import (
+    CodeCache,
+    CodeSource,
     CompletionView,
     DeferralView,
     EvidenceView,
     FolderListing,
+    RunTexts,
     ScopeLesson,
-    code_view,
+    code_cache,
     concerning,
     evidence_views,
     scope_lessons,
@@ -90,15 +93,16 @@ class _Task(_Model):
         return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
 
 
-def task_text(data: Mapping[str, Any]) -> str:
+def task_text(task: _Task) -> str:
     """A task's JSON as the prompt shows it: indented, in field order (the reading order:
-    run, evidence with its executions, lessons, then the code), UTF-8 kept."""
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    run, evidence with its executions, lessons, then the code), UTF-8 kept. pydantic's
+    serializer: fast enough to measure a task several times while fitting it."""
+    return task.model_dump_json(indent=2)
 
 
 def rendered_size(task: _Task) -> int:
-    """UTF-8 bytes of `task_text(task.to_json())`: what the model receives of the task."""
-    return len(task_text(task.to_json()).encode("utf-8"))
+    """UTF-8 bytes of `task_text(task)`: what the model receives of the task."""
+    return len(task_text(task).encode("utf-8"))
 
 
 class RunEssentials(_Model):
@@ -345,19 +349,31 @@ def _supplied(
 
 
 def _others(
-    name: MaintenanceName, batch: Sequence[Lesson], living: Iterable[Lesson], limits: TaskLimits
+    name: MaintenanceName,
+    batch: Sequence[Lesson],
+    living: Iterable[Lesson],
+    limits: TaskLimits,
+    refs: dict[str, LessonRef] | None = None,
 ) -> tuple[LessonRef, ...]:
+    """The first `others_max` living lessons of the scope outside the batch, by ID.
+    `refs`: a cache of their references by ID, shared by the batches of a postmortem."""
     scope = kind_of(name).scope
     in_batch = {lesson.id for lesson in batch}
-    refs = sorted(
-        (
-            LessonRef(id=x.id, revision=x.revision, scope=x.scope, title=x.title)
-            for x in living
-            if x.scope.kind == scope and x.id not in in_batch
-        ),
-        key=lambda ref: ref.id,
-    )
-    return tuple(refs[: limits.others_max])
+    chosen = sorted(
+        (x for x in living if x.scope.kind == scope and x.id not in in_batch), key=lambda x: x.id
+    )[: limits.others_max]
+    cache = {} if refs is None else refs
+    found: list[LessonRef] = []
+    for x in chosen:
+        ref = cache.get(x.id)
+        if ref is None or ref.revision != x.revision:
+            # Fields of a validated lesson: no need to validate them again.
+            ref = LessonRef.model_construct(
+                id=x.id, revision=x.revision, scope=x.scope, title=x.title
+            )
+            cache[x.id] = ref
+        found.append(ref)
+    return tuple(found)
 
 
 _T = TypeVar("_T", MaintenanceTask, DiscoveryTask)
@@ -414,7 +430,8 @@ def _evidence_for(
 ) -> tuple[list[EvidenceItem], dict[str, list[str]]]:
     """The run's evidence items that concern any of `lessons`, and per lesson their IDs."""
     items = list(evidence.evidence) if evidence is not None else []
-    by_lesson = {x.id: concerning(x, items, record) for x in lessons}
+    texts = RunTexts(record, items)
+    by_lesson = {x.id: concerning(x, items, record, texts) for x in lessons}
     wanted = {i for ids in by_lesson.values() for i in ids}
     return [item for item in items if item.id in wanted], by_lesson
 
@@ -431,6 +448,8 @@ def build_repository_maintenance(
     evidence: ScanResult | None = None,
     deferrals: Mapping[str, DeferralView] | None = None,
     max_bytes: int | None = None,
+    cache: CodeCache | None = None,
+    refs: dict[str, LessonRef] | None = None,
 ) -> MaintenanceTask:
     """Repository maintenance's task for one batch: the run's `evidence` items that
     concern the lessons (with their completions), the lessons (with their `effectiveness`
@@ -438,20 +457,19 @@ def build_repository_maintenance(
     content of every file they associate or cite, with a listing of their folders (read
     from `checkout`; None marks all unread); within `max_bytes` rendered bytes."""
     name: MaintenanceName = "repository_maintenance"
+    cache = code_cache(checkout, cache)  # git's answers, shared by a postmortem's batches
     items, by_lesson = _evidence_for(record, lessons, evidence)
     supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
-    others = _others(name, lessons, living, limits)
+    others = _others(name, lessons, living, limits, refs)
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     paths = list(dict.fromkeys(p for x in ordered for p in _paths_of(x)))
-    paths += _manifests(checkout, paths)
+    paths += _manifests(cache, paths)
     folders = folders_of(checkout, [f for x in lessons for f in x.associations.folders])
     run = RunEssentials.of(record)
-    cache: dict[int, tuple[tuple[FileAuthority, ...], tuple[FolderListing, ...]]] = {}
+    source = CodeSource(checkout, paths, limits, cache)
 
     def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
-        if file_budget not in cache:
-            cache[file_budget] = code_view(checkout, paths, limits, file_budget)
-        files, listing = cache[file_budget]
+        files, listing = source.view(file_budget)
         return MaintenanceTask(
             specialist=name,
             run=run,
@@ -478,6 +496,7 @@ def build_graph_maintenance(
     evidence: ScanResult | None = None,
     deferrals: Mapping[str, DeferralView] | None = None,
     max_bytes: int | None = None,
+    refs: dict[str, LessonRef] | None = None,
 ) -> MaintenanceTask:
     """Graph maintenance's task for one batch: the run's `evidence` items naming the
     lessons' nodes (with their completions), the lessons (with their `effectiveness`
@@ -491,7 +510,7 @@ def build_graph_maintenance(
     )
     items, by_lesson = _evidence_for(record, lessons, evidence)
     supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
-    others = _others(name, lessons, living, limits)
+    others = _others(name, lessons, living, limits, refs)
     nodes = tuple(node_authority(graphs, h, n, limits) for h, n in targets)
     run = RunEssentials.of(record)
 
@@ -541,25 +560,26 @@ repository task after the files the evidence or the lessons name (when current, 
 the bound), since its commands are what lessons tell agents to run."""
 
 
-def _manifests(checkout: Checkout | None, shown: Sequence[str]) -> list[str]:
-    if checkout is None:
+def _manifests(cache: CodeCache | None, shown: Sequence[str]) -> list[str]:
+    if cache is None:
         return []
-    present = [m for m in MANIFESTS if m not in shown and (checkout.root / m).is_file()]
+    root = cache.checkout.root
+    present = [m for m in MANIFESTS if m not in shown and (root / m).is_file()]
     if not present:
         return []
     try:
-        verdicts = checkout.check_paths(present)
+        verdicts = cache.verdicts(present)
     except GitFailed:
         return []
     return [m for m in present if verdicts[m].current]
 
 
 def _mentioned_files(
-    record: RunRecord, items: Sequence[EvidenceItem], checkout: Checkout | None
+    record: RunRecord, items: Sequence[EvidenceItem], cache: CodeCache | None
 ) -> list[str]:
     """Current files of the checkout that the evidence's completions name (`api/x.json`,
     `Makefile.am`), in order of first mention: the agents and reviewers point at them."""
-    if checkout is None:
+    if cache is None:
         return []
     found: dict[str, None] = {}
     for item in items:
@@ -574,7 +594,7 @@ def _mentioned_files(
     if not wanted:
         return []
     try:
-        verdicts = checkout.check_paths(wanted)
+        verdicts = cache.verdicts(wanted)
     except GitFailed:
         return []
     return [p for p in wanted if verdicts[p].current]
@@ -589,6 +609,7 @@ def build_discovery(
     checkout: Checkout | None = None,
     living: Iterable[Lesson] = (),
     max_bytes: int | None = None,
+    cache: CodeCache | None = None,
 ) -> DiscoveryTask:
     """A discovery task: the evidence `name` may cite (the run is scanned unless `evidence`
     is given) with the completions of their executions under each, the current files the
@@ -596,6 +617,7 @@ def build_discovery(
     `checkout`), the authored nodes involved, and the active lessons of its scope
     (`living`, the most related first); within `max_bytes` rendered bytes."""
     kind = kind_of(name)
+    cache = code_cache(checkout, cache)
     result = scan(record) if evidence is None else evidence
     items = tuple(
         item
@@ -612,23 +634,17 @@ def build_discovery(
     )
     paths: list[str] = []
     if name == "repository_discovery":
-        paths = list(
-            dict.fromkeys(_receipt_paths(items) + _mentioned_files(record, items, checkout))
-        )
-        paths += _manifests(checkout, paths)
+        paths = list(dict.fromkeys(_receipt_paths(items) + _mentioned_files(record, items, cache)))
+        paths += _manifests(cache, paths)
     scope = [x for x in living if _in_run_scope(x, run)]
     relevant = _related(scope, paths, node_names)
     lessons = scope_lessons(
         scope, kind=kind.scope, relevant=relevant, limit=limits.scope_lessons_max
     )
-    cache: dict[int, tuple[tuple[FileAuthority, ...], tuple[FolderListing, ...]]] = {}
+    source = CodeSource(checkout, paths, limits, cache)
 
     def assemble(completion_budget: int, file_budget: int, kept: int) -> DiscoveryTask:
-        if file_budget not in cache:
-            cache[file_budget] = (
-                code_view(checkout, paths, limits, file_budget) if paths else ((), ())
-            )
-        files, listing = cache[file_budget]
+        files, listing = source.view(file_budget)
         return DiscoveryTask(
             specialist=name,
             run=run,

@@ -15,9 +15,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from active_memory.checkout import Checkout, GitFailed
+from active_memory.checkout import Checkout, CitationVerdict, GitFailed
 from active_memory.checkout.listing import list_folders
-from active_memory.checkout.paths import folder_contains
 from active_memory.evidence import EvidenceItem
 from active_memory.lessons import Associations, GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
@@ -132,69 +131,156 @@ def evidence_views(
     return tuple(views)
 
 
-def _mentions(text: str, names: Iterable[str]) -> bool:
-    return any(
-        re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", text) for name in names if name
-    )
-
-
-def concerning(lesson: Lesson, items: Sequence[EvidenceItem], record: RunRecord) -> list[str]:
-    """IDs of the evidence items that concern `lesson`: for a graph lesson, those naming
-    its node; for a repository lesson, those whose receipts touched its files or folders,
-    or whose executions' final texts name one of its files, folders or identifiers, or
-    hold every term of one of its keyword groups."""
-    if isinstance(lesson.scope, GraphScope):
-        node = lesson.scope.node
-        return [item.id for item in items if node in item.nodes]
-    files = list(lesson.associations.files)
-    folders = [f.strip("/") for f in lesson.associations.folders]
-    names = [*files, *folders, *lesson.associations.identifiers]
-    groups = [[t.casefold() for t in group] for group in lesson.associations.keywords]
-    found: list[str] = []
-    for item in items:
-        touched = {p for receipt in item.receipts for p in receipt.paths}
-        if any(p in files or any(folder_contains(f, p) for f in folders) for p in touched):
-            found.append(item.id)
+def _tokens(text: str) -> set[str]:
+    """The names a text mentions: runs of word characters, `.`, `/` and `-` (a trailing
+    full stop dropped), each path also by its leading folders (`a/b/c.py` names `a/b`)."""
+    found: set[str] = set()
+    for token in re.findall(r"[\w./-]+", text):
+        token = token.rstrip(".").strip("/")
+        if not token:
             continue
-        texts = [record.completions.get(execution, "") for execution, _ in executions_of(item)]
-        if any(_mentions(text, names) or _has_group(text, groups) for text in texts):
-            found.append(item.id)
+        found.add(token)
+        parts = token.split("/")
+        found.update("/".join(parts[:n]) for n in range(1, len(parts)))
     return found
 
 
-def _has_group(text: str, groups: Sequence[Sequence[str]]) -> bool:
-    words = set(re.findall(r"[\w-]+", text.casefold()))
-    return any(group and all(term in words for term in group) for group in groups)
+class RunTexts:
+    """What the final texts of each evidence item's executions mention (names and words),
+    computed once per task: every lesson of a batch is matched against them."""
+
+    def __init__(self, record: RunRecord, items: Sequence[EvidenceItem]) -> None:
+        self.names: dict[str, set[str]] = {}
+        self.words: dict[str, set[str]] = {}
+        for item in items:
+            texts = [record.completions.get(execution, "") for execution, _ in executions_of(item)]
+            joined = "\n".join(texts)
+            self.names[item.id] = _tokens(joined)
+            self.words[item.id] = set(re.findall(r"[\w-]+", joined.casefold()))
+
+
+def _inside(folder: str, path: str) -> bool:
+    """`path` is `folder` or under it (both root-relative, as receipts and lessons store
+    them; `folder_contains` normalises too, which costs more than a batch can afford)."""
+    return not folder or path == folder or path.startswith(folder + "/")
+
+
+def concerning(
+    lesson: Lesson,
+    items: Sequence[EvidenceItem],
+    record: RunRecord,
+    texts: RunTexts | None = None,
+) -> list[str]:
+    """IDs of the evidence items that concern `lesson`: for a graph lesson, those naming
+    its node; for a repository lesson, those whose receipts touched its files or folders,
+    or whose executions' final texts name one of its files, folders or identifiers, or
+    hold every term of one of its keyword groups. `texts`: `RunTexts(record, items)`."""
+    if isinstance(lesson.scope, GraphScope):
+        node = lesson.scope.node
+        return [item.id for item in items if node in item.nodes]
+    texts = texts or RunTexts(record, items)
+    files = list(lesson.associations.files)
+    folders = [f.strip("/") for f in lesson.associations.folders]
+    names = {n.strip("/") for n in (*files, *folders, *lesson.associations.identifiers)}
+    groups = [[t.casefold() for t in group] for group in lesson.associations.keywords]
+    found: list[str] = []
+    for item in items:
+        touched = {p.strip("/") for receipt in item.receipts for p in receipt.paths}
+        if any(p in files or any(_inside(f, p) for f in folders) for p in touched):
+            found.append(item.id)
+            continue
+        words = texts.words.get(item.id, set())
+        if names & texts.names.get(item.id, set()) or any(
+            group and all(term in words for term in group) for group in groups
+        ):
+            found.append(item.id)
+    return found
 
 
 # --- code ------------------------------------------------------------------------------
 
 
-def code_view(
-    checkout: Checkout | None, paths: Sequence[str], limits: TaskLimits, budget: int
-) -> tuple[tuple[FileAuthority, ...], tuple[FolderListing, ...]]:
-    """The files `paths` (most relevant first) within `budget` rendered bytes of content,
-    and the `git ls-files` excerpt of the folders that hold them."""
-    files = read_files(checkout, paths, limits, budget=budget)
-    return files, listings(checkout, [f.path for f in files if f.current], limits)
+class CodeCache:
+    """Git's answers about one checkout (citation verdicts, folder listings), kept for one
+    postmortem: its batches show the same files again and again, and each answer costs a
+    git process. The checkout is not expected to change while the postmortem runs."""
+
+    def __init__(self, checkout: Checkout) -> None:
+        self.checkout = checkout
+        self._verdicts: dict[str, CitationVerdict] = {}
+        self._listings: dict[tuple[str, int], FolderListing] = {}
+
+    def verdicts(self, paths: Sequence[str]) -> dict[str, CitationVerdict]:
+        """The verdict of each path; only the ones not asked before go to git."""
+        missing = [p for p in dict.fromkeys(paths) if p not in self._verdicts]
+        if missing:
+            self._verdicts.update(self.checkout.check_paths(missing))
+        return {p: self._verdicts[p] for p in paths}
+
+    def listings(self, folders: Sequence[str], per_folder: int) -> list[FolderListing]:
+        """Each folder's listing (sorted by folder); only new folders go to git."""
+        wanted = list(dict.fromkeys(f.strip("/") for f in folders))
+        missing = [f for f in wanted if (f, per_folder) not in self._listings]
+        if missing:
+            for found in list_folders(self.checkout.root, missing, per_folder=per_folder):
+                self._listings[(found.folder, per_folder)] = FolderListing(
+                    folder=found.folder, entries=found.entries, omitted=found.omitted
+                )
+        return sorted((self._listings[(f, per_folder)] for f in wanted), key=lambda x: x.folder)
+
+
+def code_cache(checkout: Checkout | None, cache: CodeCache | None = None) -> CodeCache | None:
+    """`cache` when it is for `checkout`, else a new one (None without a checkout)."""
+    if checkout is None:
+        return None
+    if cache is not None and cache.checkout is checkout:
+        return cache
+    return CodeCache(checkout)
+
+
+class CodeSource:
+    """The files of one task (`paths`, most relevant first) and the listing of their
+    folders, asked from git once (through `cache`); `view(budget)` reads their contents
+    within a budget, so fitting a task to its bound costs file reads, not git calls."""
+
+    def __init__(
+        self,
+        checkout: Checkout | None,
+        paths: Sequence[str],
+        limits: TaskLimits,
+        cache: CodeCache | None = None,
+    ):
+        self._checkout = checkout
+        self._paths = list(dict.fromkeys(paths))
+        self._limits = limits
+        cache = code_cache(checkout, cache)
+        self._verdicts = cache.verdicts(self._paths) if cache is not None and self._paths else None
+        current = [p for p in self._paths if self._verdicts and self._verdicts[p].current]
+        self.listing = listings(cache, current, limits)
+        self._views: dict[int, tuple[FileAuthority, ...]] = {}
+
+    def view(self, budget: int) -> tuple[tuple[FileAuthority, ...], tuple[FolderListing, ...]]:
+        """The files within `budget` rendered bytes of content, and the listing."""
+        if budget not in self._views:
+            self._views[budget] = read_files(
+                self._checkout, self._paths, self._limits, budget=budget, verdicts=self._verdicts
+            )
+        return self._views[budget], self.listing
 
 
 def listings(
-    checkout: Checkout | None, paths: Sequence[str], limits: TaskLimits
+    cache: CodeCache | None, paths: Sequence[str], limits: TaskLimits
 ) -> tuple[FolderListing, ...]:
     """The folders of `paths` (first ones first, at most `listing_folders_max`), listed;
     the root's own entries always among them (where the build and test files are)."""
-    if checkout is None or not paths:
+    if cache is None or not paths:
         return ()
     ordered = list(dict.fromkeys([*(p.rpartition("/")[0] for p in paths), ""]))
     wanted = ordered[: limits.listing_folders_max]
     try:
-        found = list_folders(checkout.root, wanted, per_folder=limits.listing_per_folder)
+        return tuple(cache.listings(wanted, limits.listing_per_folder))
     except GitFailed:  # the files themselves are still shown; a listing is a convenience
         return ()
-    return tuple(
-        FolderListing(folder=f.folder, entries=f.entries, omitted=f.omitted) for f in found
-    )
 
 
 def scope_lessons(
