@@ -454,7 +454,8 @@ def build_repository_maintenance(
     """Repository maintenance's task for one batch: the run's `evidence` items that
     concern the lessons (with their completions), the lessons (with their `effectiveness`
     counters, pending adaptation `candidates` and `deferrals` by ID), and the current
-    content of every file they associate or cite, with a listing of their folders (read
+    content of every file they associate or cite, then of the files those evidence items
+    touched or name, then the root's build files, with a listing of their folders (read
     from `checkout`; None marks all unread); within `max_bytes` rendered bytes."""
     name: MaintenanceName = "repository_maintenance"
     cache = code_cache(checkout, cache)  # git's answers, shared by a postmortem's batches
@@ -462,7 +463,11 @@ def build_repository_maintenance(
     supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
     others = _others(name, lessons, living, limits, refs)
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
-    paths = list(dict.fromkeys(p for x in ordered for p in _paths_of(x)))
+    # The lessons' own files first, then those the evidence concerning them touched or
+    # named (what this run did to them), then the root's build files.
+    named = [p for x in ordered for p in _paths_of(x)]
+    named += _receipt_paths(items) + _mentioned_files(record, items, cache)
+    paths = list(dict.fromkeys(named))
     paths += _manifests(cache, paths)
     folders = folders_of(checkout, [f for x in lessons for f in x.associations.folders])
     run = RunEssentials.of(record)
