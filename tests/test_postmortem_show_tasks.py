@@ -87,3 +87,11 @@ def test_show_tasks_into_a_file_exits_2_and_writes_nothing(
     code, _, err = show(checkout, target)
     assert code == 2 and "--show-tasks" in err and str(target) in err
     assert target.read_text() == "x" and snapshot(state) == before
+
+
+def test_show_tasks_with_replay_is_a_usage_error(
+    state: Path, checkout: Path, tmp_path: Path
+) -> None:
+    code, _, err = show(checkout, tmp_path / "tasks", "--replay", str(tmp_path / "r.json"))
+    assert code == 2 and "--show-tasks asks no model" in err
+    assert not (tmp_path / "tasks").exists()

@@ -101,7 +101,11 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     checkout = _checkout(record, args.checkout)
     capture = None
     if getattr(args, "show_tasks", None) is not None:
+        from active_memory.errors import UsageError
         from active_memory.orchestrator.preview import CaptureSessions
+
+        if args.replay is not None:
+            raise UsageError("--show-tasks asks no model: drop --replay (or --show-tasks)")
 
         sessions = capture = CaptureSessions()
         args.dry_run = True  # no model answers: nothing may be published
