@@ -1,5 +1,9 @@
 """Cut a maintenance manifest into complete batches bounded by serialized size (SPEC §6).
 
+`cut_for_prompt` is what the postmortem and `init` use: lessons measured as the prompt
+shows them, up to `LESSON_SHARE` of the bound on the whole prompt (the task builders fit
+the rest). `cut_by_serialized_size` bounds the lessons' compact JSON alone.
+
 A lesson's size is the UTF-8 length of its JSON (what the specialist is shown of it).
 Lessons are taken in manifest order and a batch is closed before the lesson that would
 take it past the bound, so no lesson is ever cut. A lesson larger than the bound on its
@@ -64,3 +68,14 @@ def cut_by_serialized_size(
 ) -> list[list[Lesson]]:
     """The manifest's lessons in complete batches of at most `max_bytes` serialized bytes."""
     return cut_batches(lessons, max_bytes, serialized_size)
+
+
+LESSON_SHARE = 0.5
+"""The part of a batch bound its lessons (rendered) may take; the rest is for the
+evidence, the files, the names of the other lessons and the prompt's own text."""
+
+
+def cut_for_prompt(lessons: Sequence[Lesson], batch_bytes: int) -> list[list[Lesson]]:
+    """The manifest's lessons in batches whose lessons, as the prompt shows them, take at
+    most `LESSON_SHARE` of `batch_bytes` (the bound on the whole prompt)."""
+    return cut_batches(lessons, max(1, int(batch_bytes * LESSON_SHARE)), rendered_lesson_size)

@@ -32,7 +32,7 @@ from active_memory.checkout import Checkout
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.evidence import ScanResult
 from active_memory.lessons import Lesson
-from active_memory.orchestrator.batching import cut_batches, rendered_lesson_size
+from active_memory.orchestrator.batching import cut_for_prompt
 from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.sessions import SessionFactory
@@ -66,10 +66,6 @@ from active_memory.store.effectiveness import Effectiveness
 
 log = logging.getLogger("active_memory.orchestrator")
 _T = TypeVar("_T")
-
-LESSON_SHARE = 0.5
-"""The part of `batch_bytes` a batch's lessons (rendered) may take; the rest is for the
-evidence, the files, the names of the other lessons and the prompt's own text."""
 
 NO_DELIVERY_EVIDENCE = (
     "the run record has no delivery evidence (`deliveries` is absent), so maintenance "
@@ -130,8 +126,7 @@ class Context:
     def batches(self, lessons: Sequence[Lesson]) -> list[list[Lesson]]:
         """`lessons` cut into batches whose lessons, as the prompt shows them, take at most
         `LESSON_SHARE` of the bound: the rest is for the evidence, files and template."""
-        share = max(1, int(self.limits.batch_bytes * LESSON_SHARE))
-        return cut_batches(lessons, share, rendered_lesson_size)
+        return cut_for_prompt(lessons, self.limits.batch_bytes)
 
     def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
         """Tell the progress callback, never letting it break the postmortem."""
