@@ -36,6 +36,7 @@ from active_memory.orchestrator.batching import cut_for_prompt
 from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.sessions import SessionFactory
+from active_memory.orchestrator.usage import UsageMeter
 from active_memory.prompts import Prompts
 from active_memory.runlog.record import Delivery, RunRecord
 from active_memory.specialists.answers import (
@@ -110,6 +111,8 @@ class Context:
     code: list[CodeCache] = field(default_factory=list)
     # The frozen lessons' references (`others` of every batch), built once.
     refs: dict[str, LessonRef] = field(default_factory=dict)
+    # Every session's usage as it is spent (the journal records it while the run goes on).
+    meter: UsageMeter = field(default_factory=UsageMeter)
 
     def code_cache(self) -> CodeCache | None:
         """The postmortem's one `CodeCache` of its checkout (made on first use)."""
@@ -151,10 +154,12 @@ def safe_progress(callback: Progress | None) -> Callable[[ProgressEvent], None]:
 async def session_for(ctx: Context, out: Outcome) -> AsyncIterator[ProviderSession]:
     """A new session for `out`'s specialist; its usage is counted whatever happens."""
     session = ctx.sessions(out.name, deadline=ctx.deadline)
+    ctx.meter.opened(out.name, session)
     try:
         yield session
     finally:
         out.add_usage(session)
+        ctx.meter.closed(out.name, session)
         with anyio.CancelScope(shield=True):
             await session.aclose()
 
