@@ -250,6 +250,11 @@ def main(argv: list[str]) -> int:
     out.unlink(missing_ok=True)  # recorded afresh: stale digests would linger otherwise
     with tempfile.TemporaryDirectory() as temporary:
         count = anyio.run(record, out, Path(temporary) / "acme-api")
+    # The specialists answer concurrently, so the file's order is the order they finished
+    # in; sort it, so that the same tasks always give the same file.
+    document = json.loads(out.read_text(encoding="utf-8"))
+    document["recordings"].sort(key=lambda r: (r["specialist"], r["digest"]))
+    out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {count} recordings to {out}")
     return 0
 
