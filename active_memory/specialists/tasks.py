@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from active_memory.checkout import Checkout, GitFailed
+from active_memory.checkout import Checkout
 from active_memory.evidence import EvidenceItem, ScanResult, scan
 from active_memory.lessons import Associations, Evidence, GraphScope, Lesson, Scope
 from active_memory.runlog.graph import Graph
@@ -44,6 +43,13 @@ from active_memory.specialists.authority import (
     TaskLimits,
     folders_of,
     node_authority,
+)
+from active_memory.specialists.choosing import (
+    fit,
+    manifests,
+    mentioned_files,
+    receipt_paths,
+    related,
 )
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.views import (
@@ -376,51 +382,6 @@ def _others(
     return tuple(found)
 
 
-_T = TypeVar("_T", MaintenanceTask, DiscoveryTask)
-_FIT_ROUNDS = 4
-
-
-def _fit(
-    assemble: Callable[[int, int, int], _T], max_bytes: int | None, limits: TaskLimits, listed: int
-) -> _T:
-    """The task `assemble(completion_budget, file_budget, kept)` makes, cut until its
-    rendered size is within `max_bytes`: first the completion and file budgets, then the
-    list of lessons it only names (`others`, or discovery's scope lessons: `kept` of
-    `listed`). When even the lessons it must show are over the bound, the smallest task.
-    Deterministic: the same inputs always give the same budgets."""
-    full = assemble(limits.completions_total_bytes, limits.files_total_bytes, listed)
-    if max_bytes is None or rendered_size(full) <= max_bytes:
-        return full
-    kept = listed
-    bare = assemble(0, 0, kept)
-    if rendered_size(bare) > max_bytes:
-        low, high = 0, listed  # the most names that fit: binary search, a few renders
-        while low < high:
-            middle = (low + high + 1) // 2
-            if rendered_size(assemble(0, 0, middle)) <= max_bytes:
-                low = middle
-            else:
-                high = middle - 1
-        kept = low
-        bare = assemble(0, 0, kept)
-    room = max_bytes - rendered_size(bare)
-    if room <= 0:
-        return bare
-    completions = min(limits.completions_total_bytes, room // 3)
-    files = min(limits.files_total_bytes, room - completions)
-    for _ in range(_FIT_ROUNDS):
-        task = assemble(completions, files, kept)
-        excess = rendered_size(task) - max_bytes
-        if excess <= 0:
-            return task
-        # Escapes and per-item metadata make a budget cost a little more than its bytes.
-        cut = excess + excess // 4 + 64
-        taken = min(files, cut)
-        files -= taken
-        completions = max(0, completions - (cut - taken))
-    return bare
-
-
 def _paths_of(lesson: Lesson) -> list[str]:
     return [*lesson.associations.files, *(c.path for c in lesson.evidence.citations)]
 
@@ -466,9 +427,9 @@ def build_repository_maintenance(
     # The lessons' own files first, then those the evidence concerning them touched or
     # named (what this run did to them), then the root's build files.
     named = [p for x in ordered for p in _paths_of(x)]
-    named += _receipt_paths(items) + _mentioned_files(record, items, cache)
+    named += receipt_paths(items) + mentioned_files(record, items, cache)
     paths = list(dict.fromkeys(named))
-    paths += _manifests(cache, paths)
+    paths += manifests(cache, paths)
     folders = folders_of(checkout, [f for x in lessons for f in x.associations.folders])
     run = RunEssentials.of(record)
     source = CodeSource(checkout, paths, limits, cache)
@@ -486,7 +447,7 @@ def build_repository_maintenance(
             folders=folders,
         )
 
-    return _fit(assemble, max_bytes, limits, len(others))
+    return fit(assemble, rendered_size, max_bytes, limits, len(others))
 
 
 def build_graph_maintenance(
@@ -529,80 +490,7 @@ def build_graph_maintenance(
             nodes=nodes,
         )
 
-    return _fit(assemble, max_bytes, limits, len(others))
-
-
-def _receipt_paths(items: Sequence[EvidenceItem]) -> list[str]:
-    """The paths the evidence's receipts touched, the most touched first, then by name."""
-    counts: dict[str, int] = {}
-    for item in items:
-        for receipt in item.receipts:
-            for path in receipt.paths:
-                counts[path] = counts.get(path, 0) + 1
-    return sorted(counts, key=lambda p: (-counts[p], p))
-
-
-_PATH_TOKEN = re.compile(
-    r"(?<![\w/.:-])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}|"
-    r"Makefile|GNUmakefile|Dockerfile|Justfile|justfile|Rakefile|Gemfile|Procfile)(?![\w/-])"
-)
-_MENTIONED_MAX = 40
-MANIFESTS = (
-    "Makefile",
-    "GNUmakefile",
-    "justfile",
-    "Justfile",
-    "package.json",
-    "pyproject.toml",
-    "tox.ini",
-    "noxfile.py",
-    "Cargo.toml",
-    "go.mod",
-    "Taskfile.yml",
-)
-"""Files at the root that say how the repository is built, tested and run: shown to a
-repository task after the files the evidence or the lessons name (when current, within
-the bound), since its commands are what lessons tell agents to run."""
-
-
-def _manifests(cache: CodeCache | None, shown: Sequence[str]) -> list[str]:
-    if cache is None:
-        return []
-    root = cache.checkout.root
-    present = [m for m in MANIFESTS if m not in shown and (root / m).is_file()]
-    if not present:
-        return []
-    try:
-        verdicts = cache.verdicts(present)
-    except GitFailed:
-        return []
-    return [m for m in present if verdicts[m].current]
-
-
-def _mentioned_files(
-    record: RunRecord, items: Sequence[EvidenceItem], cache: CodeCache | None
-) -> list[str]:
-    """Current files of the checkout that the evidence's completions name (`api/x.json`,
-    `Makefile.am`), in order of first mention: the agents and reviewers point at them."""
-    if cache is None:
-        return []
-    found: dict[str, None] = {}
-    for item in items:
-        refs = [
-            *item.executions,
-            *(r for rnd in item.rounds for r in (*rnd.prefix, *rnd.verifiers)),
-        ]
-        for ref in refs:
-            for match in _PATH_TOKEN.finditer(record.completions.get(ref.execution, "")):
-                found.setdefault(match.group(1).rstrip("."), None)
-    wanted = list(found)[:_MENTIONED_MAX]
-    if not wanted:
-        return []
-    try:
-        verdicts = cache.verdicts(wanted)
-    except GitFailed:
-        return []
-    return [p for p in wanted if verdicts[p].current]
+    return fit(assemble, rendered_size, max_bytes, limits, len(others))
 
 
 def build_discovery(
@@ -639,10 +527,10 @@ def build_discovery(
     )
     paths: list[str] = []
     if name == "repository_discovery":
-        paths = list(dict.fromkeys(_receipt_paths(items) + _mentioned_files(record, items, cache)))
-        paths += _manifests(cache, paths)
+        paths = list(dict.fromkeys(receipt_paths(items) + mentioned_files(record, items, cache)))
+        paths += manifests(cache, paths)
     scope = [x for x in living if _in_run_scope(x, run)]
-    relevant = _related(scope, paths, node_names)
+    relevant = related(scope, paths, node_names)
     lessons = scope_lessons(
         scope, kind=kind.scope, relevant=relevant, limit=limits.scope_lessons_max
     )
@@ -660,32 +548,13 @@ def build_discovery(
             lessons=lessons[:kept],
         )
 
-    return _fit(assemble, max_bytes, limits, len(lessons))
+    return fit(assemble, rendered_size, max_bytes, limits, len(lessons))
 
 
 def _in_run_scope(lesson: Lesson, run: RunEssentials) -> bool:
     if isinstance(lesson.scope, GraphScope):
         return lesson.scope.graph_hash == run.graph_hash
     return lesson.scope.repository == run.repository
-
-
-def _related(
-    lessons: Sequence[Lesson], paths: Sequence[str], nodes: Sequence[str]
-) -> dict[str, int]:
-    """Rank of each lesson that shares a touched file or folder, or a node, with the
-    evidence (0 first); unrelated lessons are not in the map."""
-    touched = set(paths)
-    folders = {p.rpartition("/")[0] for p in paths}
-    rank: dict[str, int] = {}
-    for lesson in lessons:
-        if isinstance(lesson.scope, GraphScope):
-            if lesson.scope.node in nodes:
-                rank[lesson.id] = 0
-        elif touched & set(lesson.associations.files):
-            rank[lesson.id] = 0
-        elif folders & {f.strip("/") for f in lesson.associations.folders}:
-            rank[lesson.id] = 1
-    return rank
 
 
 def _run_graphs(record: RunRecord) -> dict[str, Graph]:
