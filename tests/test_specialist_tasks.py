@@ -20,6 +20,7 @@ from specialist_builders import (
     write_record,
 )
 
+from active_memory.evidence import scan
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.authority import FileAuthority, TaskLimits
@@ -394,3 +395,31 @@ def test_the_root_build_files_follow_the_lessons_files(record: RunRecord, repo: 
     root = next(x for x in task.listing if x.folder == "")
     assert "Makefile" in root.entries and "notes.md" in root.entries  # untracked, not ignored
     assert not any(e.startswith("build") for e in root.entries)  # ignored: never listed
+
+
+def test_maintenance_sees_the_evidence_and_texts_that_concern_each_lesson(
+    tmp_path: Path, repo: Path
+) -> None:
+    record = timeouts_record(
+        tmp_path, repo, completions=None, exploration=True
+    )  # worker timeouts ("gave up reading the schema"), exploration of api/ and src/
+    scanned = scan(record)
+    graph = build_graph_maintenance(
+        record, [graph_lesson("G-1", graph=_graph_hash(record))], evidence=scanned
+    )
+    [timeouts] = [i for i in graph.evidence if i.kind == "timeout_crash"]
+    # Every item naming the lesson's node: its timeouts, and its exploration.
+    assert set(graph.lessons[0].run_evidence) == {i.id for i in graph.evidence}
+    assert timeouts.id in graph.lessons[0].run_evidence
+    assert {c.text for c in timeouts.completions} == {"gave up reading the schema", "timed out"}
+    touched = repo_lesson("L-1", files=("api/schema.json",))
+    untouched = repo_lesson("L-2", files=("docs/guide.md",))
+    task = build_repository_maintenance(
+        record, [touched, untouched], checkout=checkout(repo), evidence=scanned
+    )
+    by_id = task.supplied()
+    assert by_id["L-1"].run_evidence and by_id["L-2"].run_evidence == ()
+    shown = {i.id for i in task.evidence}
+    assert set(by_id["L-1"].run_evidence) <= shown
+    # Without the run's evidence the task says nothing about the run: no guessing.
+    assert build_repository_maintenance(record, [touched], checkout=checkout(repo)).evidence == ()
