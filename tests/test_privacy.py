@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recall_support import hook_env
+from recall_support import hook_env, publish, repository_lesson
 from specialist_builders import make_repo, repo_lesson
 
 from active_memory.checkout.citations import Checkout, PathStatus
 from active_memory.cli import main
-from active_memory.recall.records import RECEIPTS_FILE, run_dir
+from active_memory.recall.records import DELIVERIES_FILE, RECEIPTS_FILE, run_dir
 from active_memory.runlog.importers.claude import import_transcript
 from active_memory.runlog.importers.harness_session import join_hook_records
 from active_memory.runlog.importers.privacy import Scrubber, private_passages, without_private
@@ -28,6 +28,7 @@ from active_memory.specialists.tasks import build_repository_maintenance
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 CLAUDE_SESSION = "913df1ad-bf35-4229-9a7f-7a3c08238481"
 SECRET = "vault pass hunter2-XYZ"
+DEMO = "repo:local/home/dev/demo"  # the namespace of the captures' checkout
 
 
 def test_private_blocks_are_cut_and_unclosed_ones_run_to_the_end() -> None:
@@ -211,3 +212,59 @@ def test_without_agent_ids_the_transcripts_sub_agent_receipts_stay(tmp_path: Pat
     assert [(r["tool"], r["paths"]) for r in agent] == [("Bash", ["src"]), ("Bash", [])]
     # No call counted twice: three hook calls, three receipts for the hooked tools.
     assert len([r for r in joined if r["tool"] in {"Read", "Bash"}]) == 3
+
+
+SESSIONS = {"claude": CLAUDE_SESSION, "codex": "01a23216-7567-7653-bda2-55270611b8e8"}
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_the_specialists_captured_tasks_never_hold_private_text(
+    harness: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `postmortem --show-tasks` writes exactly what each specialist would be sent. The
+    # private passage is in the session's first prompt (the run's title) and repeated in
+    # an answer; a delivered lesson makes maintenance ask, with the run's essentials.
+    state, store = tmp_path / "state", tmp_path / "l.sqlite3"
+    for key, value in hook_env(state, store).items():
+        monkeypatch.setenv(key, value)
+    source = _claude_copy(tmp_path) if harness == "claude" else _codex_copy(tmp_path)
+    if harness == "claude":
+        first = '"Survey this repository with a sub-agent'
+        text = source.read_text(encoding="utf-8")
+        source.write_text(
+            text.replace(first + '"', first + f' <private>{SECRET}</private>"'), "utf-8"
+        )
+    receipt = publish(
+        store,
+        [repository_lesson("Read the readme first", files=["README.md"], namespace=DEMO)],
+    )
+    session = SESSIONS[harness]
+    folder = Path(run_dir(str(state / "active-memory" / "recall"), f"session:{session}"))
+    folder.mkdir(parents=True)
+    delivery = {"session": session, "lesson": receipt.created[0][0], "revision": 1}
+    (folder / DELIVERIES_FILE).write_text(json.dumps(delivery) + "\n", encoding="utf-8")
+    record = tmp_path / "run.json"
+    assert main(["import", harness, str(source), "-o", str(record)]) == 0
+    provider = "anthropic" if harness == "claude" else "openai"
+    runtime = {
+        "harness": harness,
+        "provider": provider,
+        "size": "small",
+        "nodes": {"worker": {"kind": "agent", "model": "m"}},
+    }
+    config = tmp_path / "runtime.json"
+    config.write_text(json.dumps(runtime), encoding="utf-8")
+    shown = tmp_path / "tasks"
+    code = main(["postmortem", str(record), "--config", str(config), "--show-tasks", str(shown)])
+    err = capsys.readouterr().err
+    assert code in (0, 1), err
+    files = [path for path in shown.rglob("*") if path.is_file()]
+    assert files, err
+    text = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in files)
+    assert "Read the readme first" in text  # the control: the task was captured
+    title = "Survey this repository" if harness == "claude" else "Run the rounding tests"
+    assert title in text  # with the prompt that held the passage, cut
+    assert "hunter2" not in text and "<private>" not in text

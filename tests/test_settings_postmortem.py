@@ -1,19 +1,61 @@
 """The settings files in the postmortem: switches, and `exclude` leaving no trace.
 
-Runs the bundled example (examples/run.json, its replayed specialist answers and a fresh
-copy of its checkout) as tests/test_postmortem_cli.py does.
+Runs the bundled example (examples/run.json and a fresh copy of its checkout) as
+tests/test_postmortem_cli.py does. The specialists answer through the real provider
+interface (`FunctionSession`) with the example's recorded answers, chosen by specialist
+rather than by input digest: what an exclusion does to a task changes its digest, and
+the answers must still come so the checks decide.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from conftest import REPO_ROOT
-from test_postmortem_cli import checkout, postmortem, run_cli, state, write_json
+from test_postmortem_cli import RECORDINGS, RUN, checkout, run_cli, state, write_json
+
+from active_memory.cli import build_parser
+from active_memory.commands.postmortem import run_command
+from active_memory.specialists.providers.base import ProviderSession, Request
+from active_memory.specialists.providers.function import FunctionSession
 
 __all__ = ["checkout", "state"]  # fixtures
+
+
+def _recorded_answers() -> dict[str, Any]:
+    document = json.loads(RECORDINGS.read_text(encoding="utf-8"))
+    return {item["specialist"]: item["answer"] for item in document["recordings"]}
+
+
+def _sessions(specialist: str, *, deadline: float) -> ProviderSession:
+    answer = _recorded_answers()[specialist]
+
+    async def reply(request: Request) -> Any:
+        return answer
+
+    return FunctionSession(specialist, reply, model="recorded", deadline=deadline)
+
+
+def postmortem(checkout: Path, *extra: str) -> tuple[int, str, str]:
+    args = build_parser().parse_args(["postmortem", str(RUN), "--checkout", str(checkout), *extra])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = run_command(args, sessions=_sessions)
+        except Exception as exc:  # the CLI's own error path: message and exit code
+            from active_memory.errors import ActiveMemoryError
+
+            if not isinstance(exc, ActiveMemoryError):
+                raise
+            print(f"active-memory: {exc}", file=__import__("sys").stderr)
+            code = exc.exit_code
+    return code, out.getvalue(), err.getvalue()
+
 
 EXCLUDED = "src/checkout/currencies.py"
 """The file the example's repository discovery cites for the lesson it adds."""
