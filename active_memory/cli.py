@@ -34,6 +34,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instructions",
     "serve",
     "init",
+    "worker",
+    "queue",
 )
 
 
@@ -80,5 +82,11 @@ def run() -> None:
         from active_memory.hooks import command
 
         sys.argv = [sys.argv[0], arguments[1]]
+        command.run()
+    if len(arguments) >= 3 and arguments[:2] == ["hook", "session-end"] and "-h" not in arguments:
+        # The session-end hook: as lean as the tool-call hooks, never failing the session.
+        from active_memory.hooks import command
+
+        sys.argv = [sys.argv[0], *arguments[1:]]
         command.run()
     sys.exit(main())
