@@ -13,6 +13,7 @@ import os
 import sqlite3
 import time
 
+from active_memory.errors import StoreError
 from active_memory.store.location import is_postgres_url
 from active_memory.store.queue import (
     QUEUE_COLUMNS,
@@ -32,7 +33,10 @@ FULL_PATH_TIMEOUT = 8.0
 def enqueue(location: str, end: SessionEnd) -> QueueEntry:
     """Insert or refresh `end`'s entry in the store at `location`; raises on any problem."""
     if not is_postgres_url(location) and os.path.isfile(location):
-        entry = _fast_sqlite(location, end)
+        try:
+            entry = _fast_sqlite(location, end)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{location}: {exc}") from None
         if entry is not None:
             return entry
     return _full(location, end)
