@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from conftest import Backend, create
 
@@ -173,7 +174,7 @@ async def test_concurrent_claims_by_many_handles_never_share_an_entry(backend: B
         async def drain(owner: str, store: Any) -> None:
             while claimed := await q(store).claim(owner, limit=3, lease=LEASE, settle=0):
                 taken.extend((owner, e.id) for e in claimed)
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
 
         async with anyio.create_task_group() as group:
             for number, handle in enumerate(handles):

@@ -22,7 +22,12 @@ CLI = Path(sys.executable).with_name("active-memory")
 
 
 def run_hook(
-    args: list[str], payload: Any, state: Path, *, cli: bool = False, env: dict[str, str] | None = None
+    args: list[str],
+    payload: Any,
+    state: Path,
+    *,
+    cli: bool = False,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     data = payload if isinstance(payload, str) else json.dumps(payload)
     command = [str(CLI), "hook", "session-end", *args] if cli else [str(HOOK), "session-end", *args]
@@ -96,8 +101,11 @@ def test_an_opencode_payload_is_enqueued(tmp_path: Path) -> None:
         (["claude"], "not json", "JSONDecodeError"),
         (["claude"], json.dumps([1, 2]), "not a JSON object"),
         (["claude"], json.dumps({"cwd": "/w"}), "no usable session id"),
-        (["claude"], json.dumps({"session_id": "s", "transcript_path": 3, "cwd": "/w"}),
-         "transcript path is not a string"),  # fmt: skip
+        (
+            ["claude"],
+            json.dumps({"session_id": "s", "transcript_path": 3, "cwd": "/w"}),
+            "transcript path is not a string",
+        ),
         (["gemini"], json.dumps({"session_id": "s", "cwd": "/w"}), "unexpected argument"),
         ([], "{}", "name the harness"),
     ],
@@ -151,7 +159,8 @@ def test_the_enqueue_loads_neither_pydantic_nor_anyio_on_a_current_sqlite_store(
         "print(json.dumps(sorted(m for m in ('pydantic', 'anyio', 'aiosqlite', 'rich') "
         "if m in sys.modules)))\n"
     )
+    environment = {**os.environ, "ZEROSHOT_STATE_DIR": str(tmp_path / "st")}
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=60, check=True, env={**os.environ, "ZEROSHOT_STATE_DIR": str(tmp_path / "st")})  # fmt: skip
+                          timeout=60, check=True, env=environment)  # fmt: skip
     assert json.loads(done.stdout) == []
     assert [r[1] for r in rows(store)] == ["s-0", "s-1"]
