@@ -83,7 +83,8 @@ def run() -> None:
 
         sys.argv = [sys.argv[0], arguments[1]]
         command.run()
-    if len(arguments) >= 3 and arguments[:2] == ["hook", "session-end"] and "-h" not in arguments:
+    helping = "-h" in arguments or "--help" in arguments
+    if len(arguments) >= 3 and arguments[:2] == ["hook", "session-end"] and not helping:
         # The session-end hook: as lean as the tool-call hooks, never failing the session.
         from active_memory.hooks import command
 

@@ -214,3 +214,100 @@ def test_worker_rejects_bad_numbers(capsys: pytest.CaptureFixture[str]) -> None:
         main(["worker", "--concurrency", "0"])
     assert stopped.value.code == 2
     assert "must be 1 or more" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+async def test_a_codex_end_without_a_transcript_finds_the_rollout_by_session_id(
+    store_path: Path, tmp_path: Path
+) -> None:
+    thread = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"  # the fixture's session
+    day = tmp_path / "codex" / "sessions" / "2026" / "11" / "21"
+    day.mkdir(parents=True)
+    fixture = Path(__file__).with_name("fixtures") / "sessions" / "codex-rollout.jsonl"
+    (day / f"rollout-2026-11-21T08-00-00-{thread}.jsonl").write_bytes(fixture.read_bytes())
+    end = SessionEnd(harness="codex", session_id=thread, transcript="", cwd="/home/dev/shop",
+                     event="SessionEnd")  # fmt: skip
+    await enqueue(str(store_path), end)
+    codex_home = {"CODEX_HOME": str(tmp_path / "codex")}
+    worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05),
+                    sessions=fake(FakeSessions()), env=codex_home)  # fmt: skip
+    async with open_store(str(store_path)) as store:
+        (item,) = await worker.run(queue_of(store))
+    assert item.state == "done" and item.result is not None
+    assert item.result["run_id"] == f"codex-{thread}"
+
+
+@pytest.mark.asyncio
+async def test_a_transient_failure_is_retried_with_backoff_then_succeeds(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from active_memory.errors import StoreBusy
+    from active_memory.worker import entry as entry_module
+
+    real = entry_module.run_postmortem  # type: ignore[attr-defined]
+    calls: list[float] = []
+
+    async def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls.append(anyio.current_time())
+        if len(calls) < 3:  # the store is busy twice, then the postmortem goes through
+            raise StoreBusy(backend.location, 0.1)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(entry_module, "run_postmortem", flaky)
+    transcript = quiet_transcript(tmp_path / "t.jsonl", "t-1", "/w/t")
+    await enqueue(backend.location, session_end("t-1", transcript))
+    _, processed = await run_worker(backend.location, retries=2, backoff=0.1)
+    assert [p.state for p in processed] == ["done"]
+    assert len(calls) == 3 and calls[2] - calls[1] >= calls[1] - calls[0] >= 0.1
+    (entry,) = (await states(backend.location)).values()
+    assert entry == ("done", "")
+
+
+@pytest.mark.asyncio
+async def test_a_failure_that_outlasts_the_retries_fails_the_entry_with_its_reason(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from active_memory.errors import StoreBusy
+    from active_memory.worker import entry as entry_module
+
+    async def busy(*args: Any, **kwargs: Any) -> Any:
+        raise StoreBusy(str(store_path), 0.1)
+
+    monkeypatch.setattr(entry_module, "run_postmortem", busy)
+    transcript = quiet_transcript(tmp_path / "t.jsonl", "t-1", "/w/t")
+    await enqueue(str(store_path), session_end("t-1", transcript))
+    _, processed = await run_worker(str(store_path), retries=1, backoff=0.01)
+    assert [p.state for p in processed] == ["failed"]
+    state, reason = (await states(str(store_path)))["t-1"]
+    assert state == "failed" and reason.startswith("after 2 attempts: StoreBusy")
+
+
+@pytest.mark.asyncio
+async def test_the_lease_is_renewed_while_a_postmortem_outlasts_it(
+    backend: Backend, tmp_path: Path
+) -> None:
+    transcript = costly_transcript(tmp_path / "l.jsonl", "l-1", "/w/l")
+    await enqueue(backend.location, session_end("l-1", transcript))
+    running = anyio.Event()
+
+    async def slow(request: Request) -> Any:
+        running.set()
+        await anyio.sleep(1.0)  # each discovery answer takes longer than the lease
+        return {"lessons": []}
+
+    sessions = FakeSessions({"graph_discovery": slow, "repository_discovery": slow})
+    stolen: list[Any] = []
+
+    async def rival() -> None:
+        await running.wait()  # the worker holds the entry now
+        async with open_store(backend.location) as other:
+            for _ in range(30):
+                stolen.extend(await queue_of(other).claim("rival", limit=1, lease=30, settle=0))
+                await anyio.sleep(0.1)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(rival)
+        _, processed = await run_worker(backend.location, fake(sessions), lease=0.6)
+    assert stolen == []
+    assert [p.state for p in processed] == ["done"]
+    assert (await states(backend.location))["l-1"][0] == "done"

@@ -212,7 +212,10 @@ class Worker:
         if lost:
             self._record(entry, "lost", "its lease expired and another worker took it")
             return
-        with anyio.CancelScope(shield=True):  # bounded by the queue's busy timeout
+        # Shielded, so a drain's cancellation cannot skip it; bounded, so it cannot outlast
+        # the queue's own busy timeout (the store write itself is never cut: it is shielded
+        # inside the store; only the wait for this process's queue lock is).
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2 * QUEUE_BUSY_TIMEOUT):
             try:
                 if result is None:  # cancelled by the drain: nothing was published
                     reason = "worker stopped before the postmortem finished; nothing published"
