@@ -164,3 +164,23 @@ def test_the_enqueue_loads_neither_pydantic_nor_anyio_on_a_current_sqlite_store(
                           timeout=60, check=True, env=environment)  # fmt: skip
     assert json.loads(done.stdout) == []
     assert [r[1] for r in rows(store)] == ["s-0", "s-1"]
+
+
+@pytest.mark.postgres
+def test_a_session_end_is_enqueued_in_a_postgres_store(postgres_url: str, tmp_path: Path) -> None:
+    import anyio
+
+    from active_memory.store import open_store, queue_of
+
+    payload = claude_end("pg-1", None, "/w")
+    for _ in range(2):
+        done = run_hook(["claude", "--store", postgres_url], payload, tmp_path / "st")
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert log_lines(tmp_path / "st") == []
+
+    async def read() -> list[Any]:
+        async with open_store(postgres_url, create=False) as store:
+            return await queue_of(store).entries()
+
+    (entry,) = anyio.run(read, backend="asyncio")
+    assert (entry.harness, entry.session_id, entry.ends, entry.final) == ("claude", "pg-1", 2, True)
