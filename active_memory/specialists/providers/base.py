@@ -20,7 +20,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.specialists.kinds import SpecialistName as SpecialistName
@@ -39,12 +46,23 @@ class Message(BaseModel):
     content: str
 
 
+def without_idle_tools(dumped: dict[str, Any]) -> dict[str, Any]:
+    """A usage dump without `tool_calls` / `tool_errors` when no tool was used."""
+    if not dumped.get("tool_calls") and not dumped.get("tool_errors"):
+        dumped.pop("tool_calls", None)
+        dumped.pop("tool_errors", None)
+    return dumped
+
+
 class Usage(BaseModel):
     """Model usage of a session or of one ask.
 
     `cost_usd` is None unless the lane reports cost (OpenRouter, the `claude` CLI).
     `complete` is False when a turn was interrupted (cancelled or cut by the deadline):
     the tokens of that turn are unknown, so the counts are a lower bound.
+    `tool_calls` counts the read-only investigation calls of the harness CLI lanes (file
+    reads, searches, commands); `tool_errors` those that came back as an error (refused
+    by the harness's permissions or sandbox, or failed).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,6 +72,13 @@ class Usage(BaseModel):
     cost_usd: float | None = None
     requests: int = 0
     complete: bool = True
+    tool_calls: int = 0
+    tool_errors: int = 0
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Lanes without tools keep the shape they always had (recordings, reports).
+        return without_idle_tools(handler(self))
 
     def plus(self, other: Usage) -> Usage:
         """The sum of two usages; cost stays None only when neither reports one."""
@@ -68,6 +93,8 @@ class Usage(BaseModel):
             cost_usd=cost,
             requests=self.requests + other.requests,
             complete=self.complete and other.complete,
+            tool_calls=self.tool_calls + other.tool_calls,
+            tool_errors=self.tool_errors + other.tool_errors,
         )
 
 
@@ -413,4 +440,6 @@ def _difference(after: Usage, before: Usage) -> Usage:
         output_tokens=after.output_tokens - before.output_tokens,
         cost_usd=cost,
         requests=after.requests - before.requests,
+        tool_calls=after.tool_calls - before.tool_calls,
+        tool_errors=after.tool_errors - before.tool_errors,
     )
