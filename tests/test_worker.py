@@ -67,7 +67,7 @@ async def test_a_poisoned_entry_fails_alone_with_its_reason(
     gone = tmp_path / "gone.jsonl"
     await enqueue(backend.location, *(session_end(p.stem, p) for p in good),
                   session_end("poison", poisoned), session_end("gone", gone))  # fmt: skip
-    _, processed = await run_worker(backend.location, concurrency=2)
+    _, processed = await run_worker(backend.location, fake(FakeSessions()), concurrency=2)
     found = await states(backend.location)
     assert {s: state for s, (state, _) in found.items()} == {
         "g0": "done", "g1": "done", "g2": "done", "poison": "failed", "gone": "failed",
@@ -256,7 +256,8 @@ async def test_a_transient_failure_is_retried_with_backoff_then_succeeds(
     monkeypatch.setattr(entry_module, "run_postmortem", flaky)
     transcript = quiet_transcript(tmp_path / "t.jsonl", "t-1", "/w/t")
     await enqueue(backend.location, session_end("t-1", transcript))
-    _, processed = await run_worker(backend.location, retries=2, backoff=0.1)
+    sessions = fake(FakeSessions())
+    _, processed = await run_worker(backend.location, sessions, retries=2, backoff=0.1)
     assert [p.state for p in processed] == ["done"]
     assert len(calls) == 3 and calls[2] - calls[1] >= calls[1] - calls[0] >= 0.1
     (entry,) = (await states(backend.location)).values()
@@ -276,7 +277,8 @@ async def test_a_failure_that_outlasts_the_retries_fails_the_entry_with_its_reas
     monkeypatch.setattr(entry_module, "run_postmortem", busy)
     transcript = quiet_transcript(tmp_path / "t.jsonl", "t-1", "/w/t")
     await enqueue(str(store_path), session_end("t-1", transcript))
-    _, processed = await run_worker(str(store_path), retries=1, backoff=0.01)
+    sessions = fake(FakeSessions())
+    _, processed = await run_worker(str(store_path), sessions, retries=1, backoff=0.01)
     assert [p.state for p in processed] == ["failed"]
     state, reason = (await states(str(store_path)))["t-1"]
     assert state == "failed" and reason.startswith("after 2 attempts: StoreBusy")
@@ -311,3 +313,19 @@ async def test_the_lease_is_renewed_while_a_postmortem_outlasts_it(
     assert stolen == []
     assert [p.state for p in processed] == ["done"]
     assert (await states(backend.location))["l-1"][0] == "done"
+
+
+def test_a_session_this_workers_lane_cannot_run_goes_back_to_the_queue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path / "q.sqlite3")
+    transcript = costly_transcript(tmp_path / "c.jsonl", "c-1", "/w/c")
+    anyio.run(enqueue, store, session_end("c-1", transcript))
+    # A Claude Code session, and a worker that only runs `codex exec`.
+    assert main(["worker", "--once", "--store", store, "--lane", "codex", "--json"]) == 0
+    (item,) = json.loads(capsys.readouterr().out)["processed"]
+    assert item["state"] == "pending" and "lane cannot run it" in item["reason"]
+    assert main(["queue", "--store", store, "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["entries"]
+    assert (entry["state"], entry["attempts"]) == ("pending", 0)
+    assert entry["not_before"] > entry["updated_at"] + 30  # offered again later, not at once

@@ -218,7 +218,7 @@ Outcome = Literal["done", "failed", "released"]
 
 def plan_finish(
     entry: QueueEntry, outcome: Outcome, now: float, *, reason: str = "",
-    result: dict[str, Any] | None = None, retry_at: float | None = None,
+    result: dict[str, Any] | None = None, retry_in: float = 0.0,
 ) -> Values:  # fmt: skip
     """The columns that end a running entry's attempt.
 
@@ -227,7 +227,7 @@ def plan_finish(
     """
     base = _released(now)
     if outcome == "released":
-        return {**base, "state": "pending", "not_before": retry_at or now, "reason": reason,
+        return {**base, "state": "pending", "not_before": now + retry_in, "reason": reason,
                 "attempts": max(entry.attempts - 1, 0)}  # fmt: skip
     if outcome == "failed":
         return {**base, "state": "failed", "reason": reason}
@@ -290,7 +290,7 @@ class PostmortemQueue(Protocol):
 
     async def finish(
         self, entry_id: int, owner: str, outcome: Outcome, *, reason: str = "",
-        result: dict[str, Any] | None = None, retry_at: float | None = None,
+        result: dict[str, Any] | None = None, retry_in: float = 0.0,
     ) -> bool:  # fmt: skip
         """End `owner`'s attempt (see `plan_finish`); False when the lease was lost."""
         ...

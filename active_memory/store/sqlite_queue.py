@@ -80,11 +80,11 @@ class SqliteQueue:
 
     async def finish(
         self, entry_id: int, owner: str, outcome: Outcome, *, reason: str = "",
-        result: dict[str, Any] | None = None, retry_at: float | None = None,
+        result: dict[str, Any] | None = None, retry_in: float = 0.0,
     ) -> bool:  # fmt: skip
         """End `owner`'s attempt; False when the lease was lost."""
         finished: bool = await self._transaction(
-            self._finish, entry_id, owner, outcome, reason, result, retry_at
+            self._finish, entry_id, owner, outcome, reason, result, retry_in
         )
         return finished
 
@@ -178,12 +178,12 @@ class SqliteQueue:
 
     async def _finish(
         self, now: float, entry_id: int, owner: str, outcome: Outcome, reason: str,
-        result: dict[str, Any] | None, retry_at: float | None,
+        result: dict[str, Any] | None, retry_in: float,
     ) -> bool:  # fmt: skip
         entry = await self._owned(entry_id, owner)
         if entry is None:
             return False
-        values = plan_finish(entry, outcome, now, reason=reason, result=result, retry_at=retry_at)
+        values = plan_finish(entry, outcome, now, reason=reason, result=result, retry_in=retry_in)
         await self._update(entry_id, values)
         return True
 

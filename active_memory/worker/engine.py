@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ from active_memory.store.queue import DEFAULT_LEASE, DEFAULT_SETTLE, SCOPE_WAIT
 from active_memory.worker.entry import Attempt, Sessions, Settings, attempt
 from active_memory.worker.lanes import LaneChoice
 
+LANE_RETRY = 60.0
+"""How long an entry this worker's lane cannot run waits before it is offered again."""
 QUEUE_BUSY_TIMEOUT = 5.0
 """The longest a queue write waits for the store's lock (the shielded ones included)."""
 
@@ -172,8 +175,6 @@ class Worker:
 
     async def _due_soon(self, queue: PostmortemQueue) -> bool:
         """An entry that waits for a busy scope becomes claimable within SCOPE_WAIT."""
-        import time
-
         horizon = time.time() + SCOPE_WAIT + self.options.poll
         return any(
             e.not_before <= horizon and (e.final or e.last_end_at + self.options.settle <= horizon)
@@ -223,6 +224,10 @@ class Worker:
                     self._record(entry, "released", reason)
                 elif result.outcome == "waiting":
                     self._record(entry, "waiting", result.reason)
+                elif result.outcome == "released":
+                    await queue.finish(entry.id, owner, "released", reason=result.reason,
+                                       retry_in=LANE_RETRY)  # fmt: skip
+                    self._record(entry, "released", result.reason)
                 else:
                     await queue.finish(entry.id, owner, result.outcome, reason=result.reason,
                                        result=result.result)  # fmt: skip

@@ -3,6 +3,9 @@ postmortem with retries, and say how the attempt ended. No queue writes but
 `bind_scope` happen here; the worker finishes the entry with what this returns.
 
 Failures are sorted once:
+- a lane this worker cannot run for the session (`LaneUnavailable`: its CLI is missing,
+  the session is of another harness) releases the entry, uncounted, for
+  `LANE_RETRY` seconds: another worker (or this one, fixed) takes it;
 - bad input (`UsageError`: an unreadable or empty transcript, no model, a bad plan) is
   permanent: the entry fails with that reason and is not retried;
 - a postmortem whose publish failed (nothing was written), or any other Active Memory
@@ -34,7 +37,7 @@ from active_memory.orchestrator import (
 )
 from active_memory.runlog.record import RunRecord
 from active_memory.store import PostmortemQueue, QueueEntry, open_store
-from active_memory.worker.lanes import LaneChoice, session_factory
+from active_memory.worker.lanes import LaneChoice, LaneUnavailable, session_factory
 from active_memory.worker.runtime import session_runtime
 
 Sessions = Callable[[RuntimeConfig, Path | None], SessionFactory | None]
@@ -64,7 +67,7 @@ class Settings:
 class Attempt:
     """How one claimed entry's attempt ended."""
 
-    outcome: Literal["done", "failed", "waiting"]
+    outcome: Literal["done", "failed", "waiting", "released"]
     reason: str = ""
     result: dict[str, Any] | None = None
 
@@ -86,6 +89,8 @@ async def attempt(
         root = Path(checkout.root) if checkout is not None else None
         factory = (sessions or _lane_sessions(settings))(config, root)
         report = await _with_retries(settings, record, config, checkout, factory)
+    except LaneUnavailable as exc:
+        return Attempt("released", f"this worker's lane cannot run it: {exc}")
     except UsageError as exc:
         return Attempt("failed", str(exc))
     except Transient as exc:
