@@ -24,10 +24,11 @@ from active_memory.store.queue import (
 )
 from active_memory.store.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
 
-BUSY_TIMEOUT = 2.0
+BUSY_TIMEOUT = 1.5
 """Seconds the hook waits for another writer's lock before giving up (and logging)."""
-FULL_PATH_TIMEOUT = 8.0
-"""The slow path's whole budget (open, create or migrate, write)."""
+FULL_PATH_TIMEOUT = 2.2
+"""The slow path's whole budget (open, create or migrate, write). Codex clamps a
+SessionEnd hook's timeout to 3 s and kills it after: the hook must log before that."""
 
 
 def enqueue(location: str, end: SessionEnd) -> QueueEntry:
