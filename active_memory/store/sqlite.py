@@ -108,7 +108,7 @@ class SqliteStore:
     def queue(self) -> SqliteQueue:
         """The postmortem queue kept in this store (store/queue.py)."""
         if self._queue is None:
-            self._queue = SqliteQueue(self._conn, self._in_write_transaction)
+            self._queue = SqliteQueue(self._conn, self._in_write_transaction, self._translated)
         return self._queue
 
     # --- opening -------------------------------------------------------------------

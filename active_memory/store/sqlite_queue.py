@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import aiosqlite
@@ -41,9 +42,15 @@ WriteTransaction = Callable[..., Awaitable[Any]]
 class SqliteQueue:
     """`PostmortemQueue` on one SQLite store connection."""
 
-    def __init__(self, conn: aiosqlite.Connection, write: WriteTransaction) -> None:
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        write: WriteTransaction,
+        translated: Callable[[], AbstractContextManager[None]],
+    ) -> None:
         self._conn = conn
         self._write = write
+        self._translated = translated  # sqlite3 errors → the store's error tree
         self._lock = anyio.Lock()
 
     async def _transaction(self, body: Callable[..., Awaitable[Any]], *args: Any) -> Any:
@@ -91,10 +98,12 @@ class SqliteQueue:
     async def entries(self, states: Sequence[QueueState] = STATES) -> list[QueueEntry]:
         """Every entry in `states`, by ID."""
         marks = ", ".join("?" * len(states))
-        rows = await self._conn.execute_fetchall(
-            f"SELECT {QUEUE_COLUMNS} FROM postmortem_queue WHERE state IN ({marks}) ORDER BY id",
-            tuple(states),
-        )
+        with self._translated():
+            rows = await self._conn.execute_fetchall(
+                f"SELECT {QUEUE_COLUMNS} FROM postmortem_queue WHERE state IN ({marks}) "
+                "ORDER BY id",
+                tuple(states),
+            )
         return [row_to_entry(tuple(row)) for row in rows]
 
     async def retry(self, entry_id: int) -> QueueEntry:

@@ -34,9 +34,9 @@ from typing import Any
 
 import anyio
 
-from active_memory.errors import ActiveMemoryError
+from active_memory.errors import ActiveMemoryError, StoreBusy
 from active_memory.store import PostmortemQueue, QueueEntry
-from active_memory.store.queue import DEFAULT_LEASE, DEFAULT_SETTLE, SCOPE_WAIT
+from active_memory.store.queue import DEFAULT_LEASE, DEFAULT_SETTLE, SCOPE_WAIT, Outcome
 from active_memory.worker.entry import Attempt, Sessions, Settings, attempt
 from active_memory.worker.lanes import LaneChoice
 
@@ -44,6 +44,9 @@ LANE_RETRY = 60.0
 """How long an entry this worker's lane cannot run waits before it is offered again."""
 QUEUE_BUSY_TIMEOUT = 5.0
 """The longest a queue write waits for the store's lock (the shielded ones included)."""
+FINISH_BOUND = 3 * QUEUE_BUSY_TIMEOUT
+"""The longest recording an entry's outcome may take, retries on a busy store included."""
+NOT_FINISHED = "worker stopped before the postmortem finished; nothing published"
 
 
 def default_owner() -> str:
@@ -213,27 +216,40 @@ class Worker:
         if lost:
             self._record(entry, "lost", "its lease expired and another worker took it")
             return
-        # Shielded, so a drain's cancellation cannot skip it; bounded, so it cannot outlast
-        # the queue's own busy timeout (the store write itself is never cut: it is shielded
-        # inside the store; only the wait for this process's queue lock is).
-        with anyio.CancelScope(shield=True), anyio.move_on_after(2 * QUEUE_BUSY_TIMEOUT):
-            try:
-                if result is None:  # cancelled by the drain: nothing was published
-                    reason = "worker stopped before the postmortem finished; nothing published"
-                    await queue.finish(entry.id, owner, "released", reason=reason)
-                    self._record(entry, "released", reason)
-                elif result.outcome == "waiting":
-                    self._record(entry, "waiting", result.reason)
-                elif result.outcome == "released":
-                    await queue.finish(entry.id, owner, "released", reason=result.reason,
-                                       retry_in=LANE_RETRY)  # fmt: skip
-                    self._record(entry, "released", result.reason)
-                else:
-                    await queue.finish(entry.id, owner, result.outcome, reason=result.reason,
-                                       result=result.result)  # fmt: skip
-                    self._record(entry, result.outcome, result.reason, result.result)
-            except ActiveMemoryError as exc:  # the lease expires; another worker retries
-                self._record(entry, "error", f"could not record the outcome: {exc}")
+        outcome: Outcome
+        if result is None:  # cancelled by the drain: nothing was published
+            outcome, reason, summary, retry_in = "released", NOT_FINISHED, None, 0.0
+        elif result.outcome == "waiting":
+            self._record(entry, "waiting", result.reason)  # bind_scope already released it
+            return
+        else:
+            outcome = (
+                "done"
+                if result.outcome == "done"
+                else ("released" if result.outcome == "released" else "failed")
+            )
+            reason, summary = result.reason, result.result
+            retry_in = LANE_RETRY if outcome == "released" else 0.0
+        # Shielded, so a drain's cancellation cannot skip it; bounded by FINISH_BOUND, so
+        # it cannot outlast the queue's busy timeout by much (the store write itself is
+        # never cut: it is shielded inside the store; only the waits between are).
+        error = "the store stayed busy"
+        with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_BOUND):
+            while True:
+                try:
+                    await queue.finish(entry.id, owner, outcome, reason=reason, result=summary,
+                                       retry_in=retry_in)  # fmt: skip
+                except StoreBusy as exc:  # another writer's long publish: try again
+                    error = str(exc)
+                    await anyio.sleep(0.2)
+                    continue
+                except ActiveMemoryError as exc:
+                    error = str(exc)
+                    break
+                self._record(entry, outcome, reason, summary)
+                return
+        # The lease expires and another worker takes the entry again.
+        self._record(entry, "error", f"could not record the outcome: {error}")
 
     async def _heartbeat(
         self, queue: PostmortemQueue, entry: QueueEntry, scope: anyio.CancelScope,
