@@ -329,3 +329,38 @@ def test_a_session_this_workers_lane_cannot_run_goes_back_to_the_queue(
     (entry,) = json.loads(capsys.readouterr().out)["entries"]
     assert (entry["state"], entry["attempts"]) == ("pending", 0)
     assert entry["not_before"] > entry["updated_at"] + 30  # offered again later, not at once
+
+
+@pytest.mark.asyncio
+async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records_nothing(
+    store_path: Path, tmp_path: Path
+) -> None:
+    location = str(store_path)
+    transcript = costly_transcript(tmp_path / "x.jsonl", "x-1", "/w/x")
+    await enqueue(location, session_end("x-1", transcript))
+    asked = anyio.Event()
+
+    async def ask_then_hang(request: Request) -> Any:
+        asked.set()
+        return await hang(request)
+
+    sessions = FakeSessions({"graph_discovery": ask_then_hang, "repository_discovery": hang})
+
+    async def rival() -> None:
+        # As if this worker had stalled past its lease: the lease runs out, a rival claims.
+        async with open_store(location) as other:
+            await asked.wait()
+            with sqlite3.connect(location) as raw:
+                raw.execute("UPDATE postmortem_queue SET lease_expires = 0")
+            (taken,) = await queue_of(other).claim("rival", limit=1, lease=60, settle=0)
+        assert taken.lease_owner == "rival"
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(rival)
+        with anyio.fail_after(20):
+            _, processed = await run_worker(location, fake(sessions), lease=3.0)
+    assert [p.state for p in processed] == ["lost"]
+    async with open_store(location) as store:
+        (entry,) = await queue_of(store).entries()
+        assert await store.select() == []  # the cancelled postmortem published nothing
+    assert (entry.state, entry.lease_owner, entry.attempts) == ("running", "rival", 2)
