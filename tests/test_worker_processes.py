@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,28 @@ ENTRIES = 200
 WORKERS = 3
 
 
+_SPAWNED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def reap_workers() -> Iterator[None]:
+    """A failed test must not leave a worker running (or its pipes open) behind it."""
+    yield
+    while _SPAWNED:
+        process = _SPAWNED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
 def worker(store: str, tmp: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "ZEROSHOT_STATE_DIR": str(tmp / "state"), "CI": "true"}
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [str(CLI), "worker", "--store", store, "--poll", "0.1", "--json", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
+    _SPAWNED.append(process)
+    return process
 
 
 def enqueue(store: str, ends: list[SessionEnd]) -> None:
@@ -103,7 +120,12 @@ def answer(tasks: list[Path]) -> None:
 
 
 def finished(process: subprocess.Popen[str], timeout: float = 240) -> tuple[int, Any, str]:
-    out, err = process.communicate(timeout=timeout)
+    """Wait for a worker (killed if it overstays) and read its report."""
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
     return process.returncode, json.loads(out) if out.strip() else None, err
 
 
@@ -123,11 +145,10 @@ def test_three_workers_drain_200_entries_each_exactly_once(
                "--replay", str(empty))
         for _ in range(WORKERS)
     ]  # fmt: skip
-    reports = []
-    for process in processes:
-        code, report, err = finished(process)
+    results = [finished(process) for process in processes]  # every one reaped first
+    for code, _, err in results:
         assert code == 0, err
-        reports.append(report)
+    reports = [report for _, report, _ in results]
     done = [item["id"] for report in reports for item in report["processed"]
             if item["state"] == "done"]  # fmt: skip
     assert len(done) == ENTRIES and len(set(done)) == ENTRIES

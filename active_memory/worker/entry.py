@@ -8,9 +8,10 @@ Failures are sorted once:
   `LANE_RETRY` seconds: another worker (or this one, fixed) takes it;
 - bad input (`UsageError`: an unreadable or empty transcript, no model, a bad plan) is
   permanent: the entry fails with that reason and is not retried;
-- a postmortem whose publish failed (nothing was written), or any other Active Memory
-  or OS error (a busy or unreachable store), is transient: retried with exponential
-  backoff (tenacity), then failed with the last reason;
+- a postmortem whose publish failed (nothing was written), a store error other than a
+  damaged or too-new store (busy, unreachable, a disk I/O error while many processes
+  open it), or any other Active Memory or OS error, is transient: retried with
+  exponential backoff (tenacity), then failed with the last reason;
 - a postmortem that ran is `done`, whatever its specialists did; its summary says so.
 """
 
@@ -28,7 +29,13 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from active_memory.checkout import Checkout
 from active_memory.config import RuntimeConfig
-from active_memory.errors import ActiveMemoryError, UsageError
+from active_memory.errors import (
+    ActiveMemoryError,
+    StoreCorrupt,
+    StoreError,
+    StoreTooNew,
+    UsageError,
+)
 from active_memory.orchestrator import (
     PostmortemReport,
     SessionFactory,
@@ -154,6 +161,10 @@ async def _postmortem(
             report = await run_postmortem(
                 record, config, store, checkout=checkout, sessions=sessions
             )
+    except (StoreCorrupt, StoreTooNew):
+        raise  # no retry cures these: fail the entry, say why
+    except StoreError as exc:  # busy, unreachable, a disk I/O error: may pass
+        raise Transient(f"{type(exc).__name__}: {exc}") from exc
     except UsageError:
         raise
     except (ActiveMemoryError, OSError) as exc:
