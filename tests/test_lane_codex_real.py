@@ -114,6 +114,23 @@ async def test_investigation_reads_inside_the_checkout_and_cannot_write_or_reach
     # No model request came from inside the sandbox: only codex's own turns reached it.
     assert all(r.route == "/v1/responses" for r in server.received)
     assert reply.usage.tool_calls >= 3
+    # codex's sandbox helpers (bwrap) outlive codex itself; the lane kills its group.
+    assert leftovers(str(repo)) == []
+
+
+def leftovers(marker: str) -> list[int]:
+    """PIDs of live processes whose command line names `marker`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in command:
+            found.append(int(proc.name))
+    return found
 
 
 @pytest.mark.asyncio

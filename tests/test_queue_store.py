@@ -189,16 +189,16 @@ async def test_concurrent_claims_by_many_handles_never_share_an_entry(backend: B
 
 
 @pytest.mark.asyncio
-async def test_a_version_3_store_migrates_to_the_queue_keeping_its_lessons(
+async def test_a_version_4_store_migrates_to_the_queue_keeping_its_lessons(
     backend: Backend,
 ) -> None:
     async with open_store(backend.location) as store:
         await store.publish([create()])
     await backend.sql("DROP TABLE postmortem_queue")
     if backend.name == "sqlite":
-        await backend.sql("PRAGMA user_version = 3")
+        await backend.sql("PRAGMA user_version = 4")
     else:
-        await backend.sql("UPDATE active_memory_schema SET version = 3")
+        await backend.sql("UPDATE active_memory_schema SET version = 4")
     async with open_store(backend.location) as store:
         assert [x.id for x in await store.select()] == ["L-1"]
         assert (await q(store).enqueue(end())).id == 1
@@ -207,4 +207,4 @@ async def test_a_version_3_store_migrates_to_the_queue_keeping_its_lessons(
         if backend.name == "sqlite"
         else "SELECT version FROM active_memory_schema"
     )
-    assert rows[0][0] == SCHEMA_VERSION == 4
+    assert rows[0][0] == SCHEMA_VERSION == 5

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import AUTHOR, Backend, create
+from conftest import AUTHOR, Backend, create, drop_change_versions
 
 from active_memory.errors import RevisionConflict
 from active_memory.lessons import AdaptLesson, Associations, Lesson, RetireLesson
@@ -75,7 +75,8 @@ async def test_candidates_are_written_with_the_mutations_or_not_at_all(store: An
 
 
 async def _downgrade_to_version_2(backend: Backend) -> None:
-    await backend.sql("DROP TABLE postmortem_queue")  # version 4
+    await backend.sql("DROP TABLE postmortem_queue")  # version 5
+    await drop_change_versions(backend)
     await backend.sql("DROP TABLE lesson_candidates")
     if backend.name == "sqlite":
         await backend.sql("PRAGMA user_version = 2")

@@ -341,6 +341,20 @@ class _EmptyStore:
         """No lessons."""
         return []
 
+    async def summaries(self, query: object = None) -> list[Any]:
+        """No lessons."""
+        return []
+
+    async def version(self) -> int:
+        """Never written."""
+        return 0
+
+    async def changes(self, scope: object, since: int | None) -> Any:
+        """Nothing changed."""
+        from active_memory.store.changes import ScopeChanges
+
+        return ScopeChanges(0, [], full=since is None)
+
     async def publish(
         self,
         mutations: object,

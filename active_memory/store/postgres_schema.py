@@ -151,7 +151,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX lesson_candidates_by_lesson ON lesson_candidates (lesson_id, seq)",
     ),
-    # Version 4: the postmortem queue (store/queue.py), shared by the workers of every
+    # Recall generations (docs/store.md, "Version and changes"): a store-wide change
+    # version bumped once by every write that changes lessons, stamped on what it changed.
+    # The counter's row lock orders the versions by commit. One step: renumber by moving it.
+    (
+        "ALTER TABLE lessons ADD COLUMN change_version BIGINT NOT NULL DEFAULT 0",
+        """
+        CREATE INDEX lessons_by_change
+            ON lessons (scope_kind, repository, graph_hash, node, change_version)
+        """,
+        "INSERT INTO store_meta (key, value) VALUES ('change_version', 0)",
+    ),
+    # Version 5: the postmortem queue (store/queue.py), shared by the workers of every
     # machine. Times are epoch seconds on the server's clock (clock_timestamp()).
     (
         """

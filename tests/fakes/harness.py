@@ -80,20 +80,25 @@ def claude_environment(root: Path, base_url: str, key: str) -> dict[str, str]:
     )
 
 
-def codex_config(codex_home: Path, base_url: str, *, key_name: str = "FAKE_OPENAI_KEY") -> Path:
+def codex_config(
+    codex_home: Path, base_url: str, *, key_name: str | None = "FAKE_OPENAI_KEY"
+) -> Path:
     """`$CODEX_HOME/config.toml` naming the fake server as the model provider (Responses
-    API, no retries so a scripted failure is seen at once)."""
+    API, no retries so a scripted failure is seen at once). `key_name`: the variable
+    holding the key (None: no key, as for a local server)."""
+    lines = [
+        'model_provider = "fake"',
+        "[analytics]",
+        "enabled = false",
+        "[model_providers.fake]",
+        'name = "fake"',
+        f'base_url = "{base_url}"',
+        'wire_api = "responses"',
+        "request_max_retries = 0",
+        "stream_max_retries = 0",
+    ]
+    if key_name:
+        lines.append(f'env_key = "{key_name}"')
     path = codex_home / "config.toml"
-    path.write_text(
-        'model_provider = "fake"\n'
-        "[analytics]\nenabled = false\n"
-        "[model_providers.fake]\n"
-        'name = "fake"\n'
-        f'base_url = "{base_url}"\n'
-        f'env_key = "{key_name}"\n'
-        'wire_api = "responses"\n'
-        "request_max_retries = 0\n"
-        "stream_max_retries = 0\n",
-        encoding="utf-8",
-    )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
