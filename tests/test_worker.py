@@ -364,3 +364,45 @@ async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records
         (entry,) = await queue_of(store).entries()
         assert await store.select() == []  # the cancelled postmortem published nothing
     assert (entry.state, entry.lease_owner, entry.attempts) == ("running", "rival", 2)
+
+
+@pytest.mark.asyncio
+async def test_a_repository_that_opted_out_is_not_collected_from(
+    store_path: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    await anyio.run_process(["git", "init", "-q", str(repo)])
+    (repo / ".active-memory.toml").write_text("repository = false\n")
+    transcript = costly_transcript(tmp_path / "c.jsonl", "c-1", str(repo))
+    await enqueue(str(store_path), session_end("c-1", transcript, str(repo)))
+    sessions = FakeSessions()
+    worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05), sessions=fake(sessions),
+                    env={"ZEROSHOT_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    async with open_store(str(store_path)) as store:
+        (item,) = await worker.run(queue_of(store))
+    assert item.state == "done" and item.result is not None
+    statuses = item.result["specialists"]
+    assert statuses["repository_discovery"] == statuses["repository_maintenance"] == "disabled"
+    assert statuses["graph_discovery"] == "reconciled"
+    assert "repository_discovery" not in sessions.opened
+
+
+@pytest.mark.asyncio
+async def test_a_broken_settings_file_fails_the_entry_and_collects_nothing(
+    store_path: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    await anyio.run_process(["git", "init", "-q", str(repo)])
+    (repo / ".active-memory.toml").write_text("repositry = false\n")  # a typo
+    transcript = costly_transcript(tmp_path / "c.jsonl", "c-1", str(repo))
+    await enqueue(str(store_path), session_end("c-1", transcript, str(repo)))
+    sessions = FakeSessions()
+    worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05), sessions=fake(sessions),
+                    env={"ZEROSHOT_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    async with open_store(str(store_path)) as store:
+        (item,) = await worker.run(queue_of(store))
+    assert item.state == "failed"
+    assert ".active-memory.toml" in item.reason and "repositry" in item.reason
+    assert sessions.opened == []

@@ -88,12 +88,12 @@ async def attempt(
         scope = record.repository.namespace if record.repository else f"cwd:{entry.cwd}"
         if not await queue.bind_scope(entry.id, settings.owner, scope):
             return Attempt("waiting", f"{scope} is in another postmortem")
-        config = session_runtime(
-            record, model=settings.model, fallback_model=entry.model,
-            overrides=settings.overrides,
-        )  # fmt: skip
         checkout = open_checkout(record)
         root = Path(checkout.root) if checkout is not None else None
+        config = session_runtime(
+            record, model=settings.model, fallback_model=entry.model,
+            overrides=settings.overrides, active_memory=_settings_section(root, settings),
+        )  # fmt: skip
         factory = (sessions or _lane_sessions(settings))(config, root)
         report = await _with_retries(settings, record, config, checkout, factory)
     except LaneUnavailable as exc:
@@ -105,6 +105,23 @@ async def attempt(
     except Exception as exc:  # a bug must fail its entry, not the worker
         return Attempt("failed", f"internal error: {type(exc).__name__}: {exc}")
     return Attempt("done", _reason(report), summary(report))
+
+
+def _settings_section(root: Path | None, settings: Settings) -> dict[str, Any]:
+    """`activeMemory` for the session's postmortem from the one settings module: the
+    `--config` runtime JSON, the repository's `.active-memory.toml`, the user's file,
+    the defaults (SPEC §2, "Settings outside a run")."""
+    from active_memory.settings import SettingsError, effective_settings
+
+    try:
+        chosen = effective_settings(
+            str(root) if root else None, settings.env, runtime=settings.overrides,
+            use_env=False,
+        )  # fmt: skip
+    except SettingsError as exc:  # an opt-out may hide behind the typo: collect nothing
+        raise UsageError(f"{exc}; fix the file, then `active-memory queue retry`") from None
+    return {"repository": chosen.repository, "graph": chosen.graph,
+            "budgetBytes": chosen.budget_bytes}  # fmt: skip
 
 
 def summary(report: PostmortemReport) -> dict[str, Any]:

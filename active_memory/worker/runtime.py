@@ -9,8 +9,12 @@ A harness session has no zeroshot runtime plan. The worker builds one (docs/queu
 - `nodes.worker`: an agent on the model the session used (`--model` overrides; the
   session-end payload's model is the fallback), declaring the provider's key and base-URL
   names, so the API lane reads them from the worker's environment;
-- `activeMemory` / `globalAgents` (and any of the above) from `--config RUNTIME.json`
-  when given, else SPEC §2's defaults.
+- `activeMemory` from the settings module (`active_memory/settings.py`): `--config
+  RUNTIME.json`'s section, then the repository's `.active-memory.toml`, then the user's
+  settings file, then SPEC §2's defaults; so a repository that opted out of a scope is
+  not collected from;
+- `globalAgents` (and any of the above) from `--config RUNTIME.json` when given, else
+  the defaults.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ def session_runtime(
     model: str | None = None,
     fallback_model: str = "",
     overrides: dict[str, Any] | None = None,
+    active_memory: dict[str, Any] | None = None,
 ) -> RuntimeConfig:
     """The runtime config for the postmortem of an imported harness session.
 
@@ -73,6 +78,8 @@ def session_runtime(
             plan["nodes"] = {**plan["nodes"], **value}
         else:
             plan[key] = value
+    if active_memory is not None:  # already layered over the config file's section
+        plan["activeMemory"] = active_memory
     if model:  # the command line wins over a config file
         plan["nodes"][SESSION_NODE] = {**plan["nodes"][SESSION_NODE], "model": model}
     if record.graph is None or record.graph.ir is None:
