@@ -110,7 +110,10 @@ def in_scope(lesson: Lesson, namespace: str | None, scope: Scope) -> bool:
     kind = lesson.scope.kind
     if scope != "all" and kind != scope:
         return False
-    return lesson.scope.repository == namespace
+    # A graph lesson bound to no repository is the graph's, for every repository.
+    return lesson.scope.repository == namespace or (
+        kind == "graph" and lesson.scope.repository is None
+    )
 
 
 def lesson_view(lesson: Lesson) -> dict[str, Any]:

@@ -130,3 +130,22 @@ def test_the_mcp_command_exists_in_the_cli() -> None:
         check=False,
     )
     assert done.returncode == 0 and "search_lessons" in done.stdout
+
+
+def test_graph_scope_lists_this_repositorys_and_unbound_graph_lessons() -> None:
+    from recall_support import GRAPH_HASH
+
+    from active_memory.lessons import GraphScope, Lesson, RepositoryScope
+    from active_memory.mcp_server import in_scope
+
+    def lesson(scope: GraphScope | RepositoryScope) -> Lesson:
+        return Lesson(id="L-1", revision=1, scope=scope, title="t", recommendation="r")
+
+    api, web = "repo:github.com/acme/api", "repo:github.com/acme/web"
+    unbound = lesson(GraphScope(graph_hash=GRAPH_HASH, node="worker"))
+    bound = lesson(GraphScope(graph_hash=GRAPH_HASH, node="worker", repository=web))
+    assert in_scope(unbound, api, "graph") and in_scope(unbound, api, "all")
+    assert not in_scope(unbound, api, "repository")
+    assert not in_scope(bound, api, "graph") and in_scope(bound, web, "graph")
+    assert not in_scope(lesson(RepositoryScope(repository=web)), api, "all")
+    assert not in_scope(unbound, None, "graph")  # outside a checkout: nothing
