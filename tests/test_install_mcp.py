@@ -23,6 +23,8 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CODEX_HOME", raising=False)
+    for name in ("ZEROSHOT_STATE_DIR", "XDG_STATE_HOME", "ACTIVE_MEMORY_STORE"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(root / "src")
     return root
 
@@ -101,3 +103,22 @@ def test_a_broken_mcp_json_changes_nothing(
     code, _, err = run(["install", "claude", "--mcp"], capsys)
     assert code == 2 and ".mcp.json" in err and "nothing was changed" in err
     assert not (checkout / ".claude" / "settings.json").exists()
+
+
+def test_codex_gets_the_store_and_state_dir_pinned(
+    checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    # Codex starts MCP servers with HOME, PATH and LANG only: what the server needs to
+    # find the store is written into the table when it is set at install time.
+    monkeypatch.setenv("ZEROSHOT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ACTIVE_MEMORY_STORE", str(tmp_path / "l.sqlite3"))
+    assert run(["install", "codex", "--user", "--mcp"], capsys)[0] == 0
+    config = tmp_path / "home" / ".codex" / "config.toml"
+    entry = tomllib.loads(config.read_text())["mcp_servers"]["active-memory"]
+    assert entry["env"] == {
+        "ZEROSHOT_STATE_DIR": str(tmp_path / "state"),
+        "ACTIVE_MEMORY_STORE": str(tmp_path / "l.sqlite3"),
+    }
+    code, out, _ = run(["install", "codex", "--user", "--mcp"], capsys)
+    assert code == 0 and "nothing changed" in out

@@ -1,4 +1,4 @@
-"""The real `claude` binary calls `active-memory mcp`'s tools (docs/mcp.md).
+"""The real `claude` and `codex` binaries call `active-memory mcp`'s tools (docs/mcp.md).
 
 `hook install claude --mcp` registers the server as a user would get it (project
 `.mcp.json`, approved in `.claude/settings.json`); Claude Code, driven by the scripted
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.harness import claude_environment, require_harness
+from fakes.harness import claude_environment, codex_config, isolated_home, require_harness
 from fakes.model_server import ModelServer, text, tool
 from recall_support import publish, repository_lesson
 
@@ -88,3 +88,48 @@ def test_claude_code_calls_search_lessons_and_get_lesson(tmp_path: Path) -> None
     recall = str(state / "active-memory" / "recall")
     delivered = read_deliveries(recall, f"session:{session}")
     assert [(d["lesson"], d["session"]) for d in delivered] == [(lesson_id, session)]
+
+
+def test_codex_calls_search_lessons_and_get_lesson(tmp_path: Path) -> None:
+    # Codex 0.171 offers each MCP server's tools as a Responses API `namespace` tool
+    # (`mcp__active_memory`); the model calls a function inside it by name + namespace.
+    codex = require_harness("codex")
+    checkout = tmp_path / "api"
+    (checkout / "src" / "api").mkdir(parents=True)
+    git = ["git", "-C", str(checkout)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "remote", "add", "origin", "git@github.com:acme/api.git"], check=True)
+    store = tmp_path / "lessons.sqlite3"
+    receipt = publish(
+        store, [repository_lesson(TITLE, RECOMMENDATION, files=["src/api/client.py"])]
+    )
+    lesson_id = receipt.created[0][0]
+    namespace = "mcp__active_memory"
+    with ModelServer() as server:
+        server.push(
+            tool("search_lessons", {"query": "src/api/client.py"}, namespace=namespace),
+            tool("get_lesson", {"id": lesson_id}, namespace=namespace),
+            text("Noted."),
+        )
+        env = isolated_home(tmp_path) | {
+            "FAKE_OPENAI_KEY": "sk-test",
+            "ZEROSHOT_STATE_DIR": str(tmp_path / "state"),
+            "ACTIVE_MEMORY_STORE": str(store),
+        }
+        codex_config(Path(env["CODEX_HOME"]), server.openai_url)
+        done = subprocess.run(
+            [str(CLI), "hook", "install", "codex", "--user", "--mcp"],
+            cwd=checkout, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        done = subprocess.run(
+            [str(codex), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access",
+             "--model", "gpt-5-codex", "What do we know about the API client?"],
+            cwd=checkout, env=env, capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        requests = server.model_requests()
+    assert any(namespace in r.tool_names() for r in requests), [r.tool_names() for r in requests]
+    joined = "\n".join(result for r in requests for result in r.tool_results())
+    assert lesson_id in joined and "file:src/api/client.py" in joined, joined[-2000:]
+    assert RECOMMENDATION in joined  # get_lesson's card reached the model

@@ -32,6 +32,9 @@ class ToolCall:
     name: str
     input: dict[str, Any]
     id: str = ""
+    namespace: str | None = None
+    """Responses API only: the tool namespace the function belongs to (Codex offers each
+    MCP server's tools as a `namespace` tool, e.g. `mcp__active_memory`)."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,18 @@ def answer(value: Any, **options: Any) -> Turn:
     return Turn(structured=value, **options)
 
 
-def tool(name: str, arguments: dict[str, Any], *, say: str = "", **options: Any) -> Turn:
-    """A reply that calls one tool (preceded by `say` as text when given)."""
+def tool(
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    say: str = "",
+    namespace: str | None = None,
+    **options: Any,
+) -> Turn:
+    """A reply that calls one tool (preceded by `say` as text when given); `namespace`
+    names the Responses API tool namespace the function is in."""
     parts: list[Text | ToolCall] = [Text(say)] if say else []
-    parts.append(ToolCall(name, arguments, f"call_{next(_ids):06d}"))
+    parts.append(ToolCall(name, arguments, f"call_{next(_ids):06d}", namespace))
     return Turn(tuple(parts), **options)
 
 
@@ -245,11 +256,12 @@ def _responses_items(turn: Turn) -> list[dict[str, Any]]:
                  "content": [{"type": "output_text", "text": part.text, "annotations": []}]}
             )  # fmt: skip
         else:
-            items.append(
-                {"type": "function_call", "id": f"fc_fake{next(_ids):06d}", "status": "completed",
-                 "call_id": _tool_id(part, "call"), "name": part.name,
-                 "arguments": _arguments(part)}
-            )  # fmt: skip
+            item = {"type": "function_call", "id": f"fc_fake{next(_ids):06d}",
+                    "status": "completed", "call_id": _tool_id(part, "call"), "name": part.name,
+                    "arguments": _arguments(part)}  # fmt: skip
+            if part.namespace:
+                item["namespace"] = part.namespace
+            items.append(item)
     return items
 
 

@@ -109,7 +109,19 @@ def approve(change: FileChange, install: bool) -> FileChange:
     return FileChange(change.path, change.before, after)
 
 
-def plan_toml(path: Path, install: bool, command: Path | None, base: str | None) -> FileChange:
+PINNED_ENV = ("ZEROSHOT_STATE_DIR", "XDG_STATE_HOME", "ACTIVE_MEMORY_STORE")
+"""Where the server finds the store and state. Codex starts MCP servers with a minimal
+environment (HOME, PATH, LANG; seen with 0.171), so the values set when installing are
+written into the table's `env`; Claude Code passes its whole environment."""
+
+
+def plan_toml(
+    path: Path,
+    install: bool,
+    command: Path | None,
+    base: str | None,
+    env: Mapping[str, str] | None = None,
+) -> FileChange:
     """Codex's `config.toml`: our `[mcp_servers.active-memory]` table."""
     before = read_text(path)
     text = before if base is None else base
@@ -123,12 +135,20 @@ def plan_toml(path: Path, install: bool, command: Path | None, base: str | None)
         if servers is None:
             servers = tomlkit.table(is_super_table=True)
             document["mcp_servers"] = servers
+        pinned = {name: env[name] for name in PINNED_ENV if env and env.get(name)}
+        wanted: dict[str, Any] = {"command": str(command), "args": ["mcp"]}
+        if pinned:
+            wanted["env"] = pinned
+        current = servers.get(SERVER)
+        if current is not None and _plain(current) == wanted:
+            return FileChange(path, before, text)
         entry = tomlkit.table()
         entry["command"] = str(command)
         entry["args"] = ["mcp"]
-        current = servers.get(SERVER)
-        if current is not None and _plain(current) == {"command": str(command), "args": ["mcp"]}:
-            return FileChange(path, before, text)
+        if pinned:
+            inline = tomlkit.inline_table()
+            inline.update(pinned)
+            entry["env"] = inline
         servers[SERVER] = entry
     else:
         if servers is None or SERVER not in servers:
@@ -163,8 +183,10 @@ def plan_changes(
     changes = list(pending)
     same = next((i for i, c in enumerate(changes) if c.path == path), None)
     base = changes[same].after if same is not None else None
-    planner = plan_json if harness == "claude" else plan_toml
-    change = planner(path, install, command, base)
+    if harness == "claude":
+        change = plan_json(path, install, command, base)
+    else:
+        change = plan_toml(path, install, command, base, environment)
     if same is not None:
         changes[same] = FileChange(path, changes[same].before, change.after)
     else:
