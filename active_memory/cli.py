@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if is_hook_call(arguments):
+        from active_memory.hooks import command
+
+        return command.main(arguments[1:])
+
     from active_memory.errors import ActiveMemoryError
 
     parser = build_parser()
@@ -73,12 +79,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def is_hook_call(arguments: Sequence[str]) -> bool:
+    """`hook claude|codex|after-tool …`: the never-fail path, whatever follows.
+
+    A harness treats exit 2 as "block the tool call", so a stray argument after the
+    harness name must not reach the argument parser (it would exit 2).
+    """
+    return len(arguments) >= 2 and arguments[0] == "hook" and arguments[1] in HOOK_HARNESSES
+
+
 def run() -> None:
     """Console-script entry point."""
     arguments = sys.argv[1:]
-    if len(arguments) == 2 and arguments[0] == "hook" and arguments[1] in HOOK_HARNESSES:
+    if is_hook_call(arguments):
         from active_memory.hooks import command
 
-        sys.argv = [sys.argv[0], arguments[1]]
+        sys.argv = [sys.argv[0], *arguments[1:]]
         command.run()
     sys.exit(main())

@@ -85,7 +85,7 @@ def test_failed_and_timed_out_tool_calls_are_logged_on_their_turn() -> None:
 def test_malformed_lines_are_reported_and_skipped_never_fatal() -> None:
     result = import_transcript(FIXTURE)
     assert [(s.line, s.reason) for s in result.skipped] == [
-        (22, "not JSON: Expecting value at column 1"),
+        (22, "not JSON: Expecting value at column 47"),
         (23, "not a JSON object"),
         (24, "assistant entry without a message object"),
     ]

@@ -1,9 +1,10 @@
-"""Reading and writing the files commands take: JSON Lines of lessons, atomic writes."""
+"""Reading and writing the files commands take: JSON Lines of lessons, atomic writes.
+
+Reading goes through `active_memory.reader` (bounded, regular files only).
+"""
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,39 +16,22 @@ if TYPE_CHECKING:
 MAX_REPORTED_LINES = 20
 
 
-def read_text(source: str) -> str:
-    """The text of a file, or of stdin for `-`; a clear error if it cannot be read."""
-    if source == "-":
-        return sys.stdin.read()
-    try:
-        return Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{source}: is a folder, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidRecord(source, f"not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"{source}: cannot read it ({exc.strerror})") from None
-
-
 def read_lesson_lines(source: str) -> list[Lesson | Tombstone]:
     """Validate every line of a `lessons export` file; any bad line refuses the whole file."""
     from pydantic import ValidationError
 
     from active_memory.lessons import Lesson, Tombstone
     from active_memory.quality.secrets import mask, secret_reasons
+    from active_memory.reader import LineProblem, iter_json_lines
     from active_memory.validation import error_lines
 
     records: list[Lesson | Tombstone] = []
     problems: list[tuple[int, str]] = []
-    for number, line in enumerate(read_text(source).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            document = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append((number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
+    # Streamed line by line (JSON Lines: only `\n` ends a line, so a card holding U+2028
+    # or U+0085 comes back as it was exported); only validated records are kept.
+    for number, document in iter_json_lines(source, "lessons file"):
+        if isinstance(document, LineProblem):
+            problems.append((number, document))
             continue
         if not isinstance(document, dict):
             problems.append((number, "expected a JSON object (one lesson per line)"))

@@ -75,7 +75,11 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     environment = os.environ if env is None else env
     harness = arguments[0] if arguments else ""
     try:
-        data = sys.stdin.buffer.read()
+        from active_memory.reader import MAX_STDIN_BYTES, read_stream
+
+        data = read_stream(sys.stdin.buffer, MAX_STDIN_BYTES)
+        if data is None:
+            raise ValueError(f"stdin holds more than {MAX_STDIN_BYTES} bytes; no card given")
         output = respond(harness, data, environment)
         if output is not None:
             sys.stdout.write(output + "\n")

@@ -2,49 +2,38 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from active_memory.checkout.git import GitFailed, NotACheckout, run_git, worktree_root
-from active_memory.errors import InvalidRecord
+from active_memory.errors import InvalidRecord, UsageError
 from active_memory.runlog.importers.common import Skipped
 
 
 def read_jsonl(path: str | Path, skipped: list[Skipped]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every JSON object line; bad lines go to `skipped`.
 
-    Blank lines are ignored. A file that cannot be read at all is an `InvalidRecord`.
+    Read through `active_memory.reader`: streamed, only `\\n` ends a line, bounded per
+    line, strict JSON. Blank lines are ignored. A path that is not a readable regular
+    file (missing, a folder, a FIFO) is an `InvalidRecord`.
     """
+    from active_memory.reader import LineProblem, iter_json_lines
+
     try:
-        with Path(path).open("rb") as handle:
-            yield from _entries(handle, skipped)
+        for number, entry in iter_json_lines(path, "session log"):
+            if isinstance(entry, LineProblem):
+                skipped.append(Skipped(str(entry), line=number))
+            elif not isinstance(entry, dict):
+                skipped.append(Skipped("not a JSON object", line=number))
+            else:
+                yield number, entry
+    except UsageError as exc:
+        raise InvalidRecord(str(path), str(exc).removeprefix(f"{path}: ")) from None
     except OSError as exc:
         raise InvalidRecord(
             str(path), f"cannot read the session log: {exc.strerror or exc}"
         ) from None
-
-
-def _entries(handle: BinaryIO, skipped: list[Skipped]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, raw in enumerate(handle, start=1):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            skipped.append(Skipped("not UTF-8 text", line=number))
-            continue
-        except json.JSONDecodeError as exc:
-            skipped.append(Skipped(f"not JSON: {exc.msg} at column {exc.colno}", line=number))
-            continue
-        except RecursionError:
-            skipped.append(Skipped("JSON nested too deeply", line=number))
-            continue
-        if not isinstance(entry, dict):
-            skipped.append(Skipped("not a JSON object", line=number))
-            continue
-        yield number, entry
 
 
 def repository_of(cwd: str) -> tuple[str, str | None]:
