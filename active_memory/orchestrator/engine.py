@@ -143,6 +143,10 @@ class Postmortem:
             await self._read_effectiveness(active, living, ctx)
             evidence = await self._scan(active)
             observations = await self._observe(evidence, living)
+            # The lane's SDK loads off the event loop, inside the deadline (counted).
+            prepare = getattr(ctx.sessions, "prepare", None)
+            if prepare is not None:
+                await prepare()
             async with anyio.create_task_group() as group:
                 for out in active:
                     if out.status is None:

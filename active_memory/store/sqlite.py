@@ -1,8 +1,13 @@
 """The default lesson store: one SQLite file, WAL, on aiosqlite.
 
-Every write is one `BEGIN IMMEDIATE` transaction run under a shielded cancel scope:
-aiosqlite cannot cancel a statement already queued in its worker thread, so a write
-is never the thing a deadline interrupts. Its only bound is the busy timeout.
+Every write is one `BEGIN IMMEDIATE` transaction. Time model: waiting for another
+writer's lock is bounded by the caller's deadline (`anyio.current_effective_deadline()`)
+and by the busy timeout, whichever comes first. The wait is a series of short shielded
+attempts (`LOCK_SLICE` each: aiosqlite cannot cancel a statement queued in its worker
+thread, so no attempt may outlive its slice) with cancellable sleeps between them, so a
+deadline fires within one slice. Once the lock is held, the body and COMMIT run
+shielded: a write is never the thing a deadline interrupts, and holding the lock it
+waits for nothing.
 """
 
 from __future__ import annotations
@@ -85,6 +90,8 @@ _ADD_COUNTS = (
     + ", last_run_id = excluded.last_run_id"
 )
 DEFAULT_BUSY_TIMEOUT = 30.0
+LOCK_SLICE = 0.05
+"""The longest one shielded `BEGIN IMMEDIATE` attempt waits for another writer."""
 
 _T = TypeVar("_T")
 
@@ -314,10 +321,33 @@ class SqliteStore:
         check_distinct_records(records)
         return await self._in_write_transaction(self._import, records, author)
 
+    async def _begin_immediate(self) -> None:
+        """`BEGIN IMMEDIATE`, waiting for other writers until the caller's deadline (then
+        cancelled like any wait) or the busy timeout (then `StoreBusy`)."""
+        give_up = anyio.current_time() + self._busy_timeout
+        full = int(self._busy_timeout * 1000)
+        with self._translated():
+            while True:
+                left = give_up - anyio.current_time()
+                slice_ms = max(0, int(min(left, LOCK_SLICE) * 1000))
+                with anyio.CancelScope(shield=True):
+                    await self._conn.execute(f"PRAGMA busy_timeout = {slice_ms}")
+                    try:
+                        await self._conn.execute("BEGIN IMMEDIATE")
+                        return
+                    except sqlite3.OperationalError as exc:
+                        if "locked" not in str(exc) and "busy" not in str(exc):
+                            raise
+                        if left <= 0:
+                            raise
+                    finally:
+                        await self._conn.execute(f"PRAGMA busy_timeout = {full}")
+                await anyio.sleep(0.005)  # the caller's deadline, if any, fires here
+
     async def _in_write_transaction(self, body: Callable[..., Awaitable[_T]], *args: Any) -> _T:
-        """Run `body` inside BEGIN IMMEDIATE … COMMIT, shielded; roll back on any error."""
+        """Run `body` inside BEGIN IMMEDIATE … COMMIT; only the lock wait is cancellable."""
+        await self._begin_immediate()
         with anyio.CancelScope(shield=True), self._translated():
-            await self._conn.execute("BEGIN IMMEDIATE")
             try:
                 result = await body(*args)
             except BaseException:
