@@ -73,6 +73,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     """Answer one hook call from stdin; always 0 (errors are logged, never raised)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = os.environ if env is None else env
+    from active_memory.private import use_private_umask
+
+    previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
     harness = arguments[0] if arguments else ""
     try:
         from active_memory.reader import MAX_STDIN_BYTES, read_stream
@@ -86,6 +89,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             sys.stdout.flush()
     except BaseException as exc:  # a hook must never fail the tool call
         log_error(harness, exc, environment)
+    finally:
+        os.umask(previous_umask)
     return 0
 
 
