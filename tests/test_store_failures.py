@@ -3,6 +3,7 @@ a full disk, a read-only store, concurrent backups to one new path."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -84,7 +85,7 @@ async def test_a_failed_backup_leaves_no_file_at_the_destination(
         def refuse(_a: object, _b: object) -> None:
             raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(sqlite_module.os, "replace", refuse)
+        monkeypatch.setattr(os, "replace", refuse)
         destination = tmp_path / "backup.sqlite3"
         with pytest.raises(StoreUnavailable) as caught:
             await store.backup(destination)
