@@ -18,32 +18,46 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import REPO_ROOT
 
 TIMEOUT_MS = 800
 
+
+@dataclass(frozen=True)
+class Lane:
+    harness: str
+    provider: str
+    model: str
+    key_name: str
+    key: str
+    base: str
+    sdk: str
+
+
 LANES = {
-    "anthropic": {
-        "harness": "claude",
-        "provider": "anthropic",
-        "model": "claude-sonnet-5",
-        "key": ("ANTHROPIC_API_KEY", "sk-ant-api03-FAKEKEYfakekeyFAKEKEY0123456789"),
-        "base": "ANTHROPIC_BASE_URL",
-        "sdk": "anthropic",
-    },
-    "openai": {
-        "harness": "codex",
-        "provider": "openai",
-        "model": "gpt-5.1",
-        "key": ("OPENAI_API_KEY", "sk-proj-FAKEKEYfakekey0123456789abcdef"),
-        "base": "OPENAI_BASE_URL",
-        "sdk": "openai",
-    },
-}
+    "anthropic": Lane(
+        "claude", "anthropic", "claude-sonnet-5", "ANTHROPIC_API_KEY",
+        "sk-ant-api03-FAKEKEYfakekeyFAKEKEY0123456789", "ANTHROPIC_BASE_URL", "anthropic",
+    ),
+    "openai": Lane(
+        "codex", "openai", "gpt-5.1", "OPENAI_API_KEY",
+        "sk-proj-FAKEKEYfakekey0123456789abcdef", "OPENAI_BASE_URL", "openai",
+    ),
+}  # fmt: skip
+
+
+def _make_checkout(folder: Path) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "make_checkout", REPO_ROOT / "examples" / "make_checkout.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.make_checkout(folder)
 
 
 @pytest.fixture
@@ -55,15 +69,15 @@ def silent_provider() -> Iterator[str]:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
 
 
-def _run_record(tmp_path: Path, lane: dict[str, Any]) -> Path:
+def _run_record(tmp_path: Path, lane: Lane) -> Path:
     record = json.loads((REPO_ROOT / "examples" / "run.json").read_text(encoding="utf-8"))
     runtime = copy.deepcopy(record["runtime"])
-    runtime["harness"], runtime["provider"] = lane["harness"], lane["provider"]
+    runtime["harness"], runtime["provider"] = lane.harness, lane.provider
     for node in runtime["nodes"].values():
         if node.get("kind") == "agent":
-            node["model"] = lane["model"]
+            node["model"] = lane.model
             node.pop("connections", None)
-            node["env"] = [lane["key"][0], lane["base"]]
+            node["env"] = [lane.key_name, lane.base]
     runtime["globalAgents"]["postmortem"]["timeoutMs"] = TIMEOUT_MS
     record["runtime"] = runtime
     path = tmp_path / "run.json"
@@ -76,15 +90,10 @@ def test_a_cold_sdk_import_never_overruns_the_deadline(
     name: str, tmp_path: Path, silent_provider: str
 ) -> None:
     lane = LANES[name]
-    if importlib.util.find_spec(lane["sdk"]) is None:
-        pytest.skip(f"the {lane['sdk']} SDK is not installed")
-    sys.path.insert(0, str(REPO_ROOT / "examples"))
-    try:
-        from make_checkout import make_checkout
-    finally:
-        sys.path.pop(0)
+    if importlib.util.find_spec(lane.sdk) is None:
+        pytest.skip(f"the {lane.sdk} SDK is not installed")
     checkout = tmp_path / "acme-api"
-    make_checkout(checkout)
+    _make_checkout(checkout)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -93,8 +102,8 @@ def test_a_cold_sdk_import_never_overruns_the_deadline(
     env.update(
         {
             "ZEROSHOT_STATE_DIR": str(tmp_path / "state"),
-            lane["key"][0]: lane["key"][1],
-            lane["base"]: silent_provider,
+            lane.key_name: lane.key,
+            lane.base: silent_provider,
         }
     )
     command = [
