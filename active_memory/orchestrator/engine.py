@@ -25,7 +25,7 @@ from active_memory.config import RuntimeConfig
 from active_memory.errors import UsageError
 from active_memory.evidence import ScanResult, scan
 from active_memory.lessons import Lesson
-from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState
+from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState, settle
 from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.publish import Publication, publish
@@ -46,6 +46,7 @@ from active_memory.specialists.providers import ProviderSession
 from active_memory.store import LessonQuery, LessonStore
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation
+from active_memory.store.protocol import PublishMark
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -121,7 +122,7 @@ class Postmortem:
         )
         entry = await self._journal_start() if active else None
         try:
-            publication = await self._run(ctx, active)
+            publication = await self._run(ctx, active, entry.publish_mark() if entry else None)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._journal_end(entry, "cancelled", None, "cancelled by the caller")
@@ -134,7 +135,9 @@ class Postmortem:
         await self._journal_end(entry, "finished", report, None)
         return report
 
-    async def _run(self, ctx: Context, active: Sequence[Outcome]) -> Publication:
+    async def _run(
+        self, ctx: Context, active: Sequence[Outcome], mark: PublishMark | None = None
+    ) -> Publication:
         living: dict[ScopeKind, list[Lesson]] = {"graph": [], "repository": []}
         if not active:
             return Publication()
@@ -172,6 +175,7 @@ class Postmortem:
             effectiveness=observations,
             candidates=candidates,
             shown=shown,
+            mark=mark,
         )
 
     def _candidates(self) -> list[Candidate]:
@@ -271,6 +275,11 @@ class Postmortem:
         if self.journal is None:
             return None
         journal = self.journal
+        try:
+            # Earlier postmortems killed after their COMMIT are recorded as published.
+            await settle(journal, self.store)
+        except Exception as exc:  # the journal is advisory: never stop the postmortem
+            log.warning("older postmortem journal entries not settled: %s", exc)
         try:
             return await in_thread(
                 functools.partial(journal.started, self.record.run_id, self.record.outcome)

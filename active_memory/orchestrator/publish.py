@@ -38,6 +38,7 @@ from active_memory.specialists.mutations import AnyMutation
 from active_memory.store import LessonStore
 from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import RunObservation
+from active_memory.store.protocol import PublishMark
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -131,6 +132,7 @@ async def bounded_publish(
     candidates: Sequence[Candidate] = (),
     consumed: Sequence[Consumed] = (),
     wait_until: float | None = None,
+    mark: PublishMark | None = None,
 ) -> PublishReceipt:
     """`store.publish`, shielded from the caller's cancellation, bounded by `seconds`.
 
@@ -145,8 +147,12 @@ async def bounded_publish(
         limit = min(limit, max(wait_until, now + PUBLISH_GRACE))
     with anyio.CancelScope(shield=True):
         with anyio.CancelScope(deadline=limit) as bound:
+            if mark is None:
+                return await store.publish(
+                    pending, effectiveness, candidates=candidates, consumed=consumed
+                )
             return await store.publish(
-                pending, effectiveness, candidates=candidates, consumed=consumed
+                pending, effectiveness, candidates=candidates, consumed=consumed, mark=mark
             )
     assert bound.cancelled_caught
     raise DeadlineExceeded("the publish (waiting for the store's lock)", limit - now)
@@ -162,6 +168,7 @@ async def publish(
     effectiveness: Sequence[RunObservation] = (),
     candidates: Sequence[Candidate] = (),
     shown: Mapping[str, int] | None = None,
+    mark: PublishMark | None = None,
 ) -> Publication:
     """Publish every reconciled specialist's mutations, the run's effectiveness
     observations of lessons, its refused near-duplicates as adaptation `candidates`, and
@@ -187,6 +194,7 @@ async def publish(
                 candidates=candidates,
                 consumed=consumed,
                 wait_until=ctx.deadline,
+                mark=mark,
             )
         except RevisionConflict as exc:
             stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}

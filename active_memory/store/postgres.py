@@ -84,7 +84,7 @@ from active_memory.store.postgres_schema import (
     TABLES,
     VERSION_TABLE,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.protocol import MARK_PREFIX, ImportReport, LessonQuery, PublishMark
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -332,15 +332,24 @@ class PostgresStore:
         *,
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         """Apply every mutation, effectiveness observation and candidate change in one
-        transaction, or none."""
+        transaction, or none; with `mark`, record it in that transaction."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
         extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
         if not mutations and not observations and not any(extras):
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations, extras)
+        return await self._in_write_transaction(self._apply, mutations, observations, extras, mark)
+
+    async def publish_mark(self, key: str) -> int | None:
+        """The token of the last committed publish marked with `key`, or None."""
+        async with self._reading() as conn:
+            value = await conn.fetchval(
+                "SELECT value FROM store_meta WHERE key = $1", f"{MARK_PREFIX}{key}"
+            )
+        return int(value) if value is not None else None
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -395,6 +404,7 @@ class PostgresStore:
         mutations: Sequence[Mutation],
         observations: list[tuple[str, int, int, int, int, str]],
         extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -433,6 +443,14 @@ class PostgresStore:
                 "(SELECT seq FROM lesson_candidates WHERE lesson_id = $1 "
                 "ORDER BY seq DESC LIMIT $2)",
                 [(i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
+            )
+        if mark is not None:
+            # Last: every writer takes the mark's row after all others (one lock order).
+            await conn.execute(
+                "INSERT INTO store_meta (key, value) VALUES ($1, $2) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                f"{MARK_PREFIX}{mark.key}",
+                mark.token,
             )
         return receipt
 

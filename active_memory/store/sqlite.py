@@ -73,7 +73,7 @@ from active_memory.store.planning import (
     plan_revert,
     touched_ids,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.protocol import MARK_PREFIX, ImportReport, LessonQuery, PublishMark
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -323,15 +323,24 @@ class SqliteStore:
         *,
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         """Apply every mutation, effectiveness observation and candidate change in one
-        transaction, or none."""
+        transaction, or none; with `mark`, record it in that transaction."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
         extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
         if not mutations and not observations and not any(extras):
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations, extras)
+        return await self._in_write_transaction(self._apply, mutations, observations, extras, mark)
+
+    async def publish_mark(self, key: str) -> int | None:
+        """The token of the last committed publish marked with `key`, or None."""
+        with self._translated():
+            value = await self._scalar(
+                "SELECT value FROM store_meta WHERE key = ?", (f"{MARK_PREFIX}{key}",)
+            )
+        return int(value) if value is not None else None
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -397,6 +406,7 @@ class SqliteStore:
         mutations: Sequence[Mutation],
         observations: list[tuple[Any, ...]],
         extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -432,6 +442,12 @@ class SqliteStore:
                 "(SELECT seq FROM lesson_candidates WHERE lesson_id = ? "
                 "ORDER BY seq DESC LIMIT ?)",
                 [(i, i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
+            )
+        if mark is not None:
+            await self._conn.execute(
+                "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (f"{MARK_PREFIX}{mark.key}", str(mark.token)),
             )
         return receipt
 
