@@ -235,8 +235,16 @@ def _no_constant(token: str) -> Any:
     raise _Refused(f"{token} is not JSON", token)
 
 
+def check_value(value: Any) -> str | None:
+    """Why decoded JSON breaks the reader's limits (depth, 64-bit integers, lone
+    surrogates), or None; for JSON that was parsed elsewhere (a model's answer)."""
+    problem = _check(value)
+    return problem[0] if problem is not None else None
+
+
 def _check(value: Any) -> tuple[str, str] | None:
-    """Depth and lone surrogates, walked without recursion: (message, token to find)."""
+    """Depth, integer size and lone surrogates, walked without recursion: (message,
+    token to find in the text)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -253,6 +261,8 @@ def _check(value: Any) -> tuple[str, str] | None:
             stack.extend((child, depth + 1) for child in item)
         elif isinstance(item, str) and not item.isascii() and _has_surrogate(item):
             return "a lone surrogate (\\ud800-\\udfff) is not text", "\\u"
+        elif type(item) is int and not -MAX_INT <= item < MAX_INT:
+            return "an integer does not fit 64 bits", str(item)[:19]
     return None
 
 

@@ -214,3 +214,15 @@ async def test_a_hostile_http_body_is_400_never_a_traceback(body: bytes) -> None
     assert status == 400
     assert "Traceback" not in json.dumps(document)
     assert answer.calls == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["[" * 5000 + "]" * 5000, "[" * 300 + "]" * 300, '{"n": ' + "9" * 30 + "}", '{"t": "\\udc00"}'],
+)
+def test_a_hostile_model_answer_is_a_not_json_problem_never_an_exception(answer: str) -> None:
+    from active_memory.specialists.providers.base import decode_answer
+
+    value, problem = decode_answer(answer)
+    assert value is None and problem is not None
+    assert problem.kind == "not_json"
