@@ -92,3 +92,19 @@ async def test_a_failed_backup_leaves_no_file_at_the_destination(
     assert str(caught.value).startswith(str(destination))
     assert "No space left on device" in str(caught.value)
     assert list(tmp_path.glob("*backup*")) == []
+
+
+@pytest.mark.asyncio
+async def test_a_read_only_wal_store_whose_shm_cannot_be_opened_is_still_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "lessons.sqlite3"
+    async with await SqliteStore.open(path) as store:
+        await seed(store, repo_lessons(3))
+        before = await snapshot(store)
+    # A clean close removed -wal and -shm; a folder in the -shm's place makes SQLite
+    # fail to open it, as a read-only folder would.
+    (tmp_path / "lessons.sqlite3-shm").mkdir()
+    monkeypatch.setattr(sqlite_module, "_writable", lambda _path: False)
+    async with await SqliteStore.open(path, create=False) as store:
+        assert await snapshot(store) == before

@@ -127,9 +127,18 @@ class SqliteStore:
         """
         path = await anyio.to_thread.run_sync(_checked_path, path, create)
         read_only = not await anyio.to_thread.run_sync(_writable, path)
+        if not read_only:
+            return await cls._connect(path, str(path), busy_timeout, read_only=False)
         # A store we may not write (a read-only file or folder, a read-only mount) is
-        # opened read-only: reading commands work, a write names the cause.
-        target = f"file:{pathname2url(str(path.resolve()))}?mode=ro" if read_only else str(path)
+        # opened read-only: reading commands work, a write names the cause. (SQLite reads
+        # a WAL store read-only even where it cannot create the -shm file.)
+        uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro"
+        return await cls._connect(path, uri, busy_timeout, read_only=True)
+
+    @classmethod
+    async def _connect(
+        cls, path: Path, target: str, busy_timeout: float, *, read_only: bool
+    ) -> SqliteStore:
         try:
             conn = await aiosqlite.connect(
                 target, isolation_level=None, timeout=busy_timeout, uri=read_only
