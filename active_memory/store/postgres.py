@@ -371,15 +371,23 @@ class PostgresStore:
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> _T:
-        """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures."""
+        """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures.
+
+        Waits inside the shield (a pool connection, row locks) are bounded by the
+        caller's deadline as well as the busy timeout: a shield never outlasts the time
+        the caller has left (then `StoreBusy`, nothing written).
+        """
+        wait = min(self._busy_timeout, anyio.current_effective_deadline() - anyio.current_time())
+        wait = max(wait, 0.001)  # lock_timeout 0 would mean "no limit"
         with anyio.CancelScope(shield=True), self._translated():
-            async with self._pool.acquire() as conn:
+            async with self._pool.acquire(timeout=wait) as conn:
                 for attempt in range(1, WRITE_ATTEMPTS + 1):
                     try:
                         async with conn.transaction():
                             # Bounds inside the shield: no lock or statement waits forever.
+                            lock_wait = f"{max(1, int(wait * 1000))}ms"
                             timeout = f"{int(self._busy_timeout * 1000)}ms"
-                            await conn.execute(f"SET LOCAL lock_timeout = '{timeout}'")
+                            await conn.execute(f"SET LOCAL lock_timeout = '{lock_wait}'")
                             await conn.execute(f"SET LOCAL statement_timeout = '{timeout}'")
                             try:
                                 return await body(conn, *args, **kwargs)
