@@ -51,5 +51,10 @@ def test_a_nested_assignment_never_prints_the_password() -> None:
     assert all("p4ss" not in finding.excerpt for finding in screen({"r": text}))
 
 
+def test_the_issue_s_own_case_masks_even_a_short_password() -> None:
+    # issue 17: `mask('Use token: DB_PASSWORD="p4ss…"')` printed the password.
+    assert "p4ss" not in mask('Use token: DB_PASSWORD="p4ss…"')
+
+
 def test_a_secret_assigned_inside_a_secret_field_is_found() -> None:
     assert "a8Fk2lQ9zX0pLm3N" not in mask('secret: AUTH="a8Fk2lQ9zX0pLm3N"')

@@ -130,10 +130,14 @@ _ALL_RULES = _RULES + _EXTRA_RULES + _maintained_rules()
 
 _RANK = {kind: rank for rank, (kind, _, _) in reversed(list(enumerate(_ALL_RULES)))}
 
-PASSWORD_MIN_CHARS = 6
-"""A value assigned to a password key, or named one in prose, counts from this length
-when it mixes letters with digits or symbols (`hunter2!`): passwords are short and
-low-entropy, so the entropy bar alone would let them through."""
+PASSWORD_MIN_CHARS = 4
+"""A value assigned to a password key counts from this length when it mixes letters with
+digits or symbols (`p4ss`, `hunter2!`): passwords are short and low-entropy, so the
+entropy bar alone would let them through, and the key already says what it is."""
+
+PROSE_PASSWORD_MIN_CHARS = 6
+"""The same for a password named in prose (`the password is …`), where the context is
+weaker."""
 
 _KEY = (
     r"(?:token|secret|passw(?:or)?d|passphrase|pwd|api[_\-]?key|access[_\-]?key"
@@ -149,7 +153,8 @@ _PROSE_PASSWORD = re.compile(
 )
 _NESTED = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(?::=|=|:)")
 # Values that name something rather than hold it: an environment variable, a path.
-_A_NAME = re.compile(r"[A-Z][A-Z0-9_]*|~?\.{0,2}/.*")
+# A template slot cut by the value pattern (`<your password>` → `<your`) is one too.
+_A_NAME = re.compile(r"[A-Z][A-Z0-9_]*|~?\.{0,2}/.*|(?:<|\{\{|\$\{|%\().*")
 _PASSWORD_SHAPED = re.compile(r"(?=.*[A-Za-z])(?=.*[^A-Za-z]).+")
 
 # Values that stand for a secret without being one: ${VAR}, $VAR, <token>, ***, xxxx.
@@ -206,22 +211,25 @@ def find_secrets(text: str) -> list[Match]:
             _PASSWORD_KEY.search(assigned.group(0)[: assigned.start(1) - assigned.start()])
             is not None
         )
-        if _looks_secret(value, password=password):
+        if _looks_secret(value, password_min=PASSWORD_MIN_CHARS if password else None):
             found.append(Match(assigned.start(1), assigned.end(1), "assigned-secret"))
     for hit in _PROSE_PASSWORD.finditer(text):
         value = hit.group(1)
-        if not _PLACEHOLDER.fullmatch(value) and _looks_secret(value, password=True):
+        if not _PLACEHOLDER.fullmatch(value) and _looks_secret(
+            value, password_min=PROSE_PASSWORD_MIN_CHARS
+        ):
             found.append(Match(hit.start(1), hit.end(1), "password"))
     return _merged(found)
 
 
-def _looks_secret(value: str, *, password: bool) -> bool:
+def _looks_secret(value: str, *, password_min: int | None) -> bool:
     if len(value) >= ASSIGNED_MIN_CHARS and shannon_entropy(value) >= ENTROPY_MIN_BITS:
         return True
+    word = value.rstrip(".")
     return (
-        password
-        and len(value.rstrip(".")) >= PASSWORD_MIN_CHARS
-        and _PASSWORD_SHAPED.fullmatch(value.rstrip(".")) is not None
+        password_min is not None
+        and len(word) >= password_min
+        and _PASSWORD_SHAPED.fullmatch(word) is not None
     )
 
 
