@@ -95,6 +95,8 @@ from active_memory.store.rows import (
 )
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+LOCK_SLICE = 0.05
+"""The least time a write waits for row locks, even past its caller's deadline."""
 _ADD_COUNTS = (
     ", ".join(
         f"{name} = lesson_effectiveness.{name} + excluded.{name}"
@@ -373,14 +375,16 @@ class PostgresStore:
     ) -> _T:
         """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures.
 
-        Waits inside the shield (a pool connection, row locks) are bounded by the
-        caller's deadline as well as the busy timeout: a shield never outlasts the time
-        the caller has left (then `StoreBusy`, nothing written).
+        Waiting for another writer's row locks inside the shield is bounded by the
+        caller's deadline as well as the busy timeout (at least `LOCK_SLICE`, so a write
+        nobody blocks still happens after its deadline): a shield never outlasts the
+        time the caller has left by more than a slice (then `StoreBusy`, nothing
+        written). Waiting for a pool connection is bounded by the busy timeout.
         """
-        wait = min(self._busy_timeout, anyio.current_effective_deadline() - anyio.current_time())
-        wait = max(wait, 0.001)  # lock_timeout 0 would mean "no limit"
+        left = anyio.current_effective_deadline() - anyio.current_time()
+        wait = min(self._busy_timeout, max(left, LOCK_SLICE))
         with anyio.CancelScope(shield=True), self._translated():
-            async with self._pool.acquire(timeout=wait) as conn:
+            async with self._pool.acquire(timeout=self._busy_timeout) as conn:
                 for attempt in range(1, WRITE_ATTEMPTS + 1):
                     try:
                         async with conn.transaction():
