@@ -22,6 +22,9 @@ from active_memory.orchestrator.journal import InterruptedPostmortem as Interrup
 from active_memory.orchestrator.journal import Journal as Journal
 from active_memory.orchestrator.journal import default_journal_dir as default_journal_dir
 from active_memory.orchestrator.journal import interrupted_postmortems as interrupted_postmortems
+from active_memory.orchestrator.journal import (
+    settled_interrupted_postmortems as settled_interrupted_postmortems,
+)
 from active_memory.orchestrator.options import PostmortemLimits as PostmortemLimits
 from active_memory.orchestrator.options import Progress as Progress
 from active_memory.orchestrator.options import ProgressEvent as ProgressEvent

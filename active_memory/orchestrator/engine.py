@@ -25,7 +25,7 @@ from active_memory.config import RuntimeConfig
 from active_memory.errors import UsageError
 from active_memory.evidence import ScanResult, scan
 from active_memory.lessons import Lesson
-from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState, settle
+from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState
 from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.publish import Publication, publish
@@ -275,11 +275,6 @@ class Postmortem:
         if self.journal is None:
             return None
         journal = self.journal
-        try:
-            # Earlier postmortems killed after their COMMIT are recorded as published.
-            await settle(journal, self.store)
-        except Exception as exc:  # the journal is advisory: never stop the postmortem
-            log.warning("older postmortem journal entries not settled: %s", exc)
         try:
             return await in_thread(
                 functools.partial(journal.started, self.record.run_id, self.record.outcome)

@@ -11,9 +11,10 @@ an interrupted postmortem was published: the publish is one transaction.
 A kill between the publish's COMMIT and the journal's end would leave a published
 postmortem `running`. So each entry carries a random `publish_token`, and every publish
 of that postmortem records it in the store in its own transaction (`PublishMark`).
-`settle(store)` (run before each postmortem, and by `settled_interrupted_postmortems`)
-looks the token up: found, the entry is rewritten `finished` ("published; the journal's
-end was lost"); absent, the postmortem really was interrupted before it published.
+`settle(journal, store)` (and `settled_interrupted_postmortems(store)`, what a listing
+of interrupted postmortems should call) looks the token up: found, the entry is
+rewritten `finished` ("published; the journal's end was lost"); absent, the postmortem
+really was interrupted before it published.
 """
 
 from __future__ import annotations
