@@ -257,18 +257,17 @@ async def test_the_deadline_covers_session_start_up(tmp_path: Path, store: Sqlit
 
 @pytest.mark.asyncio
 async def test_a_store_locked_by_another_writer_never_holds_the_postmortem_past_its_deadline(
-    tmp_path: Path, store: SqliteStore
+    tmp_path: Path, store: SqliteStore, store_path: Path
 ) -> None:
     import sqlite3
 
-    if not isinstance(store, SqliteStore):
-        pytest.skip("the SQLite store's lock (another process's BEGIN IMMEDIATE)")
+    # SQLite only (`store_path`); PostgreSQL's lock waits: tests/test_store_postgres.py.
     await seed(store, repo_lessons(2))
     record = run_record(tmp_path, ["L-1", "L-2"], timeouts=True)
     sessions = FakeSessions({"repository_maintenance": adapt_all})
     before = await snapshot(store)
     # Another process's writer holds the lock for longer than the whole deadline.
-    other = sqlite3.connect(store.location, isolation_level=None)
+    other = sqlite3.connect(store_path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
         started = time.monotonic()
