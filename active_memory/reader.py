@@ -286,10 +286,15 @@ def _find(text: str, token: str) -> int:
     return max(position, 0)
 
 
+_DEEP_SCAN_CHARS = 8 * 1024 * 1024
+"""How far `_deep_point` looks (a Python loop, on the error path only)."""
+
+
 def _deep_point(text: str) -> int:
-    """Where nesting first passes `MAX_DEPTH` (strings skipped); only on the error path."""
+    """Where nesting first passes `MAX_DEPTH` (strings skipped); only on the error path,
+    within the first `_DEEP_SCAN_CHARS` (else 0: the message then names line 1)."""
     depth, in_string, escaped = 0, False, False
-    for position, char in enumerate(text):
+    for position, char in enumerate(text[:_DEEP_SCAN_CHARS]):
         if in_string:
             if escaped:
                 escaped = False
