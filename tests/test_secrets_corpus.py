@@ -58,3 +58,22 @@ def test_the_issue_s_own_case_masks_even_a_short_password() -> None:
 
 def test_a_secret_assigned_inside_a_secret_field_is_found() -> None:
     assert "a8Fk2lQ9zX0pLm3N" not in mask('secret: AUTH="a8Fk2lQ9zX0pLm3N"')
+
+
+@pytest.mark.parametrize(
+    ("pattern", "prefix"),
+    [
+        (r"\bglpat-[A-Za-z0-9]{20,}", "glpat-"),
+        (r"SG\.[a-z]{22}", "SG."),
+        (r"abc|def", ""),
+        (r"ab?c", "a"),
+        (r"xy{2}", "x"),
+        (r"\d{8}:[A-Z]{35}", ""),
+        (r"(?:AKIA|ASIA)[A-Z]{16}", ""),
+        (r"^eyJ[A-Za-z]+", "eyJ"),
+    ],
+)
+def test_the_prefilter_takes_only_text_every_match_starts_with(pattern: str, prefix: str) -> None:
+    from active_memory.quality.secrets import literal_prefix
+
+    assert literal_prefix(re.compile(pattern)) == prefix

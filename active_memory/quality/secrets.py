@@ -130,6 +130,55 @@ _ALL_RULES = _RULES + _EXTRA_RULES + _maintained_rules()
 
 _RANK = {kind: rank for rank, (kind, _, _) in reversed(list(enumerate(_ALL_RULES)))}
 
+_META = frozenset(".^$*+?{}[]()|\\")
+
+
+def literal_prefix(pattern: re.Pattern[str]) -> str:
+    """The literal text every match of `pattern` starts with ("" when there is none).
+
+    Most formats start with a fixed prefix (`glpat-`, `eyJ`, `AccountKey=`): a text
+    without it cannot match, and a substring test is far cheaper than a regex scan.
+    Leading `\\b` / `^` are skipped; a top-level `|` or a quantified last literal
+    means no prefix.
+    """
+    source = pattern.pattern
+    depth = 0
+    escaped = False
+    for char in source:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return ""
+    i = 0
+    while source.startswith(("\\b", "^"), i):
+        i += 2 if source.startswith("\\b", i) else 1
+    prefix: list[str] = []
+    while i < len(source):
+        char, step = source[i], 1
+        if char == "\\":
+            if i + 1 >= len(source) or source[i + 1].isalnum():
+                break  # a class like \\d or \\w, not a literal
+            char, step = source[i + 1], 2
+        elif char in _META:
+            break
+        if source[i + step : i + step + 1] in ("?", "*", "{"):
+            break  # this literal may be absent or repeated
+        prefix.append(char)
+        i += step
+    return "".join(prefix)
+
+
+_PREFIXED = tuple(
+    (kind, pattern, group, literal_prefix(pattern), bool(pattern.flags & re.IGNORECASE))
+    for kind, pattern, group in _ALL_RULES
+)
+
 PASSWORD_MIN_CHARS = 4
 """A value assigned to a password key counts from this length when it mixes letters with
 digits or symbols (`p4ss`, `hunter2!`): passwords are short and low-entropy, so the
@@ -194,7 +243,10 @@ def shannon_entropy(text: str) -> float:
 def find_secrets(text: str) -> list[Match]:
     """Every credential-shaped span of `text`, in order, overlapping spans merged."""
     found: list[Match] = []
-    for kind, pattern, group in _ALL_RULES:
+    lowered = text.lower()
+    for kind, pattern, group, prefix, folded in _PREFIXED:
+        if prefix and (prefix.lower() not in lowered if folded else prefix not in text):
+            continue
         for hit in pattern.finditer(text):
             if hit.start(group) < 0 or _PLACEHOLDER.fullmatch(hit.group(group)):
                 continue
