@@ -4,7 +4,7 @@ process exits within a further 250 ms.
 
 The provider is a loopback socket that accepts and never answers, so every specialist
 runs into the deadline; the SDK (`anthropic` ≈ 1.4 s cold, `openai` similar) is imported
-by the postmortem itself, off the event loop.
+by the postmortem itself, off the event loop, before its clock starts.
 """
 
 from __future__ import annotations
