@@ -29,11 +29,13 @@ COMMAND_MODULES: tuple[str, ...] = (
     "imports",
     "evidence",
     "postmortem",
+    "postmortems",
     "hook",
     "recall",
     "instructions",
     "serve",
     "init",
+    "skill",
 )
 
 

@@ -87,27 +87,38 @@ async def test_claude_structured_output_with_usage_and_cost(claude: FakeCli) -> 
     assert reply.usage.cost_usd == pytest.approx(0.0123)
     (call,) = claude.calls()
     argv = call["argv"]
-    assert argv[:3] == ["-p", "--output-format", "json"]
+    assert argv[:4] == ["-p", "--output-format", "stream-json", "--verbose"]
     assert argv[argv.index("--model") + 1] == "claude-sonnet-5"
     assert argv[argv.index("--effort") + 1] == "max"
     assert json.loads(argv[argv.index("--json-schema") + 1])["title"] == "Discoveries"
-    assert "Maintain lessons." in argv[argv.index("--append-system-prompt") + 1]
+    # The specialist's instructions replace Claude Code's system prompt; no checkout, no tools.
+    assert "Maintain lessons." in argv[argv.index("--system-prompt") + 1]
+    assert "--append-system-prompt" not in argv
+    assert argv[argv.index("--tools") + 1] == ""
+    assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
+    assert argv[argv.index("--setting-sources") + 1] == "user"  # not the checkout's
+    assert json.loads(argv[argv.index("--settings") + 1]) == {"disableAllHooks": True}
+    assert "--no-session-persistence" in argv and "--strict-mcp-config" in argv
     assert call["stdin"] == "What changed?"
     assert "ANTHROPIC_API_KEY" in call["env"] and "UNDECLARED_SECRET" not in call["env"]
 
 
 @pytest.mark.asyncio
-async def test_claude_repair_turn_resumes_its_session(claude: FakeCli) -> None:
+async def test_claude_repair_turn_is_a_new_run_carrying_the_conversation(
+    claude: FakeCli,
+) -> None:
     claude.script(
         {"stdout": claude_result(text=json.dumps(BAD), session_id="s-1")},
-        {"stdout": claude_result(text=json.dumps(GOOD), session_id="s-1")},
+        {"stdout": claude_result(text=json.dumps(GOOD), session_id="s-2")},
     )
     session = session_for(claude, CLAUDE_LANE)
     reply = await session.ask("What changed?", Discoveries)
     assert reply.turns == 2 and reply.usage.cost_usd == pytest.approx(0.0246)
     first, second = claude.calls()
-    assert "--resume" not in first["argv"]
-    assert second["argv"][second["argv"].index("--resume") + 1] == "s-1"
+    # Sessions are not saved (nothing in the user's resume list), so nothing is resumed.
+    assert "--resume" not in first["argv"] and "--resume" not in second["argv"]
+    assert second["stdin"].startswith("## user\n\nWhat changed?")
+    assert "## assistant" in second["stdin"] and json.dumps(BAD) in second["stdin"]
     assert "lessons[0].evidence" in second["stdin"]
 
 
@@ -199,7 +210,10 @@ async def test_codex_agent_message_and_usage(codex: FakeCli) -> None:
     (call,) = codex.calls()
     argv = call["argv"]
     assert argv[:3] == ["exec", "--json", "--skip-git-repo-check"]
-    assert argv[argv.index("--sandbox") + 1] == "read-only"
+    assert "--sandbox" not in argv  # it would select the older sandbox, which reads anything
+    assert 'default_permissions="active_memory_read_only"' in argv
+    assert 'approval_policy="never"' in argv and 'web_search="disabled"' in argv
+    assert argv[argv.index("--disable") + 1] == "hooks"
     assert 'model_reasoning_effort="xhigh"' in argv  # codex stops at xhigh
     assert argv[-1] == "-" and "resume" not in argv
     assert call["stdin"].startswith("Discover lessons.") and "What recurs?" in call["stdin"]
@@ -217,6 +231,41 @@ async def test_codex_repair_turn_resumes_its_thread(codex: FakeCli) -> None:
     assert reply.turns == 2
     second = codex.calls()[1]["argv"]
     assert second[-3:] == ["resume", "t-9", "-"]
+
+
+@pytest.mark.asyncio
+async def test_codex_resumed_turn_counts_the_thread_total_as_a_delta(codex: FakeCli) -> None:
+    codex.script(
+        {"stdout": codex_events(BAD, thread_id="t-9", input_tokens=1000, output_tokens=10)},
+        # After `exec resume`, turn.completed reports the thread's running total.
+        {"stdout": codex_events(GOOD, thread_id="t-9", input_tokens=2500, output_tokens=30)},
+    )
+    session = session_for(codex, CODEX_LANE)
+    reply = await session.ask("What recurs?", Discoveries)
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (2500, 30)
+    assert reply.usage.requests == 2
+
+
+@pytest.mark.asyncio
+async def test_codex_user_sandbox_mode_forces_the_read_only_sandbox(
+    codex: FakeCli, tmp_path: Path
+) -> None:
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text('sandbox_mode = "danger-full-access"\n')
+    codex.script({"stdout": codex_events(GOOD)})
+    session = open_session(
+        CODEX_LANE,
+        "repository_maintenance",
+        deadline=anyio.current_time() + 20,
+        options=SessionOptions(mode="cli"),
+        environ={"PATH": path_with(codex.bin_dir), "CODEX_HOME": str(codex_home)},
+    )
+    await session.ask("What recurs?", Discoveries)
+    argv = codex.calls()[0]["argv"]
+    # A config sandbox_mode overrides a permission profile; the read-only floor wins.
+    assert 'sandbox_mode="read-only"' in argv
+    assert not any(a.startswith("default_permissions") for a in argv)
 
 
 @pytest.mark.asyncio

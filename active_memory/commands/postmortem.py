@@ -23,7 +23,12 @@ if TYPE_CHECKING:
 
     from active_memory.checkout import Checkout
     from active_memory.config import RuntimeConfig
-    from active_memory.orchestrator import PostmortemReport, ProgressEvent, SessionFactory
+    from active_memory.orchestrator import (
+        ChosenLane,
+        PostmortemReport,
+        ProgressEvent,
+        SessionFactory,
+    )
     from active_memory.runlog.record import RunRecord
     from active_memory.store import LessonStore
 
@@ -62,11 +67,24 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="the run's git checkout (default: the record's repository.checkout)",
     )
     parser.add_argument(
+        "--lane",
+        choices=("api", "claude", "codex", "replay", "exchange"),
+        help="where the specialists' answers come from (default: the runtime plan's: "
+        "the source node's harness CLI, or its provider's API when the node declares "
+        "the key); see docs/providers.md",
+    )
+    parser.add_argument(
         "--replay",
         metavar="RECORDINGS.json",
         type=Path,
         help="answer from recorded specialist answers (active-memory/recordings@1) "
-        "instead of the model; no API key needed",
+        "instead of the model; no API key needed (implies --lane replay)",
+    )
+    parser.add_argument(
+        "--exchange-dir",
+        metavar="DIR",
+        type=Path,
+        help="--lane exchange: write each specialist's task file here and wait for its answer file",
     )
     parser.add_argument(
         "--dry-run",
@@ -91,9 +109,13 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     record = _with_graph(load_run_record(args.run), args.graph)
     config = _config(record, args.config)
     checkout = _checkout(record, args.checkout)
-    if sessions is None and args.replay is not None:
-        sessions = _replay_sessions(config, args.replay)
+    lane: dict[str, str] | None = None
+    if sessions is None:
+        chosen = _lane(args, config, checkout)
+        sessions, lane = chosen.sessions, chosen.to_json()
     display = _Display(json_mode=args.json)
+    if lane is not None and not args.json:
+        display.console.print(f"postmortem: lane {lane['name']} ({lane['reason']})")
     outcome = anyio.run(_run, args, record, config, checkout, sessions, display)
     display.close()
     if isinstance(outcome, int):
@@ -104,7 +126,7 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
         )
         return outcome
     if args.json:
-        print_json(outcome.to_json())
+        print_json(outcome.to_json() | ({"lane": lane} if lane is not None else {}))
     else:
         _render(outcome)
     return 0 if outcome.ok else 1
@@ -168,18 +190,27 @@ def _checkout(record: RunRecord, directory: Path | None) -> Checkout | None:
         raise UsageError(f"--checkout {directory}: not a git checkout ({exc})") from None
 
 
-def _replay_sessions(config: RuntimeConfig, recordings: Path) -> SessionFactory | None:
-    """Replay sessions on the run's lane; the file is read now, so a bad one exits 2."""
-    import anyio
+def _lane(args: argparse.Namespace, config: RuntimeConfig, checkout: Checkout | None) -> ChosenLane:
+    """The specialists' lane (`--lane`, else the plan's); an impossible one exits 2 now,
+    and a recordings file is read now, so a bad one exits 2 too."""
+    from active_memory.orchestrator import LaneOptions, choose_lane
 
-    from active_memory.orchestrator import lane_sessions
-    from active_memory.specialists.providers import SessionOptions
-    from active_memory.specialists.providers.replay import load_recordings
+    chosen = choose_lane(
+        config,
+        args.lane,
+        LaneOptions(
+            recordings=args.replay,
+            exchange_dir=args.exchange_dir,
+            checkout=checkout.root if checkout is not None else None,
+        ),
+    )
+    if chosen.name == "replay" and args.replay is not None:
+        import anyio
 
-    anyio.run(load_recordings, recordings)
-    if config.lane is None:
-        return None  # nothing collects: no specialist will ask
-    return lane_sessions(config.lane, SessionOptions(mode="replay", recordings=recordings))
+        from active_memory.specialists.providers.replay import load_recordings
+
+        anyio.run(load_recordings, args.replay)
+    return chosen
 
 
 # --- running -----------------------------------------------------------------------
@@ -309,6 +340,20 @@ class _EmptyStore:
     ) -> list[Any]:
         """No lessons."""
         return []
+
+    async def summaries(self, query: object = None) -> list[Any]:
+        """No lessons."""
+        return []
+
+    async def version(self) -> int:
+        """Never written."""
+        return 0
+
+    async def changes(self, scope: object, since: int | None) -> Any:
+        """Nothing changed."""
+        from active_memory.store.changes import ScopeChanges
+
+        return ScopeChanges(0, [], full=since is None)
 
     async def publish(
         self,

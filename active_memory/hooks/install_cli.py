@@ -91,6 +91,10 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
     change = installers.plan(args.harness, path, install=install, http=http, port=port)
     if not args.dry_run:
         change.apply()
+        if install:  # the hook's modules run once per tool call: compile them now
+            from active_memory.hooks.lean import compile_hook_path
+
+            compile_hook_path()
     name = _NAMES[args.harness]
     if args.json:
         document: dict[str, object] = {

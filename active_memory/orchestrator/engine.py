@@ -11,13 +11,22 @@ deadline covers the postmortem's work, not a one-time import.
 Cancellation by the caller: the task group's specialists are cancelled (sessions close
 shielded; CLI children are killed and reaped by their adapters), nothing is published,
 the journal records `cancelled`, and the cancellation is re-raised unchanged.
+
+Usage: every session reports each request's usage to the run's `UsageMeter` as it is
+known; a journal task in the specialists' task group rewrites the `running` entry with
+the total each time it changes (a write in a worker thread that a cancel waits for, never
+abandons). A postmortem's end (finished, cancelled or failed) records the meter's total;
+a crash leaves the last total written, which `interrupted_postmortems()` reports as
+incomplete.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -40,15 +49,15 @@ from active_memory.orchestrator.runners import (
     safe_progress,
 )
 from active_memory.orchestrator.sessions import SessionFactory, lane_sessions
+from active_memory.orchestrator.usage import UsageMeter
 from active_memory.prompts import Prompts, load_prompts
 from active_memory.quality.effectiveness import observe
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import SPECIALISTS, ScopeKind, SpecialistName
-from active_memory.specialists.providers import ProviderSession
+from active_memory.specialists.providers import ProviderSession, Usage
 from active_memory.store import LessonQuery, LessonStore
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation
-from active_memory.store.protocol import PublishMark
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -69,7 +78,9 @@ class Postmortem:
         limits: PostmortemLimits,
         journal_dir: Path | None,
         prompts: Prompts | None,
+        meter: UsageMeter | None = None,
     ) -> None:
+        self.meter = meter
         self.record = record
         self.settings = config.settings
         self.lane = config.lane
@@ -127,25 +138,43 @@ class Postmortem:
             self.limits,
             self.progress,
             deliveries_by_lesson(self.record),
+            meter=self.meter or UsageMeter(),
         )
         entry = await self._journal_start() if active else None
         try:
-            publication = await self._run(ctx, active, entry.publish_mark() if entry else None)
+            with _long_lived_objects_frozen():
+                publication = await self._run(ctx, active, entry)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._journal_end(entry, "cancelled", None, "cancelled by the caller")
+                await self._journal_end(
+                    entry, "cancelled", None, "cancelled by the caller", ctx.meter.total()
+                )
             raise
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
-                await self._journal_end(entry, "failed", None, f"{type(exc).__name__}: {exc}")
+                reason = f"{type(exc).__name__}: {exc}"
+                await self._journal_end(entry, "failed", None, reason, ctx.meter.total())
             raise
         report = self._report(publication, start)
-        await self._journal_end(entry, "finished", report, None)
+        await self._journal_end(entry, "finished", report, None, None)
         return report
 
+    async def _journal_usage(self, entry: JournalEntry, meter: UsageMeter) -> None:
+        """Rewrite the `running` entry with the usage total each time it changes."""
+        journal = self.journal
+        assert journal is not None
+        async for usage in meter.changes():
+            try:
+                # Not abandoned on cancel: the end's own write must come after this one.
+                write = functools.partial(journal.spent, entry, UsageReport.of(usage))
+                await anyio.to_thread.run_sync(write)
+            except OSError as exc:
+                log.warning("postmortem journal not written: %s", exc)
+
     async def _run(
-        self, ctx: Context, active: Sequence[Outcome], mark: PublishMark | None = None
+        self, ctx: Context, active: Sequence[Outcome], entry: JournalEntry | None = None
     ) -> Publication:
+        # (Inside `_long_lived_objects_frozen`: see there.)
         living: dict[ScopeKind, list[Lesson]] = {"graph": [], "repository": []}
         if not active:
             return Publication()
@@ -154,12 +183,21 @@ class Postmortem:
             await self._read_effectiveness(active, living, ctx)
             evidence = await self._scan(active)
             observations = await self._observe(evidence, living)
-            async with anyio.create_task_group() as group:
-                for out in active:
-                    if out.status is None:
-                        group.start_soon(
-                            run_specialist, ctx, out, living[_scope(out)], evidence, name=out.name
-                        )
+            async with anyio.create_task_group() as journalled:
+                if entry is not None:
+                    journalled.start_soon(self._journal_usage, entry, ctx.meter)
+                async with anyio.create_task_group() as group:
+                    for out in active:
+                        if out.status is None:
+                            group.start_soon(
+                                run_specialist,
+                                ctx,
+                                out,
+                                living[_scope(out)],
+                                evidence,
+                                name=out.name,
+                            )
+                journalled.cancel_scope.cancel()
         if scope.cancelled_caught:
             seconds = self.settings.timeout_seconds
             for out in active:
@@ -179,7 +217,7 @@ class Postmortem:
             effectiveness=observations,
             candidates=candidates,
             shown=shown,
-            mark=mark,
+            mark=entry.publish_mark() if entry is not None else None,
         )
 
     def _candidates(self) -> list[Candidate]:
@@ -237,6 +275,11 @@ class Postmortem:
             living[scope_kind] = sorted(
                 (x for x in found if isinstance(x, Lesson)), key=lambda x: x.id
             )
+        # The lessons just read live for the whole postmortem: keep the cycle collector
+        # from traversing them again at every full collection (at 10,000 lessons those
+        # traversals were most of the checks' time). `_long_lived_objects_frozen` thaws
+        # them at the end.
+        gc.freeze()
 
     async def _read_effectiveness(
         self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]], ctx: Context
@@ -293,6 +336,7 @@ class Postmortem:
         state: JournalState,
         report: PostmortemReport | None,
         reason: str | None,
+        usage: Usage | None,
     ) -> None:
         if self.journal is None or entry is None:
             return
@@ -305,6 +349,7 @@ class Postmortem:
                     state,
                     report=report,
                     reason=reason,
+                    usage=UsageReport.of(usage) if usage is not None else None,
                     deliveries={k: len(v) for k, v in deliveries_by_lesson(self.record).items()},
                 )
             )
@@ -338,3 +383,13 @@ def _scope(out: Outcome) -> ScopeKind:
 def _no_sessions(specialist: SpecialistName, *, deadline: float) -> ProviderSession:
     """The factory when no specialist runs: it is never called."""
     raise AssertionError(f"{specialist} does not run")
+
+
+@contextmanager
+def _long_lived_objects_frozen() -> Iterator[None]:
+    """Thaw, at the end of a postmortem, what `gc.freeze()` moved out of the collector's
+    reach during it (the manifest, frozen once read: docs/orchestrator.md)."""
+    try:
+        yield
+    finally:
+        gc.unfreeze()

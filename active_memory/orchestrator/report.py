@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
-from active_memory.specialists.providers.base import Usage
+from active_memory.specialists.providers.base import Usage, without_idle_tools
 
 SpecialistStatus: TypeAlias = Literal["reconciled", "failed", "abstained", "timed_out", "disabled"]
 """How one specialist ended (SPEC §10). Discovery that answered is `reconciled` too."""
@@ -37,6 +43,12 @@ class UsageReport(_Model):
     cost_usd: float | None = None
     requests: int = 0
     complete: bool = True
+    tool_calls: int = 0  # read-only investigation calls (harness CLI lanes)
+    tool_errors: int = 0
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return without_idle_tools(handler(self))
 
     @classmethod
     def of(cls, usage: Usage) -> UsageReport:

@@ -29,6 +29,7 @@ from active_memory.orchestrator.batching import cut_by_serialized_size
 from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.sessions import SessionFactory
+from active_memory.orchestrator.usage import UsageMeter
 from active_memory.prompts import Prompts
 from active_memory.runlog.record import Delivery, RunRecord
 from active_memory.specialists.answers import (
@@ -89,6 +90,8 @@ class Context:
     effectiveness: dict[str, Effectiveness] = field(default_factory=dict)
     # Pending adaptation candidates of the frozen lessons, by ID (read with the counters).
     candidates: dict[str, list[Candidate]] = field(default_factory=dict)
+    # Every session's usage as it is spent (the journal records it while the run goes on).
+    meter: UsageMeter = field(default_factory=UsageMeter)
 
     def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
         """Tell the progress callback, never letting it break the postmortem."""
@@ -113,10 +116,12 @@ def safe_progress(callback: Progress | None) -> Callable[[ProgressEvent], None]:
 async def session_for(ctx: Context, out: Outcome) -> AsyncIterator[ProviderSession]:
     """A new session for `out`'s specialist; its usage is counted whatever happens."""
     session = ctx.sessions(out.name, deadline=ctx.deadline)
+    ctx.meter.opened(out.name, session)
     try:
         yield session
     finally:
         out.add_usage(session)
+        ctx.meter.closed(out.name, session)
         with anyio.CancelScope(shield=True):
             await session.aclose()
 

@@ -21,7 +21,7 @@ from active_memory.recall.types import Skipped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable
 
     from active_memory.recall.types import CardHit, RecallContext
 
@@ -67,20 +67,21 @@ def _write_state(path: str, session: str, state: LedgerState) -> None:
 
 
 def admit(
-    context: RecallContext, hits: Sequence[CardHit]
+    context: RecallContext, hits: Iterable[CardHit], *, floor: int = 0
 ) -> tuple[list[CardHit], list[Skipped], str, int]:
     """Choose what the session receives from `hits` and record it in the ledger.
 
-    Returns (admitted cards, skipped cards, framed context, budget left). The ledger and
-    the run's delivery lines are written under the session lock. A dry run reads the
-    ledger and changes nothing.
+    `hits` may be lazy (match.iter_matches): with `floor`, the smallest card's size, it
+    is read only while another card could still fit. Returns (admitted cards, skipped
+    cards, framed context, budget left). The ledger and the run's delivery lines are
+    written under the session lock. A dry run reads the ledger and changes nothing.
     """
     path = ledger_path(context)
     if context.dry_run:
-        return _decide(context, read_state(path), hits)[:4]
+        return _decide(context, read_state(path), hits, floor)[:4]
     with FileLock(path[: -len(".ledger")] + ".lock"):
         state = read_state(path)
-        admitted, skipped, text, left, cost = _decide(context, state, hits)
+        admitted, skipped, text, left, cost = _decide(context, state, hits, floor)
         if admitted:
             state.spent += cost
             state.delivered.update((hit.id, hit.revision) for hit in admitted)
@@ -91,10 +92,10 @@ def admit(
 
 
 def _decide(
-    context: RecallContext, state: LedgerState, hits: Sequence[CardHit]
+    context: RecallContext, state: LedgerState, hits: Iterable[CardHit], floor: int
 ) -> tuple[list[CardHit], list[Skipped], str, int, int]:
     remaining = max(0, context.budget_bytes - state.spent)
-    admitted, skipped, cost = select(hits, state.delivered, remaining)
+    admitted, skipped, cost = select(hits, state.delivered, remaining, floor=floor)
     text = frame(hit.text for hit in admitted)
     left = remaining - cost
     return admitted, [Skipped(hit, reason) for hit, reason in skipped], text, left, cost

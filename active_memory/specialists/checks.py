@@ -44,7 +44,7 @@ from active_memory.specialists.answers import (
     RepositoryDiscoveryAnswer,
 )
 from active_memory.specialists.kinds import kind_of
-from active_memory.specialists.tasks import DiscoveryTask, MaintenanceTask
+from active_memory.specialists.tasks import DiscoveryTask, MaintenanceTask, SuppliedLesson
 from active_memory.validation import error_lines
 
 
@@ -363,8 +363,8 @@ def check_maintenance(
     pending: list[tuple[str, Scope, Decision]] = []  # shaped right; content checked next
     for index, draft in enumerate(answer.decisions):
         path = f"decisions[{index}]"
-        ledger.reasons.extend(secret_reasons(draft.model_dump(), path))
         lesson = supplied.get(draft.id)
+        ledger.reasons.extend(secret_reasons(_changed_text(draft.model_dump(), lesson), path))
         if lesson is None:
             where = "outside this batch" if draft.id in others else "not supplied to you"
             ledger.reasons.append(
@@ -410,6 +410,22 @@ def check_maintenance(
         return Failed(task.specialist, tuple(mask(reason) for reason in ledger.reasons))
     deferred = frozenset(x.id for x in task.lessons if x.status == "deferred")
     return Reconciled(task.specialist, tuple(ledger.valid[x.id] for x in task.lessons), deferred)
+
+
+def _changed_text(dump: dict[str, Any], lesson: SuppliedLesson | None) -> dict[str, Any]:
+    """`dump` without the card fields it repeats unchanged from the stored `lesson`: those
+    were screened when they were stored, so screening costs what the answer changed."""
+    card = dump.get("lesson")
+    if lesson is None or not isinstance(card, dict):
+        return dump
+    kept = dict(card)
+    if kept.get("title") == lesson.title:
+        kept.pop("title")
+    if kept.get("recommendation") == lesson.recommendation:
+        kept.pop("recommendation")
+    if kept.get("associations") == lesson.associations.model_dump():
+        kept.pop("associations")
+    return {**dump, "lesson": kept}
 
 
 def _decision_problems(

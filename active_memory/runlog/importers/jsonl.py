@@ -1,4 +1,10 @@
-"""Reading a session log line by line, and finding the repository a session worked in."""
+"""Reading a session log line by line, and finding the repository a session worked in.
+
+Session logs are read as a stream through the bounded reader: one line in memory at a
+time, so a 150 MB transcript costs no more memory than a small one. A line longer than
+`MAX_LINE_BYTES` is skipped (reported) without being held whole: it is read past in
+chunks.
+"""
 
 from __future__ import annotations
 
@@ -10,30 +16,73 @@ from active_memory.checkout.git import GitFailed, NotACheckout, run_git, worktre
 from active_memory.errors import InvalidRecord, UsageError
 from active_memory.runlog.importers.common import Skipped
 
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""A longer line (a tool result of many megabytes) is skipped and reported."""
+
+MAX_LISTED_LINES = 100
+"""Bad lines listed one by one per file; past that they are counted in one entry."""
+
 
 def read_jsonl(path: str | Path, skipped: list[Skipped]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every JSON object line; bad lines go to `skipped`.
 
-    Read through `active_memory.reader`: streamed, only `\\n` ends a line, bounded per
-    line, strict JSON. Blank lines are ignored. A path that is not a readable regular
-    file (missing, a folder, a FIFO) is an `InvalidRecord`.
+    Lines come from the bounded reader (`active_memory.reader`: a regular file only,
+    never blocking on a FIFO; only `\\n` ends a line; strict JSON: depth, integer size,
+    lone surrogates). Blank lines are ignored. A file that cannot be read at all is an
+    `InvalidRecord`. At most `MAX_LISTED_LINES` bad lines are listed; the rest are
+    counted in one entry.
     """
-    from active_memory.reader import LineProblem, iter_json_lines
+    from active_memory.reader import LineProblem, iter_lines, parse_json
 
+    overflow = _Overflow()
     try:
-        for number, entry in iter_json_lines(path, "session log"):
-            if isinstance(entry, LineProblem):
-                skipped.append(Skipped(str(entry), line=number))
-            elif not isinstance(entry, dict):
-                skipped.append(Skipped("not a JSON object", line=number))
-            else:
-                yield number, entry
+        for number, raw in iter_lines(path, "session log", MAX_LINE_BYTES):
+            if isinstance(raw, LineProblem):
+                _skip(skipped, overflow, f"line longer than {MAX_LINE_BYTES} bytes", number)
+                continue
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                _skip(skipped, overflow, "not UTF-8 text", number)
+                continue
+            try:
+                entry = parse_json(text, str(path), number)
+            except InvalidRecord as exc:
+                _skip(skipped, overflow, exc.detail, number)
+                continue
+            if not isinstance(entry, dict):
+                _skip(skipped, overflow, "not a JSON object", number)
+                continue
+            yield number, entry
+    except InvalidRecord:
+        raise
     except UsageError as exc:
         raise InvalidRecord(str(path), str(exc).removeprefix(f"{path}: ")) from None
     except OSError as exc:
         raise InvalidRecord(
             str(path), f"cannot read the session log: {exc.strerror or exc}"
         ) from None
+    finally:
+        if overflow.count:
+            skipped.append(Skipped(f"{overflow.count} more bad lines (not listed)"))
+
+
+class _Overflow:
+    __slots__ = ("count", "listed")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.listed = 0
+
+
+def _skip(skipped: list[Skipped], overflow: _Overflow, reason: str, number: int) -> None:
+    if overflow.listed < MAX_LISTED_LINES:
+        overflow.listed += 1
+        skipped.append(Skipped(reason, line=number))
+    else:
+        overflow.count += 1
 
 
 def repository_of(cwd: str) -> tuple[str, str | None]:

@@ -6,7 +6,7 @@
 | api | provider openai | OpenAI Chat Completions (OPENAI_API_KEY; a declared OPENAI_BASE_URL |
 |     |                 | points it at a compatible server) |
 | api | provider openrouter | the same adapter at OpenRouter's base URL (OPENROUTER_API_KEY) |
-| cli | harness claude | `claude -p --output-format json` |
+| cli | harness claude | `claude -p --output-format stream-json` |
 | cli | harness codex | `codex exec --json` |
 | replay | any | recorded answers (`recordings`) |
 | exchange | any | task and answer files (`exchange_dir`) |
@@ -44,6 +44,8 @@ class SessionOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     cwd: Path | None = None  # the CLI lanes' working folder (the checkout)
     executable: str | None = None  # the CLI to run instead of `claude` / `codex`
+    # The CLI lanes may read `cwd` with the harness's read-only tools (docs/providers.md).
+    investigate: bool = True
     recordings: Path | None = None
     exchange_dir: Path | None = None
 
@@ -126,6 +128,7 @@ def open_session(
             secrets=secrets,
             cwd=opts.cwd,
             executable=opts.executable,
+            investigate=opts.investigate,
         )
     if lane.provider == "anthropic":
         from active_memory.specialists.providers.anthropic_api import AnthropicSession

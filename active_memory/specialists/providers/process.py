@@ -2,7 +2,8 @@
 
 The child starts in its own session (so its own process group): on cancellation or
 deadline the whole group gets SIGKILL, including anything the CLI started, and the child
-is waited for inside a shielded scope, so no zombie is left behind.
+is waited for inside a shielded scope, so no zombie is left behind. When the child exits
+on its own, whatever it left behind in its group is killed too.
 """
 
 from __future__ import annotations
@@ -88,5 +89,8 @@ async def run_cli(
             await process.wait()
             await process.aclose()
         raise
+    # What the CLI left running in its group (codex's sandbox helpers outlive it) goes
+    # too; the group ID stays reserved while any member lives, so this hits no stranger.
+    _kill_group(process)
     await process.aclose()
     return Finished(returncode, bytes(out), bytes(err))

@@ -27,6 +27,7 @@ from active_memory.specialists.providers.base import (
     Request,
     TurnOutput,
     Usage,
+    UsageListener,
     build_request,
     input_digest,
 )
@@ -148,6 +149,12 @@ class RecordingSession:
     def usage(self) -> Usage:
         """The wrapped session's usage."""
         return self._inner.usage
+
+    def on_usage(self, listener: UsageListener) -> None:
+        """Listen to the wrapped session's usage (when it can be listened to)."""
+        listen = getattr(self._inner, "on_usage", None)
+        if callable(listen):
+            listen(listener)
 
     async def ask(
         self,
