@@ -284,3 +284,33 @@ def _dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return child.pid
+
+
+def test_postmortems_lists_a_run_killed_after_its_commit_as_finished(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    from active_memory.cli import main
+
+    store_file = tmp_path / "lessons.sqlite3"
+
+    async def seeded() -> None:
+        async with await SqliteStore.open(store_file) as opened:
+            await seed(opened, repo_lessons(2))
+
+    anyio.run(seeded)
+    journal = tmp_path / "journal"
+    script = KILLED_AFTER_COMMIT.format(
+        tests=str(REPO_ROOT / "tests"),
+        store=str(store_file),
+        folder=str(tmp_path),
+        journal=str(journal),
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests")])}
+    child = subprocess.run([sys.executable, "-c", script], env=env, check=False, timeout=120)
+    assert child.returncode == -signal.SIGKILL
+    code = main(["postmortems", "--journal", str(journal), "--store", str(store_file), "--json"])
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)["postmortems"]
+    assert row["run_id"] == "run-1" and row["state"] == "finished"
