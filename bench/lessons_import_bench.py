@@ -1,18 +1,20 @@
-"""Peak memory of reading a `lessons export` file for `lessons import`.
+"""Peak memory and time of `lessons import` (reading the file and writing the store).
 
     python bench/lessons_import_bench.py [--lines 20000]
 
 Writes a JSON Lines file of N lessons (the example lessons, renumbered), then measures
-the peak Python allocation (tracemalloc) of:
+the peak Python allocation (tracemalloc) of importing it into a new SQLite store:
 
-- `baseline`: the reading before issue 17 (the whole file as text, `str.splitlines`,
+- `baseline`: the import before issue 17 (the whole file as text, `str.splitlines`,
   `json.loads` per line, validation, the credential screen of that time from
-  `bench/secrets_baseline.py`) — re-implemented here for the measure;
-- `streamed`: `commands.files.read_lesson_lines` (the bounded reader's streamed lines).
+  `bench/secrets_baseline.py`, every record held, one `import_lessons(list)`) —
+  re-implemented here for the measure;
+- `streamed`: what `lessons import` does now: `check_lesson_lines` (pass 1, no record
+  kept), then `import_lessons(stream_lesson_lines(...))` (pass 2, written in chunks
+  inside the one transaction).
 
-Both keep the validated records (an import is all or nothing, so they are needed);
-the difference is the file text and its list of lines. Prints the peaks (one run under
-tracemalloc), the times (another run without it), their ratios, and the file's size.
+Prints the peaks (one run under tracemalloc), the times (another run without it), their
+ratios, and the file's size.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import secrets_baseline
 
-from active_memory.commands.files import read_lesson_lines
-from active_memory.lessons import Lesson, Tombstone
+from active_memory.commands.files import check_lesson_lines, stream_lesson_lines
+from active_memory.lessons import Author, Lesson, Tombstone
+from active_memory.store.sqlite import SqliteStore
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "lessons.jsonl"
 sys.path.insert(0, str(Path(__file__).parent))
@@ -47,7 +51,29 @@ def write_corpus(path: Path, lines: int) -> None:
             out.write(json.dumps(lesson, ensure_ascii=False) + "\n")
 
 
-def baseline(source: str) -> list[Any]:
+PERSON = Author(specialist="person:bench")
+
+
+def _import(records: Any) -> int:
+    async def job() -> int:
+        with tempfile.TemporaryDirectory() as folder:
+            async with await SqliteStore.open(Path(folder) / "lessons.sqlite3") as store:
+                report = await store.import_lessons(records, PERSON)
+            return len(report.added)
+
+    return anyio.run(job)
+
+
+def streamed(source: str) -> int:
+    check_lesson_lines(source)
+    return _import(stream_lesson_lines(source))
+
+
+def baseline(source: str) -> int:
+    return _import(_baseline_records(source))
+
+
+def _baseline_records(source: str) -> list[Any]:
     records: list[Any] = []
     text = Path(source).read_text(encoding="utf-8")
     for line in text.splitlines():
@@ -62,10 +88,10 @@ def baseline(source: str) -> list[Any]:
     return records
 
 
-def peak(read: Callable[[str], list[Any]], source: str) -> tuple[int, float, int]:
+def peak(read: Callable[[str], int], source: str) -> tuple[int, float, int]:
     gc.collect()
     started = time.perf_counter()
-    count = len(read(source))
+    count = read(source)
     elapsed = time.perf_counter() - started
     gc.collect()
     tracemalloc.start()
@@ -84,16 +110,14 @@ def main() -> None:
         write_corpus(path, args.lines)
         size = path.stat().st_size
         base = peak(baseline, str(path))
-        streamed = peak(read_lesson_lines, str(path))
+        new = peak(streamed, str(path))
     mib = 1024 * 1024
     print(f"file: {args.lines} lessons, {size / mib:.1f} MiB")
     print(f"{'reader':<10}{'peak MiB':>10}{'peak/file':>11}{'seconds':>9}")
-    for name, (top, seconds, count) in (("baseline", base), ("streamed", streamed)):
+    for name, (top, seconds, count) in (("baseline", base), ("streamed", new)):
         assert count == args.lines
         print(f"{name:<10}{top / mib:>10.1f}{top / size:>11.2f}{seconds:>9.2f}")
-    print(
-        f"streamed / baseline: peak {streamed[0] / base[0]:.2f}, time {streamed[1] / base[1]:.2f}"
-    )
+    print(f"streamed / baseline: peak {new[0] / base[0]:.2f}, time {new[1] / base[1]:.2f}")
 
 
 if __name__ == "__main__":

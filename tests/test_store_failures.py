@@ -4,6 +4,7 @@ a full disk, a read-only store, concurrent backups to one new path."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -11,6 +12,7 @@ import pytest
 from orchestrator_support import PERSON, repo_lessons, seed, snapshot
 
 from active_memory.errors import StoreUnavailable, UsageError
+from active_memory.lessons import Lesson
 from active_memory.store import sqlite as sqlite_module
 from active_memory.store.sqlite import SqliteStore
 
@@ -107,4 +109,51 @@ async def test_a_read_only_wal_store_whose_shm_cannot_be_opened_is_still_listed(
     (tmp_path / "lessons.sqlite3-shm").mkdir()
     monkeypatch.setattr(sqlite_module, "_writable", lambda _path: False)
     async with await SqliteStore.open(path, create=False) as store:
+        assert await snapshot(store) == before
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_import_is_written_in_chunks_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from active_memory.store import planning
+
+    monkeypatch.setattr(planning, "IMPORT_CHUNK", 7)
+    consumed: list[str] = []
+
+    def stream() -> Iterator[Lesson]:
+        for lesson in repo_lessons(30):
+            consumed.append(lesson.id)
+            yield lesson
+
+    async with await SqliteStore.open(tmp_path / "lessons.sqlite3") as store:
+        report = await store.import_lessons(stream(), PERSON)
+        assert len(report.added) == 30 and len(consumed) == 30
+        assert len(await snapshot(store)) == 30
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("failure", ["duplicate", "raises"])
+async def test_a_streamed_import_that_fails_in_a_later_chunk_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    from active_memory.errors import InvalidMutation, InvalidRecord
+    from active_memory.store import planning
+
+    monkeypatch.setattr(planning, "IMPORT_CHUNK", 5)
+
+    def stream() -> Iterator[Lesson]:
+        lessons = repo_lessons(12)
+        yield from lessons
+        if failure == "duplicate":
+            yield lessons[1]  # L-2 again, two chunks later
+        else:
+            raise InvalidRecord("in.jsonl", "changed while it was imported", 13)
+
+    async with await SqliteStore.open(tmp_path / "lessons.sqlite3") as store:
+        await seed(store, repo_lessons(2, start=50))
+        before = await snapshot(store)
+        expected = InvalidMutation if failure == "duplicate" else InvalidRecord
+        with pytest.raises(expected):
+            await store.import_lessons(stream(), PERSON)
         assert await snapshot(store) == before

@@ -400,9 +400,13 @@ class PostgresStore:
         return reverted
 
     async def import_lessons(
-        self, records: Sequence[Lesson | Tombstone], author: Author
+        self, records: Iterable[Lesson | Tombstone], author: Author
     ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone.
+
+        `records` is held whole: the transaction may be run again after a deadlock.
+        """
+        records = list(records)
         check_distinct_records(records)
         return await self._in_write_transaction(self._import, records, author)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, NamedTuple, Protocol, runtime_checkable
 
@@ -169,9 +169,14 @@ class LessonStore(Protocol):
         ...
 
     async def import_lessons(
-        self, records: Sequence[Lesson | Tombstone], author: Author
+        self, records: Iterable[Lesson | Tombstone], author: Author
     ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone.
+
+        `records` may be a one-pass iterable (a file streamed as it is read): SQLite
+        consumes it in chunks inside the one transaction, so an import's memory does not
+        grow with the file; PostgreSQL holds it whole (its transaction may be retried).
+        """
         ...
 
     async def backup(self, destination: Path) -> None:

@@ -67,7 +67,9 @@ from active_memory.store.planning import (
     check_distinct_records,
     check_distinct_targets,
     check_revert,
+    chunks,
     create_count,
+    merge_reports,
     next_number_after,
     plan_import,
     plan_publish,
@@ -396,11 +398,26 @@ class SqliteStore:
         return reverted
 
     async def import_lessons(
-        self, records: Sequence[Lesson | Tombstone], author: Author
+        self, records: Iterable[Lesson | Tombstone], author: Author
     ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
-        check_distinct_records(records)
-        return await self._in_write_transaction(self._import, records, author)
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone.
+
+        `records` is consumed in chunks of `IMPORT_CHUNK` inside the one transaction: a
+        streamed file is never held whole.
+        """
+        if isinstance(records, Sequence):
+            check_distinct_records(records)  # before the lock, when it can be
+        return await self._in_write_transaction(self._import_chunks, records, author)
+
+    async def _import_chunks(
+        self, records: Iterable[Lesson | Tombstone], author: Author
+    ) -> ImportReport:
+        seen: set[str] = set()
+        parts = []
+        for first, chunk in chunks(records):
+            check_distinct_records(chunk, seen, first)
+            parts.append(await self._import(chunk, author, first))
+        return merge_reports(parts)
 
     async def _begin_immediate(self) -> None:
         """`BEGIN IMMEDIATE`, waiting for other writers until the caller's deadline (then
@@ -534,9 +551,11 @@ class SqliteStore:
         )
         await write_changes(self._conn, rows, self.location)
 
-    async def _import(self, records: Sequence[Lesson | Tombstone], author: Author) -> ImportReport:
+    async def _import(
+        self, records: Sequence[Lesson | Tombstone], author: Author, first: int = 1
+    ) -> ImportReport:
         current = await self._current(r.id for r in records)
-        rows, report = plan_import(records, current, author)
+        rows, report = plan_import(records, current, author, first)
         await write_changes(self._conn, rows, self.location)
         await self._bump_id_counter(records)
         return report
