@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve",
     "init",
     "skill",
+    "settings",
 )
 
 
@@ -86,6 +87,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     import os
 
     from active_memory.errors import ActiveMemoryError
+    from active_memory.settings import SettingsError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -95,6 +97,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     except ActiveMemoryError as exc:
         print(f"active-memory: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except SettingsError as exc:  # an invalid settings file met outside `load_settings`
+        print(f"active-memory: {exc}; fix the file or move it away", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("active-memory: interrupted", file=sys.stderr)
         return 130

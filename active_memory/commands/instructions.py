@@ -44,7 +44,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--budget-bytes",
         type=int,
         metavar="N",
-        help="bytes of lessons, framing included (default: $ACTIVE_MEMORY_BUDGET_BYTES, else 2048)",
+        help="bytes of lessons, framing included (default: the effective budgetBytes: "
+        "$ACTIVE_MEMORY_BUDGET_BYTES, else the settings files, else 2048; docs/settings.md)",
     )
     add_store_option(parser)
     add_json_option(parser)

@@ -42,7 +42,12 @@ class LedgerState:
 
 def ledger_path(context: RecallContext) -> str:
     """The ledger file of the context's provider session."""
-    return os.path.join(context.recall_dir, "sessions", safe_name(context.session) + ".ledger")
+    return ledger_path_for(context.recall_dir, context.session)
+
+
+def ledger_path_for(recall_dir: str, session: str) -> str:
+    """The ledger file of provider session `session` under `recall_dir`."""
+    return os.path.join(recall_dir, "sessions", safe_name(session) + ".ledger")
 
 
 def read_state(path: str) -> LedgerState:
@@ -83,11 +88,13 @@ def admit(
         state = read_state(path)
         admitted, skipped, text, left, cost = _decide(context, state, hits, floor)
         if admitted:
+            # Deliveries first, still under the lock: a crash before the ledger is
+            # replaced leaves a delivery line too many (read back once), never a card
+            # the session saw without its delivery evidence (records.py).
+            record_deliveries(context, admitted)
             state.spent += cost
             state.delivered.update((hit.id, hit.revision) for hit in admitted)
             _write_state(path, context.session, state)
-            # Still under the lock, so the run record's deliveries follow the ledger.
-            record_deliveries(context, admitted)
     return admitted, skipped, text, left
 
 
