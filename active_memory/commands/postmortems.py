@@ -64,6 +64,7 @@ def _settle(journal: Any, store_option: str | None) -> None:
     if not journal.interrupted():
         return
     import sys
+    from concurrent.futures import ThreadPoolExecutor
 
     import anyio
 
@@ -76,7 +77,10 @@ def _settle(journal: Any, store_option: str | None) -> None:
             await settle(journal, store)
 
     try:
-        anyio.run(job)
+        # Its own thread and event loop: callers may already run one (the run controller
+        # or a test calling the command in-process).
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(anyio.run, job).result()
     except StoreMissing:
         return
     except StoreError as exc:
