@@ -226,3 +226,15 @@ def test_a_hostile_model_answer_is_a_not_json_problem_never_an_exception(answer:
     value, problem = decode_answer(answer)
     assert value is None and problem is not None
     assert problem.kind == "not_json"
+
+
+def test_a_settings_file_that_is_a_fifo_or_too_deep_is_a_settings_error(tmp_path: Path) -> None:
+    from active_memory.settings import SettingsError, _parse
+
+    pipe = fifo(tmp_path / "settings.toml")
+    with pytest.raises(SettingsError, match="is a FIFO"):
+        _parse(str(pipe))
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 3000 + "]" * 3000 + "\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match="nested too deeply"):
+        _parse(str(deep))
