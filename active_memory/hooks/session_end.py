@@ -113,9 +113,15 @@ def main(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> int:
     """Read the payload from stdin and enqueue it; always 0 (errors are logged)."""
     import sys
 
+    import contextlib
+    import io
+
     environment = os.environ if env is None else env
     try:
-        respond(arguments, sys.stdin.buffer.read(), environment)
+        # A hook says nothing on stderr (the harness may show it): notes the store prints
+        # for a person (private.py: a store file's permissions narrowed) are dropped here.
+        with contextlib.redirect_stderr(io.StringIO()):
+            respond(arguments, sys.stdin.buffer.read(), environment)
     except BaseException as exc:  # a hook must never fail the session
         from active_memory.hooks.command import log_error
 
