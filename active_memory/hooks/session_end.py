@@ -111,10 +111,9 @@ def respond(arguments: Sequence[str], data: bytes, env: Mapping[str, str]) -> No
 
 def main(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> int:
     """Read the payload from stdin and enqueue it; always 0 (errors are logged)."""
-    import sys
-
     import contextlib
     import io
+    import sys
 
     environment = os.environ if env is None else env
     try:
