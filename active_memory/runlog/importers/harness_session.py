@@ -29,10 +29,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from active_memory.errors import InvalidRecord
+# The recall modules are imported here, not inside the functions: the queue's worker
+# imports sessions in worker threads, and two threads importing the `recall` package
+# lazily at once can meet a partially initialised module (its __init__ is circular).
+from active_memory.errors import InvalidRecord, UsageError
+from active_memory.recall.environment import find_checkout_root, state_dir
+from active_memory.recall.ledger import ledger_path_for
+from active_memory.recall.records import has_records, read_deliveries, read_receipts
 from active_memory.runlog.importers.common import ImportResult, checked
+from active_memory.runlog.importers.privacy import apply_exclusion
 from active_memory.runlog.importers.session import agent_node
 from active_memory.runlog.record import RunRecord, parse_run_record
+from active_memory.settings import SettingsError, effective_settings
 
 Harness = Literal["claude", "codex"]
 
@@ -90,11 +98,6 @@ def exclude_paths(
     """`data` without the paths the `exclude` setting of its checkout names (privacy.py),
     and the counts for the import report. Raises `UsageError` for an invalid settings
     file: a record is never imported past an exclusion nobody could read."""
-    from active_memory.errors import UsageError
-    from active_memory.recall.environment import find_checkout_root
-    from active_memory.runlog.importers.privacy import apply_exclusion
-    from active_memory.settings import SettingsError, effective_settings
-
     checkout = (data.get("repository") or {}).get("checkout")
     root = find_checkout_root(checkout) if isinstance(checkout, str) and checkout else None
     try:
@@ -115,10 +118,6 @@ def join_hook_records(
 ) -> dict[str, Any]:
     """`record` (a session's run record as built by its importer) joined with its hooks'
     receipts and deliveries; validated and bounded like every imported record."""
-    from active_memory.recall.environment import state_dir
-    from active_memory.recall.ledger import ledger_path_for
-    from active_memory.recall.records import has_records, read_deliveries, read_receipts
-
     environment = os.environ if env is None else env
     session = session_id or session_of(record, harness)
     data = dict(record)
