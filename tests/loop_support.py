@@ -73,6 +73,9 @@ class LoopModel:
     """The fake model's answers: the sessions' agent and the specialists."""
 
     repo: Path
+    # How session 1's model requests fail: a hang (Claude Code times out after
+    # API_TIMEOUT_MS) or an HTTP error naming a time-out (codex, no retries).
+    failure: Turn = field(default_factory=lambda: text("never sent", hang=True))
     hang_sessions: set[int] = field(default_factory=lambda: {1})
     read_in_sessions: set[int] = field(default_factory=lambda: {2, 3})
     lesson_ids: list[str] = field(default_factory=list)
@@ -87,8 +90,10 @@ class LoopModel:
             return None
         number = int(session.group(1))
         if number in self.hang_sessions:
-            return text("never sent", hang=True)
+            return self.failure
         if number in self.read_in_sessions and not request.tool_results():
+            if "exec_command" in request.tool_names():
+                return tool("exec_command", {"cmd": f"cat {SCHEMA_FILE}"})
             return tool("Read", {"file_path": str(self.repo / SCHEMA_FILE)})
         return text(f"Session {number} done.")
 
