@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest import needs_zeroshot_fixtures
 from run_builder import ZEROSHOT, all_of, any_of, error_guard, graph, par, seq, step, verdict_guard
 
 from active_memory.runlog.canonical import (
@@ -23,20 +22,17 @@ BASE_PATH = ZEROSHOT / "canonical/base.json"
 BASE = json.loads(BASE_PATH.read_text()) if BASE_PATH.exists() else {}
 
 
-@needs_zeroshot_fixtures
 def test_base_vector_canonical_bytes_match_byte_for_byte() -> None:
     expected = (ZEROSHOT / "canonical/base.canonical.json").read_bytes()
     assert canonical_graph_bytes(BASE) == expected
 
 
-@needs_zeroshot_fixtures
 def test_base_vector_hash_matches_the_recorded_sha256() -> None:
     expected = (ZEROSHOT / "canonical/base.sha256").read_text().strip()
     assert graph_hash(BASE) == expected
     assert graph_hash(Graph.from_json(BASE)) == expected
 
 
-@needs_zeroshot_fixtures
 def test_a_plain_sorted_dump_does_not_reproduce_the_vector() -> None:
     plain = json.dumps(BASE, sort_keys=True, separators=(",", ":")).encode()
     assert hashlib.sha256(plain).hexdigest() != graph_hash(BASE)
@@ -134,7 +130,6 @@ def test_a_lone_surrogate_is_refused() -> None:
         canonical_bytes("\ud800")
 
 
-@needs_zeroshot_fixtures
 @pytest.mark.parametrize(
     "name",
     sorted(p.name for p in (ZEROSHOT / "verifier").glob("*.json")),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ZEROSHOT_FIXTURES, needs_zeroshot_fixtures
+from conftest import ZEROSHOT_FIXTURES
 
 from active_memory.cli import main
 from active_memory.config import (
@@ -24,8 +24,7 @@ from active_memory.errors import ConfigError, InvalidRecord, UsageError
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config.example.json"
 SOFTWARE_CHANGE = ROOT / "software-change.graph.json"
-SHARED = ZEROSHOT_FIXTURES
-needs_shared = needs_zeroshot_fixtures
+ZEROSHOT = ZEROSHOT_FIXTURES
 
 
 def example() -> dict[str, Any]:
@@ -47,8 +46,8 @@ def software_change() -> Any:
     return parse_graph(json.loads(SOFTWARE_CHANGE.read_text()), str(SOFTWARE_CHANGE))
 
 
-def shared_graph(name: str) -> Any:
-    path = SHARED / name
+def zeroshot_graph(name: str) -> Any:
+    path = ZEROSHOT / name
     return parse_graph(json.loads(path.read_text()), str(path))
 
 
@@ -499,35 +498,31 @@ def test_verifier_is_chosen_only_when_no_step_has_an_agent_binding() -> None:
     )
 
 
-@needs_shared
 def test_step_is_preferred_over_an_earlier_verifier_in_a_real_graph() -> None:
     """nested-structural-folds: `verify` (verifier) precedes `peer` (step) in graph order."""
-    graph = shared_graph("verifier/nested-structural-folds.json")
+    graph = zeroshot_graph("verifier/nested-structural-folds.json")
     settings = parse_runtime_settings(minimal(verify=agent("a"), peer=agent("b")))
     lane = resolve_lane(settings, graph)
     assert lane is not None
     assert (lane.source_node, lane.model, lane.chosen_by) == ("peer", "b", "first_step")
 
 
-@needs_shared
 def test_first_verifier_in_a_real_graph_when_no_step_is_bound() -> None:
-    graph = shared_graph("verifier/nested-structural-folds.json")
+    graph = zeroshot_graph("verifier/nested-structural-folds.json")
     lane = resolve_lane(parse_runtime_settings(minimal(verify=agent("a"))), graph)
     assert lane is not None
     assert (lane.source_node, lane.source_kind) == ("verify", "verifier")
 
 
-@needs_shared
 def test_first_step_in_graph_order_among_parallel_branches() -> None:
-    graph = shared_graph("verifier/join-all.json")  # par branches: left, right
+    graph = zeroshot_graph("verifier/join-all.json")  # par branches: left, right
     lane = resolve_lane(parse_runtime_settings(minimal(right=agent("r"), left=agent("l"))), graph)
     assert lane is not None
     assert lane.source_node == "left"
 
 
-@needs_shared
 def test_single_worker_graph_resolves_its_worker() -> None:
-    graph = shared_graph("graph/single-worker.json")
+    graph = zeroshot_graph("graph/single-worker.json")
     lane = resolve_lane(parse_runtime_settings(minimal(worker=agent())), graph)
     assert lane is not None
     assert (lane.source_node, lane.chosen_by) == ("worker", "first_step")
@@ -553,9 +548,8 @@ def test_source_node_naming_a_non_executable_node_is_an_error(name: str, kind: s
     )
 
 
-@needs_shared
 def test_source_node_naming_a_loop_or_map_of_a_real_graph_is_an_error() -> None:
-    graph = shared_graph("graph/full-all-nodes.json")
+    graph = zeroshot_graph("graph/full-all-nodes.json")
     settings = minimal(work=agent())
     for name, kind in (("repeat", "loop"), ("each", "map"), ("root", "seq")):
         error = lane_error(with_postmortem(copy.deepcopy(settings), sourceNode=name), graph)
@@ -587,9 +581,8 @@ def test_no_eligible_node_is_an_error() -> None:
     assert "no step or verifier of the graph has an agent binding" in str(error)
 
 
-@needs_shared
 def test_graph_without_executables_has_no_eligible_node() -> None:
-    error = lane_error(minimal(), shared_graph("graph/compiled-ir.json"))
+    error = lane_error(minimal(), zeroshot_graph("graph/compiled-ir.json"))
     assert "no step or verifier of the graph has an agent binding" in str(error)
 
 

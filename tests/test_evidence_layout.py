@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest import needs_zeroshot_fixtures
 from run_builder import (
     ZEROSHOT,
     choice,
@@ -45,7 +44,6 @@ def test_the_software_change_review_loop_is_supported() -> None:
     assert layout.body_prefix == ()
 
 
-@needs_zeroshot_fixtures
 @pytest.mark.parametrize(
     ("fixture", "loop", "problem"),
     [

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_zeroshot_fixtures
 from pydantic import ValidationError
 from run_builder import ZEROSHOT, software_change
 
@@ -33,8 +32,6 @@ from active_memory.runlog.graph import (
 
 def _real_graphs() -> list[tuple[str, dict[str, Any]]]:
     found: list[tuple[str, dict[str, Any]]] = []
-    if not ZEROSHOT.is_dir():
-        return found
     for path in sorted((ZEROSHOT / "graph").glob("*.json")):
         found.append((path.name, json.loads(path.read_text())))
     found.append(
@@ -50,12 +47,10 @@ def _real_graphs() -> list[tuple[str, dict[str, Any]]]:
 REAL_GRAPHS = _real_graphs()
 
 
-@needs_zeroshot_fixtures
-def test_the_shared_fixtures_are_present() -> None:
+def test_the_zeroshot_fixtures_are_present() -> None:
     assert len(REAL_GRAPHS) >= 16
 
 
-@needs_zeroshot_fixtures
 @pytest.mark.parametrize(("name", "data"), REAL_GRAPHS, ids=[n for n, _ in REAL_GRAPHS])
 def test_every_real_zeroshot_graph_parses_and_round_trips(name: str, data: dict[str, Any]) -> None:
     graph = Graph.from_json(data)
@@ -63,7 +58,6 @@ def test_every_real_zeroshot_graph_parses_and_round_trips(name: str, data: dict[
     assert GraphIndex(graph).duplicates == ()
 
 
-@needs_zeroshot_fixtures
 def test_full_all_nodes_graph_has_every_node_kind_and_guard() -> None:
     data = json.loads((ZEROSHOT / "graph/full-all-nodes.json").read_text())
     graph = Graph.from_json(data)
@@ -163,7 +157,6 @@ def test_graph_index_reports_duplicate_node_names() -> None:
     assert GraphIndex(SeqNode.model_validate(data["root"])).duplicates == ("a",)
 
 
-@needs_zeroshot_fixtures
 def test_map_nodes_parse_with_their_selector() -> None:
     data = json.loads(Path(ZEROSHOT / "verifier/map-item-k-of-map.json").read_text())["graph"]
     maps = [n for n in nodes_in_order(Graph.from_json(data).root) if isinstance(n, MapNode)]

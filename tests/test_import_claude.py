@@ -33,8 +33,12 @@ def test_each_user_turn_is_one_visit_of_the_worker() -> None:
     assert run.run_id == f"claude-{SESSION}"
     record = run.record
     started = [e for e in record["events"] if e["event"]["kind"] == "node_started"]
-    assert [e["event"]["reference"]["execution"] for e in started] == ["1", "2", "3", "4"]
-    assert {e["event"]["reference"]["node"] for e in started} == {"worker"}
+    turns = [e for e in started if e["event"]["reference"]["node"] == "worker"]
+    assert [e["event"]["reference"]["execution"] for e in turns] == ["1", "2", "3", "4"]
+    # The inline sub-agent (isSidechain) runs as a node of its own, not as a turn.
+    assert [e["event"]["reference"]["node"] for e in started if e not in turns] == [
+        "worker/agent-u10"
+    ]
     assert record["title"] == "Fix the failing checkout test"
     assert record["runtime"]["harness"] == "claude"
     assert record["runtime"]["nodes"]["worker"]["model"] == "claude-sonnet-4-5-20250929"
@@ -85,7 +89,7 @@ def test_failed_and_timed_out_tool_calls_are_logged_on_their_turn() -> None:
 def test_malformed_lines_are_reported_and_skipped_never_fatal() -> None:
     result = import_transcript(FIXTURE)
     assert [(s.line, s.reason) for s in result.skipped] == [
-        (22, "not JSON: Expecting value at column 1"),
+        (22, "not JSON: Expecting value at column 47"),  # cut right after `:`
         (23, "not a JSON object"),
         (24, "assistant entry without a message object"),
     ]
@@ -118,7 +122,7 @@ def test_cli_reports_skipped_lines_on_stderr_and_in_json(
     document = json.loads(captured.out)
     assert document["runs"][0]["run_id"] == f"claude-{SESSION}"
     assert document["runs"][0]["path"] == str(tmp_path / f"claude-{SESSION}.run.json")
-    assert document["runs"][0]["events"] == 15
+    assert document["runs"][0]["events"] == 17  # 15 + the sub-agent's start and end
     assert {"line": 23, "reason": "not a JSON object"} in document["skipped"]
     assert "skipped line 23: not a JSON object" in captured.err
 

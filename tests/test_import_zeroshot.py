@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ZEROSHOT_FIXTURES, needs_zeroshot_fixtures
+from conftest import ZEROSHOT_FIXTURES
 
 from active_memory.cli import main
 from active_memory.errors import InvalidRecord
 from active_memory.runlog.importers.zeroshot import import_ledger
 from active_memory.runlog.record import ErrorOutcome, load_run_record
 
-SHARED = ZEROSHOT_FIXTURES / "canonical"
-pytestmark = needs_zeroshot_fixtures
+CANONICAL = ZEROSHOT_FIXTURES / "canonical"
 
 # Verbatim from zeroshot's SqliteRunLedger schema.
 SCHEMA = """
@@ -56,7 +55,7 @@ RUNTIME = {
 
 
 def _graph() -> dict[str, Any]:
-    graph: dict[str, Any] = json.loads((SHARED / "base.json").read_text())
+    graph: dict[str, Any] = json.loads((CANONICAL / "base.json").read_text())
     return graph
 
 
@@ -172,7 +171,7 @@ def test_finished_run_becomes_a_valid_run_record(ledger: Path) -> None:
 
 def test_graph_hash_is_the_canonical_hash_of_the_admitted_graph(ledger: Path) -> None:
     record = import_ledger(ledger).runs[0].record
-    assert record["graph"]["hash"] == (SHARED / "base.sha256").read_text().strip()
+    assert record["graph"]["hash"] == (CANONICAL / "base.sha256").read_text().strip()
     assert record["graph"]["ir"] == _graph()
 
 

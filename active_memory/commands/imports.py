@@ -70,10 +70,17 @@ def _import(args: argparse.Namespace) -> int:
         }
         for run, path in zip(result.runs, paths, strict=True)
     ]
+    # Session imports also report what the log held (docs/importers.md, "Import report").
+    for entry, run in zip(runs, result.runs, strict=True):
+        if run.report is not None:
+            entry["report"] = run.report
     if args.json:
         print_json({"runs": runs, "skipped": [s.to_json() for s in result.skipped]})
     else:
         _summary(runs, len(result.skipped))
+        for run in result.runs:
+            if run.summary:
+                print(f"{run.run_id}: {run.summary}")
     # Nothing written although something was there to read: the import failed.
     return 1 if not runs and result.skipped else 0
 

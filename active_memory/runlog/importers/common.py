@@ -20,6 +20,10 @@ class ImportedRun:
     run_id: str
     record: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    report: dict[str, Any] | None = None
+    """Session importers: what the log held (docs/importers.md, `import --json`)."""
+    summary: str | None = None
+    """Session importers: the report in one line for a person."""
 
     @property
     def events(self) -> int:

@@ -1,4 +1,9 @@
-"""Reading a session log line by line, and finding the repository a session worked in."""
+"""Reading a session log line by line, and finding the repository a session worked in.
+
+Session logs are read as a stream: one line in memory at a time, so a 150 MB transcript
+costs no more memory than a small one. A line longer than `MAX_LINE_BYTES` is skipped
+(reported) without being held whole: it is read past in chunks.
+"""
 
 from __future__ import annotations
 
@@ -11,38 +16,95 @@ from active_memory.checkout.git import GitFailed, NotACheckout, run_git, worktre
 from active_memory.errors import InvalidRecord
 from active_memory.runlog.importers.common import Skipped
 
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""A longer line (a tool result of many megabytes) is skipped and reported."""
+
+MAX_LISTED_LINES = 100
+"""Bad lines listed one by one per file; past that they are counted in one entry."""
+
+_CHUNK = 1024 * 1024
+
 
 def read_jsonl(path: str | Path, skipped: list[Skipped]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every JSON object line; bad lines go to `skipped`.
 
     Blank lines are ignored. A file that cannot be read at all is an `InvalidRecord`.
+    At most `MAX_LISTED_LINES` bad lines are listed; the rest are counted in one entry.
     """
     try:
-        with Path(path).open("rb") as handle:
-            yield from _entries(handle, skipped)
+        handle = Path(path).open("rb")  # noqa: SIM115 (closed in the finally below)
     except OSError as exc:
         raise InvalidRecord(
             str(path), f"cannot read the session log: {exc.strerror or exc}"
         ) from None
+    overflow = _Overflow()
+    try:
+        yield from _entries(handle, skipped, overflow)
+    except OSError as exc:
+        raise InvalidRecord(
+            str(path), f"cannot read the session log: {exc.strerror or exc}"
+        ) from None
+    finally:
+        handle.close()
+        if overflow.count:
+            skipped.append(Skipped(f"{overflow.count} more bad lines (not listed)"))
 
 
-def _entries(handle: BinaryIO, skipped: list[Skipped]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, raw in enumerate(handle, start=1):
+class _Overflow:
+    __slots__ = ("count", "listed")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.listed = 0
+
+
+def _skip(skipped: list[Skipped], overflow: _Overflow, reason: str, number: int) -> None:
+    if overflow.listed < MAX_LISTED_LINES:
+        overflow.listed += 1
+        skipped.append(Skipped(reason, line=number))
+    else:
+        overflow.count += 1
+
+
+def _lines(handle: BinaryIO) -> Iterator[bytes | None]:
+    """Each line without its ending; None for a line longer than `MAX_LINE_BYTES`."""
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            # Read past the rest of the over-long line without keeping it.
+            while (rest := handle.readline(_CHUNK)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+            continue
+        yield raw.rstrip(b"\r\n")
+
+
+def _entries(
+    handle: BinaryIO, skipped: list[Skipped], overflow: _Overflow
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, raw in enumerate(_lines(handle), start=1):
+        if raw is None:
+            _skip(skipped, overflow, f"line longer than {MAX_LINE_BYTES} bytes", number)
+            continue
         if not raw.strip():
             continue
         try:
+            # The line ending is stripped first: a line cut right after `:` or `,` is then
+            # reported at its real column, not at column 1 of a phantom next line.
             entry = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
-            skipped.append(Skipped("not UTF-8 text", line=number))
+            _skip(skipped, overflow, "not UTF-8 text", number)
             continue
         except json.JSONDecodeError as exc:
-            skipped.append(Skipped(f"not JSON: {exc.msg} at column {exc.colno}", line=number))
+            _skip(skipped, overflow, f"not JSON: {exc.msg} at column {exc.colno}", number)
             continue
         except RecursionError:
-            skipped.append(Skipped("JSON nested too deeply", line=number))
+            _skip(skipped, overflow, "JSON nested too deeply", number)
             continue
         if not isinstance(entry, dict):
-            skipped.append(Skipped("not a JSON object", line=number))
+            _skip(skipped, overflow, "not a JSON object", number)
             continue
         yield number, entry
 

@@ -2,15 +2,21 @@
 
 Mapping (see docs/importers.md):
 
-- each user turn is one visit (execution) of node `worker`: `node_started` at the prompt;
-- a turn that ends normally settles `verified`;
+- each prompt typed is one visit (execution) of node `worker`: `node_started` at it;
+- a turn that ends with an answer settles `verified`; one that never got its answer
+  (the log stops, a new prompt comes first, Codex wrote no `task_complete`) is
+  interrupted: no outcome, never `verified`;
 - a turn that ends on an API error settles `error` with code `timeout` when the error
   says it timed out, `crash` for a provider failure (5xx, overloaded, connection lost),
   `refusal`/`authentication_required` for a login failure; other errors (rate or usage
   limits, bad requests) leave the visit without an outcome, which is never evidence;
 - a turn interrupted by the user has no outcome either, unless the tool call it ended on
   had timed out (then `timeout`): an interruption is the user's decision, not a failure;
-- tool calls become receipts; failed and timed-out tool calls become `safe_log` lines.
+- tool calls become receipts; failed and timed-out tool calls become `safe_log` lines
+  quoting the error;
+- a sub-agent's run is a visit of a node of its own, `worker/agent-<id>`, with its own
+  outcome, receipts and lines;
+- event times never go backwards (an earlier time keeps the previous event's time).
 
 The run's outcome is that of its last turn: verified → `succeeded`, interrupted →
 `cancelled`, anything else → `failed`.
@@ -19,8 +25,11 @@ The run's outcome is that of its last turn: verified → `succeeded`, interrupte
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
+from collections import Counter, deque
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from active_memory.runlog.canonical import graph_hash
@@ -32,7 +41,8 @@ from active_memory.runlog.importers.common import (
     namespace_from_remote,
     trim,
 )
-from active_memory.runlog.receipts import relative_path
+from active_memory.runlog.importers.report import ImportReport
+from active_memory.runlog.receipts import KEPT_FIRST, MAX_RECEIPTS, relative_path
 from active_memory.runlog.record import RUN_SCHEMA
 
 WORKER = "worker"
@@ -90,6 +100,32 @@ def classify_error(text: str, flag: str | None = None) -> Ending:
     return "unknown"
 
 
+# A line that names an error outright, then one that only suggests a failure.
+_ERROR_NAMED = re.compile(
+    r"\b\w*(?:Error|Exception)\b|^\s*(?:E\s+)?error\b|panic|fatal|denied|no such file|"
+    r"not found|cannot|unable to",
+    re.I,
+)
+_FAILURE_HINT = re.compile(r"fail|invalid|refused|abort", re.I)
+
+
+def error_line(body: str) -> str:
+    """The line of a tool's output that best quotes its error: the last line that names
+    an error (a traceback's final line), else the last that hints at a failure (a test
+    summary), else the last line."""
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    for pattern in (_ERROR_NAMED, _FAILURE_HINT):
+        found = [x for x in lines if pattern.search(x) and not x.startswith("Traceback")]
+        if found:
+            return found[-1]
+    return lines[-1] if lines else ""
+
+
+def agent_node(agent_id: str) -> str:
+    """The node a sub-agent's calls are attributed to: `worker/agent-<id>`."""
+    return f"{WORKER}/agent-{agent_id}"
+
+
 def glob_prefix(pattern: str) -> str | None:
     """The literal path a glob pattern starts from (`src/**/*.ts` → `src`), if any."""
     parts: list[str] = []
@@ -114,26 +150,42 @@ def cd_targets(command: str) -> list[str]:
     for index, token in enumerate(tokens):
         if at_start and token == "cd" and index + 1 < len(tokens):
             target = tokens[index + 1]
-            if target not in ("&&", "||", ";", "|", "-") and not target.startswith("~"):
+            # `cd ~/x` is kept: the receipt then drops (and counts) the home path.
+            if target not in ("&&", "||", ";", "|", "-"):
                 targets.append(target)
         at_start = token in ("&&", "||", ";", "|", "(")
     return targets
 
 
+MAX_LOG_LINES = 2000
+"""`safe_log` lines kept per run (failed tools, abnormal endings); the rest are counted."""
+
+_HOME_PREFIXES = ("~", "$HOME", "${HOME}", "%USERPROFILE%", "$env:USERPROFILE")
+
+
 @dataclass(slots=True)
-class _Turn:
-    number: int
+class _Visit:
+    """One execution: a user turn of `worker`, or one run of a sub-agent."""
+
+    node: str
+    execution: str
     at: str | None
     ending: Ending | None = None
     detail: str = ""
     last_tool_timed_out: bool = False
     final_text: str | None = None
     last_at: str | None = None
+    answered: bool = False
 
 
 @dataclass(slots=True)
 class SessionRun:
-    """Accumulates one session's turns, tool calls and notes, then builds the record."""
+    """Accumulates one session's turns, tool calls and notes, then builds the record.
+
+    Memory stays bounded while a log streams through: receipts keep the first
+    `KEPT_FIRST` and a window of the latest (SPEC §3), `safe_log` lines stop at
+    `MAX_LOG_LINES`; what is dropped is counted in `report`.
+    """
 
     harness: str
     run_id: str
@@ -147,12 +199,23 @@ class SessionRun:
     title: str | None = None
     first_at: str | None = None
     last_at: str | None = None
+    explicit_answers: bool = False
+    """True when the log says when a turn is complete (Codex `task_complete`): only
+    `answered()` then marks a turn answered, agent text alone does not."""
+    report: ImportReport = field(default_factory=ImportReport)
     _pending: list[dict[str, Any]] = field(default_factory=list)
-    _receipts: list[dict[str, Any]] = field(default_factory=list)
+    _receipts_first: list[dict[str, Any]] = field(default_factory=list)
+    _receipts_latest: deque[dict[str, Any]] = field(
+        default_factory=lambda: deque(maxlen=MAX_RECEIPTS - KEPT_FIRST)
+    )
     _completions: dict[str, str] = field(default_factory=dict)
-    _turn: _Turn | None = None
+    _turn: _Visit | None = None
+    _agents: dict[str, _Visit] = field(default_factory=dict)
+    _agent_runs: Counter[str] = field(default_factory=Counter)
     _turns: int = 0
     _last_ending: Ending | None = None
+    _clock: datetime | None = None
+    _logged: int = 0
 
     # --- reading -----------------------------------------------------------------
 
@@ -164,15 +227,22 @@ class SessionRun:
 
     def open_turn(self, at: str | None, prompt: str | None = None) -> None:
         """A user prompt: close the open turn and start the next visit of `worker`."""
-        self.close_turn()
+        self.close_turn("a new prompt came before the answer")
         self._turns += 1
-        self._turn = _Turn(self._turns, at, last_at=at)
+        self._turn = _Visit(WORKER, str(self._turns), at, last_at=at)
         if prompt and not self.title:
             first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
             self.title = first_line[:120] or None
-        self._event("node_started", at, self._started(self._turns))
+        self._event("node_started", at, self._started(self._turn))
 
-    def _current(self, at: str | None) -> _Turn:
+    @property
+    def in_turn(self) -> bool:
+        """Whether a turn is open."""
+        return self._turn is not None
+
+    def _current(self, at: str | None, agent: str | None = None) -> _Visit:
+        if agent is not None:
+            return self.agent(agent, at)
         # Tool calls before any prompt (a resumed session) belong to an implicit turn.
         if self._turn is None:
             self.open_turn(at)
@@ -181,57 +251,122 @@ class SessionRun:
         self._turn.last_at = at or self._turn.last_at
         return self._turn
 
-    def said(self, text: str, at: str | None) -> None:
-        """The agent produced text or a tool call: the turn goes on (an error did not end it)."""
-        turn = self._current(at)
-        if turn.ending in ("timeout", "crash", "refusal", "unknown"):
-            turn.ending, turn.detail = None, ""
-        turn.last_tool_timed_out = False
-        if text.strip():
-            turn.final_text = text
+    def agent(self, agent_id: str, at: str | None) -> _Visit:
+        """The open run of sub-agent `agent_id` (node `worker/agent-<id>`), started if new."""
+        visit = self._agents.get(agent_id)
+        if visit is None:
+            self._agent_runs[agent_id] += 1
+            runs = self._agent_runs[agent_id]
+            execution = f"agent-{agent_id}" + (f"-{runs}" if runs > 1 else "")
+            visit = _Visit(agent_node(agent_id), execution, at, last_at=at)
+            self._agents[agent_id] = visit
+            self._event("node_started", at, self._started(visit))
+        visit.last_at = at or visit.last_at
+        return visit
 
-    def tool_call(self, tool: str, at: str | None, paths: list[str], base: str | None) -> None:
+    def said(self, text: str, at: str | None, agent: str | None = None) -> None:
+        """The agent produced text or a tool call: the turn goes on (an error did not end it)."""
+        visit = self._current(at, agent)
+        if visit.ending in ("timeout", "crash", "refusal", "unknown"):
+            visit.ending, visit.detail = None, ""
+        visit.last_tool_timed_out = False
+        if text.strip():
+            visit.final_text = text
+            if not self.explicit_answers or agent is not None:
+                visit.answered = True
+
+    def answered(self, at: str | None, text: str | None = None) -> None:
+        """The log declares the open turn complete (Codex `task_complete`)."""
+        visit = self._current(at)
+        visit.answered = True
+        if text and text.strip():
+            visit.final_text = text
+
+    def tool_call(
+        self,
+        tool: str,
+        at: str | None,
+        paths: list[str],
+        base: str | None,
+        agent: str | None = None,
+    ) -> None:
         """One tool call: a receipt with its workspace paths (root-relative, outside dropped)."""
-        self._current(at)
+        visit = self._current(at, agent)
+        visit.answered = False  # the agent went on working: the answer is still to come
         kept: list[str] = []
         for raw in paths:
             relative = self.workspace_path(raw, base)
             if relative and relative not in kept:
                 kept.append(relative)
-        receipt: dict[str, Any] = {"node": WORKER, "tool": tool, "paths": kept[:MAX_PATHS_PER_TOOL]}
-        if at:
-            receipt["at"] = at
-        self._receipts.append(receipt)
+        receipt: dict[str, Any] = {
+            "node": visit.node,
+            "tool": tool,
+            "paths": kept[:MAX_PATHS_PER_TOOL],
+        }
+        stamped = self._stamp(at)
+        if stamped:
+            receipt["at"] = stamped
+        self.report.tool_calls[visit.node] += 1
+        if len(self._receipts_first) < KEPT_FIRST:
+            self._receipts_first.append(receipt)
+        else:
+            if len(self._receipts_latest) == self._receipts_latest.maxlen:
+                self.report.receipts_dropped += 1
+            self._receipts_latest.append(receipt)
 
-    def tool_failed(self, tool: str, at: str | None, *, timed_out: bool, detail: str) -> None:
+    def tool_failed(
+        self, tool: str, at: str | None, *, timed_out: bool, detail: str, agent: str | None = None
+    ) -> None:
         """A tool call that failed or timed out: a `safe_log` line on the turn."""
-        turn = self._current(at)
-        turn.last_tool_timed_out = timed_out
+        visit = self._current(at, agent)
+        visit.last_tool_timed_out = timed_out
         what = "timed out" if timed_out else "failed"
         line = f"tool {tool} {what}" + (f": {detail}" if detail else "")
-        self._log(turn.number, at, "error", line[:500])
+        self._log(visit, at, "error", line[:500])
 
-    def tool_succeeded(self, at: str | None) -> None:
+    def tool_succeeded(self, at: str | None, agent: str | None = None) -> None:
         """A tool call that succeeded: the turn did not end on a timed-out tool."""
-        self._current(at).last_tool_timed_out = False
+        self._current(at, agent).last_tool_timed_out = False
 
-    def ended(self, ending: Ending, at: str | None, detail: str = "") -> None:
+    def ended(
+        self, ending: Ending, at: str | None, detail: str = "", agent: str | None = None
+    ) -> None:
         """The turn ended abnormally (API error, interruption), as the log shows it."""
-        turn = self._current(at)
-        if ending == "interrupted" and turn.last_tool_timed_out:
+        visit = self._current(at, agent)
+        if ending == "interrupted" and visit.last_tool_timed_out:
             ending, detail = "timeout", "interrupted after a tool call timed out"
-        turn.ending, turn.detail = ending, detail
-        self._log(turn.number, at, "system", f"turn {ending}" + (f": {detail}" if detail else ""))
+        visit.ending, visit.detail = ending, detail
+        self._log(visit, at, "system", f"turn {ending}" + (f": {detail}" if detail else ""))
 
-    def close_turn(self) -> None:
+    def close_agent(self, agent_id: str) -> None:
+        """Settle the open run of one sub-agent (its log ended, or its parent went on)."""
+        visit = self._agents.pop(agent_id, None)
+        if visit is not None:
+            self._settle(visit, "the sub-agent's log ends before its answer")
+
+    def close_agents(self) -> None:
+        """Settle every open sub-agent run."""
+        for agent_id in list(self._agents):
+            self.close_agent(agent_id)
+
+    def close_turn(self, unanswered: str = "the log ends before the turn's answer") -> None:
         """Settle the open turn, if any (see the module docstring for the mapping)."""
+        self.close_agents()
         turn, self._turn = self._turn, None
         if turn is None:
             return
-        ending: Ending = turn.ending or "verified"
-        self._last_ending = ending
-        if turn.final_text and ending != "interrupted":
-            self._completions[str(turn.number)] = trim(turn.final_text)
+        self._last_ending = self._settle(turn, unanswered)
+        self.report.turns[self._last_ending] += 1
+
+    def _settle(self, visit: _Visit, unanswered: str) -> Ending:
+        if visit.ending is None and not visit.answered:
+            # No answer in the log (cut off, interrupted without a marker, no
+            # `task_complete`): never `verified`; recorded as interrupted.
+            visit.ending, visit.detail = "interrupted", unanswered
+            self._log(visit, visit.last_at, "system", f"turn interrupted: {unanswered}")
+        ending: Ending = visit.ending or "verified"
+        if visit.final_text and ending != "interrupted":
+            self._completions[visit.execution] = trim(visit.final_text)
         outcome: dict[str, Any] | None
         if ending == "verified":
             outcome = {"status": "verified", "output": None}
@@ -242,19 +377,35 @@ class SessionRun:
         else:
             outcome = None  # interrupted or unclassified: no outcome, never evidence
         if outcome is not None:
-            completion = {"reference": self._reference(turn.number), "outcome": outcome}
-            self._event("node_completed", turn.last_at, {"completion": completion})
+            completion = {"reference": self._reference(visit), "outcome": outcome}
+            self._event("node_completed", visit.last_at, {"completion": completion})
+        return ending
 
     def workspace_path(self, raw: str, base: str | None) -> str | None:
-        """A tool's path argument, root-relative; None when outside the workspace."""
+        """A tool's path argument, root-relative; None (and counted) when outside the workspace.
+
+        `~`, `$HOME` and the like name the user's home, never the workspace: such paths
+        are dropped, as are absolute paths outside the root and `..` escapes.
+        """
         if not isinstance(raw, str) or not raw.strip():
             return None
         path = raw.strip()
-        if not path.startswith("/") and (base or self.cwd):
-            path = posixpath.join(base or self.cwd or "", path)
+        folder = base or self.cwd
+        if path.startswith(_HOME_PREFIXES) or (
+            not path.startswith("/") and folder and folder.startswith(_HOME_PREFIXES)
+        ):
+            self.report.paths_dropped["home"] += 1
+            return None
+        if not path.startswith("/") and folder:
+            path = posixpath.join(folder, path)
+        root = self.root or self.cwd
         if not path.startswith("/"):
-            return relative_path(path, None)
-        return relative_path(path, self.root or self.cwd)
+            relative = relative_path(path, None)
+        else:
+            relative = relative_path(path, root)
+        if relative is None and not (root and posixpath.normpath(path) == posixpath.normpath(root)):
+            self.report.paths_dropped["outside"] += 1  # the root itself names no file: not counted
+        return relative
 
     # --- building ----------------------------------------------------------------
 
@@ -269,17 +420,18 @@ class SessionRun:
         outcome = {"verified": "succeeded", "interrupted": "cancelled"}.get(
             self._last_ending or "verified", "failed"
         )
-        events = [{"sequence": 1, "event": {"kind": "run_started"}}]
-        if self.first_at:
-            events[0]["at"] = self.first_at
+        events: list[dict[str, Any]] = [{"sequence": 1, "event": {"kind": "run_started"}}]
+        started = _earliest(
+            self.first_at, next((e["at"] for e in self._pending if "at" in e), None)
+        )
+        if started:
+            events[0]["at"] = started
         for item in self._pending:
             events.append({"sequence": len(events) + 1, **item})
         terminal: dict[str, Any] = {
             "sequence": len(events) + 1,
             "event": {"kind": "terminal", "result": {"status": outcome, "output": None}},
         }
-        if self.last_at:
-            terminal["at"] = self.last_at
         events.append(terminal)
         graph = _session_graph()
         data: dict[str, Any] = {
@@ -302,9 +454,20 @@ class SessionRun:
             "runtime": self._runtime(),
             "events": events,
             "completions": self._completions,
-            "receipts": self._receipts,
+            "receipts": [*self._receipts_first, *self._receipts_latest],
         }
-        return ImportedRun(self.run_id, checked(data, source), notes)
+        if self.report.receipts_dropped:
+            data["receipts_dropped"] = self.report.receipts_dropped
+        if self.last_at:
+            terminal["at"] = self._stamp(self.last_at)
+        report = self.report.to_json()
+        return ImportedRun(
+            self.run_id,
+            checked(data, source),
+            notes,
+            report=report,
+            summary=self.report.summary(),
+        )
 
     def _repository(self) -> dict[str, Any]:
         root = self.root or self.cwd
@@ -327,25 +490,67 @@ class SessionRun:
             runtime["provider"] = self.provider
         return runtime
 
-    def _reference(self, number: int) -> dict[str, Any]:
-        return {"runId": self.run_id, "node": WORKER, "nodeInstance": "1", "execution": str(number)}
-
-    def _started(self, number: int) -> dict[str, Any]:
+    def _reference(self, visit: _Visit) -> dict[str, Any]:
         return {
-            "reference": self._reference(number),
-            "occurrence": {"node": WORKER, "mapIndices": []},
+            "runId": self.run_id,
+            "node": visit.node,
+            "nodeInstance": "1",
+            "execution": visit.execution,
+        }
+
+    def _started(self, visit: _Visit) -> dict[str, Any]:
+        return {
+            "reference": self._reference(visit),
+            "occurrence": {"node": visit.node, "mapIndices": []},
             "attempt": 1,
             "input": None,
         }
 
-    def _log(self, number: int, at: str | None, stream: str, line: str) -> None:
-        self._event("safe_log", at, {"execution": str(number), "stream": stream, "line": line})
+    def _log(self, visit: _Visit, at: str | None, stream: str, line: str) -> None:
+        if self._logged >= MAX_LOG_LINES:
+            self.report.log_lines_dropped += 1
+            return
+        self._logged += 1
+        body = {"execution": visit.execution, "stream": stream, "line": line}
+        self._event("safe_log", at, body)
+
+    def _stamp(self, at: str | None) -> str | None:
+        """`at`, or the latest time already used when `at` is earlier: times never go back."""
+        if not at:
+            return None
+        try:
+            moment = datetime.fromisoformat(at)
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        if self._clock is not None and moment < self._clock:
+            self.report.times_clamped += 1
+            return self._clock.isoformat().replace("+00:00", "Z")
+        self._clock = moment
+        return at
 
     def _event(self, kind: str, at: str | None, body: dict[str, Any]) -> None:
         item: dict[str, Any] = {"event": {"kind": kind, **body}}
-        if at:
-            item["at"] = at
+        stamped = self._stamp(at)
+        if stamped:
+            item["at"] = stamped
         self._pending.append(item)
+
+
+def _earliest(a: str | None, b: str | None) -> str | None:
+    """The earlier of two ISO times (either may be missing or unreadable)."""
+    if not a or not b:
+        return a or b
+    try:
+        first, second = datetime.fromisoformat(a), datetime.fromisoformat(b)
+        if first.tzinfo is None:
+            first = first.replace(tzinfo=UTC)
+        if second.tzinfo is None:
+            second = second.replace(tzinfo=UTC)
+    except ValueError:
+        return b
+    return a if first <= second else b
 
 
 def _owner_name(remote: str | None) -> str | None:
