@@ -166,15 +166,17 @@ class Harness:
         else:
             codex_config(Path(self.env["CODEX_HOME"]), self.server.openai_url, key_name=None)
 
-    def session(self, repo: Path, prompt: str, resume: str | None = None) -> dict[str, Any]:
+    def session(
+        self, repo: Path, prompt: str, resume: str | None = None, *flags: str
+    ) -> dict[str, Any]:
         """One non-interactive turn of the harness in `repo`; its final JSON result."""
         if self.name == "claude":
             argv = [str(self.binary), "-p", "--output-format", "json", "--model",
-                    "claude-sonnet-5"]  # fmt: skip
+                    "claude-sonnet-5", *flags]  # fmt: skip
             if resume is not None:
                 argv += ["--resume", resume]
         else:
-            argv = [str(self.binary), "exec", "--json", "--model", "gpt-5.1-codex"]
+            argv = [str(self.binary), "exec", "--json", "--model", "gpt-5.1-codex", *flags]
             if resume is not None:
                 argv += ["resume", resume]
             argv.append("-")
