@@ -32,7 +32,6 @@ LESSON_TEXT = (
 _SPECIALIST = re.compile(r"You are the (graph|repository) (discovery|maintenance) specialist")
 _EVIDENCE = re.compile(r"ev-tc-[0-9a-f]{12}")
 _SESSION = re.compile(r"SESSION-(\d+):")
-_LESSON_ID = re.compile(r"\bL-\d+\b")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -78,7 +77,8 @@ class LoopModel:
     failure: Turn = field(default_factory=lambda: text("never sent", hang=True))
     hang_sessions: set[int] = field(default_factory=lambda: {1})
     read_in_sessions: set[int] = field(default_factory=lambda: {2, 3})
-    lesson_ids: list[str] = field(default_factory=list)
+    lessons: dict[str, int] = field(default_factory=dict)  # published: ID -> revision
+    maintained: list[str] = field(default_factory=list)  # IDs maintenance was given
 
     def __call__(self, request: Received) -> Turn | None:
         dump = request.dump()
@@ -105,10 +105,11 @@ class LoopModel:
             return answer({"lessons": [lesson(evidence)]})
         if name == "graph_discovery":
             return answer({"lessons": []})
-        # Maintenance keeps every lesson it is given (their IDs are in its task).
-        ids = sorted(set(_LESSON_ID.findall(dump)))
-        self.lesson_ids.extend(ids)
-        return answer({"decisions": [keep(i, dump) for i in ids]})
+        # Maintenance keeps the lessons it is given; the test tells the fake model which
+        # lessons exist (their IDs and revisions), as a model reads them off its task.
+        given = {i: r for i, r in self.lessons.items() if f'{i}\\"' in dump or f'{i}"' in dump}
+        self.maintained.extend(given)
+        return answer({"decisions": [keep(i, r) for i, r in sorted(given.items())]})
 
 
 def lesson(evidence: list[str]) -> dict[str, Any]:
@@ -123,11 +124,10 @@ def lesson(evidence: list[str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def keep(lesson_id: str, dump: str) -> dict[str, Any]:
-    revision = re.search(rf'{lesson_id}[^0-9]+?"?revision\\?"?:\s*(\d+)', dump)
+def keep(lesson_id: str, revision: int) -> dict[str, Any]:
     return {
         "id": lesson_id,
-        "revision": int(revision.group(1)) if revision else 1,
+        "revision": revision,
         "action": "keep",
         "reason": "api/schema.json still feeds make api-client; the card was delivered "
         "before the edit and the tests did not hang again.",
