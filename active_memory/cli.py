@@ -29,11 +29,14 @@ COMMAND_MODULES: tuple[str, ...] = (
     "imports",
     "evidence",
     "postmortem",
+    "postmortems",
     "hook",
     "recall",
     "instructions",
     "serve",
     "init",
+    "skill",
+    "settings",
 )
 
 
@@ -56,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
     from active_memory.errors import ActiveMemoryError
+    from active_memory.settings import SettingsError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -65,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ActiveMemoryError as exc:
         print(f"active-memory: {exc}", file=sys.stderr)
         return exc.exit_code
+    except SettingsError as exc:  # an invalid settings file met outside `load_settings`
+        print(f"active-memory: {exc}; fix the file or move it away", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("active-memory: interrupted", file=sys.stderr)
         return 130

@@ -1,309 +1,449 @@
-"""Recall benchmark: match latency by snapshot size, and the hook process end to end.
+"""Recall benchmark: generations, matching bounded by the budget, the hook process, serve.
 
-    .venv/bin/python bench/recall_bench.py                 # 1k / 10k / 100k lessons
-    .venv/bin/python bench/recall_bench.py --sizes 1000 10000 --runs 60
+    .venv/bin/python bench/recall_bench.py                       # everything, 100k lessons
+    .venv/bin/python bench/recall_bench.py --sizes 1000 10000 --store-lessons 10000 --runs 10
 
-Prints figures with ratios to baselines measured in the same run (see bench/README.md,
-"Recall"). Never a timed test: nothing here fails a build.
+Two corpora, side by side:
+
+- `spread`: the old corpus, ten lessons per folder and per keyword group: every tool call
+  matches a handful of cards, whatever the size;
+- `hot`: what real repositories look like: 10% of the lessons filed under `src/`
+  itself, every keyword group sharing the popular term `checkout`, so one `Read` under
+  `src/` matches a tenth of the store and one search thousands of keyword groups.
+
+Figures (every one next to a baseline from the same run, as a ratio):
+
+1. in-process matching per tool call, resident generation, fresh 2 KB session: the
+   bounded walk (what hooks and `serve` do) against listing every match (the old way);
+2. hook processes over a real SQLite store of --store-lessons `hot` lessons: the first
+   call of a new run (pins the current generation) and a warm call, each as median wall
+   time and peak RSS against a bare `python -c pass`; the lean entry, pip's console
+   script and `python -m` side by side; the first call after a publish (an incremental
+   build in the hook) and with no generation at all (a complete build), once each;
+3. `serve` over the same store: round trips of matching calls of 32 runs (p50/p99) and
+   the server's RSS as runs are added.
+
+Never a timed test: nothing here fails a build.
 """
 
 from __future__ import annotations
 
 import argparse
-import compileall
+import http.client
 import json
 import os
+import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from active_memory.recall.environment import resolve_context  # noqa: E402
-from active_memory.recall.frame import render_card  # noqa: E402
+from active_memory.recall.frame import select  # noqa: E402
+from active_memory.recall.generation import build  # noqa: E402
 from active_memory.recall.harness import parse_payload  # noqa: E402
-from active_memory.recall.index import (  # noqa: E402
-    IndexCard,
-    SnapshotIndex,
-    build_index,
-    write_index,
-)
-from active_memory.recall.match import match  # noqa: E402
+from active_memory.recall.index import SnapshotIndex  # noqa: E402
+from active_memory.recall.match import iter_matches, match  # noqa: E402
 from active_memory.recall.signals import extract_signals  # noqa: E402
-from active_memory.recall.snapshot import repository_dir  # noqa: E402
 
 NAMESPACE = "repo:github.com/acme/api"
 ROOT = "/work/checkout"
-PER_GROUP = 10  # lessons sharing a folder or keyword group, whatever the total
+BUDGET = 2048
+RECOMMENDATION = "Run the generator before editing; the checked-in copy is derived. " * 3
 
 
-def lessons(count: int) -> list[IndexCard]:
-    """Realistic cards; each tool call below matches about the same few, at any size."""
-    cards = []
-    for n in range(count):
-        group = n // PER_GROUP
-        lesson_id = f"L-{n + 1}"
-        text = render_card(lesson_id, 1, f"Lesson {n} about module {group}",
-                           "Run the generator before editing; the checked-in copy is derived. "
-                           * 3)  # fmt: skip
-        cards.append(
-            IndexCard(
-                lesson_id,
-                1,
-                text,
-                files=[f"src/pkg{group}/mod{n}.py", f"tests/pkg{group}/test_mod{n}.py"],
-                folders=[f"src/pkg{group}"],
-                identifiers=[f"HandlerNumber{n}"],
-                keywords=[[f"alpha{group}", f"beta{group}"]],
-            )
-        )
-    return cards
+def associations(corpus: str, n: int) -> dict[str, Any]:
+    """One lesson's associations in `corpus`."""
+    if corpus == "spread":
+        group = n // 10
+        return {"files": [f"src/pkg{group}/mod{n}.py"], "folders": [f"src/pkg{group}"],
+                "identifiers": [f"HandlerNumber{n}"],
+                "keywords": [[f"alpha{group}", f"beta{group}"]]}  # fmt: skip
+    module = n % 500
+    return {"files": [f"src/mod{module}/file{n}.py"],
+            "folders": ["src"] if n % 10 == 0 else [f"src/mod{module}"],
+            "identifiers": [f"Handler{n}", "ApiClient"] if n % 100 == 0 else [f"Handler{n}"],
+            "keywords": [["checkout", f"term{n % 50}"]]}  # fmt: skip
 
 
-def tool_calls(count: int) -> list[dict[str, object]]:
-    """Claude Code and Codex payloads touching keys that exist at every size."""
-    last = min(count, 1000) - 1
-    patch = (
-        "*** Begin Patch\n"
-        f"*** Update File: src/pkg{last // PER_GROUP}/mod{last}.py\n@@\n-a\n+b\n"
-        "*** Add File: docs/new.md\n+x\n"
-        f"*** Delete File: tests/pkg3/test_mod31.py\n*** End Patch\n"
-    )
-    base = {"session_id": "bench", "cwd": ROOT, "hook_event_name": "PreToolUse"}
+def rows(corpus: str, count: int) -> list[tuple[Any, ...]]:
+    """Store change rows (store/changes.py shape) of `count` lessons."""
     return [
-        {**base, "tool_name": "Read", "tool_input": {"file_path": f"{ROOT}/src/pkg7/mod71.py"}},
-        {**base, "tool_name": "Bash",
-         "tool_input": {"command": "cd src/pkg12 && rg -n HandlerNumber123 . --glob '*.py'"}},
-        {**base, "tool_name": "Grep",
-         "tool_input": {"pattern": r"alpha42_beta42\(", "path": "src"}},
-        {**base, "tool_name": "apply_patch", "tool_input": {"command": patch}},
-        {**base, "tool_name": "Read", "tool_input": {"file_path": f"{ROOT}/README.md"}},
+        (f"L-{n + 1}", 1, "active", f"Lesson {n} about module {n % 500}", RECOMMENDATION,
+         json.dumps(associations(corpus, n)))
+        for n in range(count)
     ]  # fmt: skip
 
 
-def percentile(values: list[float], q: float) -> float:
+def tool_calls(corpus: str) -> list[dict[str, Any]]:
+    """Claude Code payloads; in `hot` the first three match thousands of cards."""
+    base = {"session_id": "bench", "cwd": ROOT, "hook_event_name": "PreToolUse"}
+    if corpus == "spread":
+        inputs = [("Read", {"file_path": f"{ROOT}/src/pkg7/mod71.py"}),
+                  ("Bash", {"command": "cd src/pkg12 && rg -n HandlerNumber123 ."}),
+                  ("Grep", {"pattern": r"alpha42_beta42\(", "path": "src"}),
+                  ("Read", {"file_path": f"{ROOT}/README.md"})]  # fmt: skip
+    else:
+        inputs = [("Read", {"file_path": f"{ROOT}/src/mod7/file7.py"}),
+                  ("Bash", {"command": "cd src && rg -n ApiClient ."}),
+                  ("Grep", {"pattern": "checkout_term3", "path": "docs"}),
+                  ("Read", {"file_path": f"{ROOT}/README.md"})]  # fmt: skip
+    return [{**base, "tool_name": tool, "tool_input": given} for tool, given in inputs]
+
+
+def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def bench_match(sizes: list[int], repeat: int) -> dict[int, tuple[float, float, float, int]]:
-    """Per size: p50 and p95 of match only, p50 of signals + match (µs), cards matched."""
-    results: dict[int, tuple[float, float, float, int]] = {}
-    for size in sizes:
-        index = SnapshotIndex.from_built(build_index(lessons(size)))
-        index.preload()
-        calls = [parse_payload("claude", payload) for payload in tool_calls(size)]
-        prepared = [extract_signals(call, ROOT) for call in calls]
-        matched = sum(len(match(index, signals)) for signals in prepared)
-        only: list[float] = []
-        full: list[float] = []
-        for _ in range(repeat):
-            for call, signals in zip(calls, prepared, strict=True):
-                start = time.perf_counter()
-                match(index, signals)
-                only.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                match(index, extract_signals(call, ROOT))
-                full.append(time.perf_counter() - start)
-        results[size] = (
-            percentile(only, 0.5) * 1e6,
-            percentile(only, 0.95) * 1e6,
-            percentile(full, 0.5) * 1e6,
-            matched,
-        )
-    return results
-
-
-def prepare_hook_state(state: Path, checkout: Path, size: int) -> dict[str, str]:
-    """A frozen `size`-lesson snapshot for run `bench-run` (none for 0), and the env."""
-    (checkout / ".git").mkdir(parents=True)
-    (checkout / ".git" / "config").write_text(
-        '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', encoding="utf-8"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # cached bytecode, as an installed package has
-    env.update(
-        ZEROSHOT_STATE_DIR=str(state),
-        ACTIVE_MEMORY_RUN_ID="bench-run",
-        ACTIVE_MEMORY_STORE=str(state / "no-store.sqlite3"),
-    )
-    call = parse_payload("claude", {"tool_name": "Read", "tool_input": {}, "session_id": "x",
-                                    "cwd": str(checkout)})  # fmt: skip
-    folder = repository_dir(resolve_context(call, env))
-    assert folder is not None
-    if size:
-        write_index(build_index(lessons(size)), folder)
-    return env
-
-
-def bench_process(runs: int, size: int) -> dict[str, list[float]]:
-    """Wall time of a bare interpreter and of hook processes, interleaved."""
-    compileall.compile_dir(str(REPO / "active_memory"), quiet=1)
-    work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
-    try:
-        checkout = work / "api"
-        env = prepare_hook_state(work / "state", checkout, size)
-        payload = tool_calls(size)[1]
-        payload["cwd"] = str(checkout)
-        python = sys.executable
-        script = Path(python).with_name("active-memory-hook")
-        commands: dict[str, list[str]] = {
-            "python -c pass": [python, "-c", "pass"],
-            "hook: python -m active_memory.hooks.command": [
-                python, "-m", "active_memory.hooks.command", "claude"],
-            "hook: full CLI (active-memory hook claude)": [
-                python, "-c", "import sys; from active_memory.cli import main; "
-                "sys.exit(main(['hook', 'claude']))"],
-        }  # fmt: skip
-        if script.exists():
-            commands["hook: active-memory-hook (console script)"] = [str(script), "claude"]
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        counter = 0
-        for _ in range(runs):
-            for name, command in commands.items():
-                counter += 1
-                payload["session_id"] = f"session-{counter}"  # a fresh budget: cards delivered
-                data = json.dumps(payload).encode()
-                start = time.perf_counter()
-                done = subprocess.run(command, input=data, capture_output=True, env=env,
-                                      cwd=str(REPO), check=True)  # fmt: skip
-                times[name].append(time.perf_counter() - start)
-                if name != "python -c pass" and b"additionalContext" not in done.stdout:
-                    raise SystemExit(f"{name}: no card delivered: {done.stdout!r}")
-        log = work / "state" / "active-memory" / "recall" / "hook.log"
-        if log.exists():
-            raise SystemExit(f"the hook logged errors:\n{log.read_text()}")
-        return times
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def bench_formats(size: int, repeat: int = 100) -> list[tuple[str, float, int]]:
-    """Cost of loading what one lookup needs, by format: (name, µs per load, bytes)."""
-    import marshal
-    import pickle
-
-    built = build_index(lessons(size))
-    shard = built.key_shards[0]
-    as_lists = {key: list(value) for key, value in shard.items()}
-    whole: dict[str, object] = {}
-    for part in built.key_shards:
-        whole.update(part)
-    candidates: list[tuple[str, bytes, Callable[[bytes], object]]] = [
-        ("one key shard, marshal (chosen)", marshal.dumps(shard), marshal.loads),
-        ("one key shard, pickle", pickle.dumps(shard, protocol=5), pickle.loads),
-        ("one key shard, JSON", json.dumps(as_lists).encode(), json.loads),
-        ("whole key index, marshal (no shards)", marshal.dumps(whole), marshal.loads),
-    ]
-    results = []
-    for name, data, load in candidates:
-        rounds = []
-        for _ in range(5):  # the best of five rounds: what a load costs, not the noise
+def bench_matching(corpus: str, size: int, repeat: int, work: Path) -> dict[str, float]:
+    """p50/p99 µs of the bounded walk and of listing every match; cards matched."""
+    path = work / f"{corpus}-{size}.gen"
+    path.write_bytes(build(None, rows(corpus, size), {}, matched=True).to_bytes())
+    index = SnapshotIndex.open(str(path), mapped=True)
+    prepared = [extract_signals(parse_payload("claude", call), ROOT)
+                for call in tool_calls(corpus)]  # fmt: skip
+    matched = sum(len(match(index, signals)) for signals in prepared)  # warms the shards
+    # Two separate loops: interleaved, the listing's garbage would trigger collections
+    # that land in the bounded walk's samples.
+    bounded: list[float] = []
+    listed: list[float] = []
+    for _ in range(repeat):
+        for signals in prepared:
             start = time.perf_counter()
-            for _ in range(repeat):
-                load(data)
-            rounds.append((time.perf_counter() - start) / repeat * 1e6)
-        results.append((name, min(rounds), len(data)))
-    return results
+            select(iter_matches(index, signals), set(), BUDGET, floor=index.min_card)
+            bounded.append(time.perf_counter() - start)
+    for _ in range(max(1, repeat // 4)):
+        for signals in prepared:
+            start = time.perf_counter()
+            select(match(index, signals), set(), BUDGET)
+            listed.append(time.perf_counter() - start)
+    return {"p50": pct(bounded, 0.5) * 1e6, "p99": pct(bounded, 0.99) * 1e6,
+            "all_p50": pct(listed, 0.5) * 1e6, "all_p99": pct(listed, 0.99) * 1e6,
+            "matched": matched / len(prepared)}  # fmt: skip
 
 
-def bench_freeze(size: int) -> tuple[float, float]:
-    """A run's first call with `size` lessons in a real store: (hook seconds, bare seconds)."""
+def seed_store(path: Path, count: int) -> float:
+    """A SQLite store of `count` hot lessons; seconds it took."""
     import anyio
 
     from active_memory.lessons import Associations, Author, Card, CreateLesson, RepositoryScope
     from active_memory.store.sqlite import SqliteStore
 
-    work = Path(tempfile.mkdtemp(prefix="recall-freeze-"))
+    author = Author(specialist="bench")
+    scope = RepositoryScope(repository=NAMESPACE)
+    mutations = [
+        CreateLesson(scope=scope, author=author, card=Card(
+            title=f"Lesson {n} about module {n % 500}", recommendation=RECOMMENDATION,
+            associations=Associations(**associations("hot", n))))
+        for n in range(count)
+    ]  # fmt: skip
+
+    async def seed() -> None:
+        store = await SqliteStore.open(path)
+        try:
+            for start in range(0, count, 20_000):
+                await store.publish(mutations[start : start + 20_000])
+        finally:
+            await store.aclose()
+
+    began = time.perf_counter()
+    anyio.run(seed)
+    return time.perf_counter() - began
+
+
+def publish_more(path: Path, count: int, tag: str, state: Path | None = None) -> float:
+    """Publish `count` lessons; with `state`, through `open_store` as every command does
+    (which then refreshes that state dir's generations); seconds it took."""
+    import anyio
+
+    from active_memory.lessons import Associations, Author, Card, CreateLesson, RepositoryScope
+    from active_memory.store import open_store
+    from active_memory.store.sqlite import SqliteStore
+
+    async def seed() -> None:
+        if state is not None:
+            os.environ["ZEROSHOT_STATE_DIR"] = str(state)
+            async with open_store(str(path)) as opened:
+                await opened.publish(mutations())
+            return
+        store = await SqliteStore.open(path)
+        try:
+            await store.publish(mutations())
+        finally:
+            await store.aclose()
+
+    def mutations() -> list[CreateLesson]:
+        return [
+                CreateLesson(scope=RepositoryScope(repository=NAMESPACE),
+                             author=Author(specialist="bench"),
+                             card=Card(title=f"{tag} {n}", recommendation=RECOMMENDATION,
+                                       associations=Associations(folders=["src"])))
+                for n in range(count)
+            ]  # fmt: skip
+
+    began = time.perf_counter()
+    anyio.run(seed)
+    return time.perf_counter() - began
+
+
+# A small launcher process starts each measured process: a child's peak RSS counts the
+# memory of the process it was forked from, so forking from this (large) bench would
+# report the bench's size. The launcher is a bare interpreter, as is the baseline.
+LAUNCHER = """
+import base64, json, os, subprocess, sys, time
+job = json.loads(sys.stdin.read())
+start = time.perf_counter()
+child = subprocess.Popen(job["command"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=job["env"], cwd=job["cwd"])
+child.stdin.write(base64.b64decode(job["data"]))
+child.stdin.close()
+out = child.stdout.read()
+_, status, usage = os.wait4(child.pid, 0)
+elapsed = time.perf_counter() - start
+print(json.dumps({"seconds": elapsed, "rss": usage.ru_maxrss,
+                  "code": os.waitstatus_to_exitcode(status),
+                  "out": base64.b64encode(out).decode()}))
+"""
+
+
+def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[float, int, bytes]:
+    """Wall seconds, peak RSS (KiB) and stdout of one process, started by the launcher."""
+    import base64
+
+    job = {"command": command, "env": env, "cwd": str(REPO),
+           "data": base64.b64encode(data).decode()}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", LAUNCHER], input=json.dumps(job).encode(),
+                          capture_output=True, check=True)  # fmt: skip
+    result = json.loads(done.stdout)
+    if result["code"]:
+        raise SystemExit(f"{command}: exit {result['code']}")
+    return result["seconds"], result["rss"], base64.b64decode(result["out"])
+
+
+def bench_hooks(count: int, runs: int, work: Path) -> None:
+    from active_memory.hooks.lean import compile_hook_path, write_entry
+
+    compile_hook_path()
+    checkout = work / "api"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', encoding="utf-8"
+    )
+    store = work / "lessons.sqlite3"
+    print(f"\nseeding a SQLite store with {count:,} hot lessons: "
+          f"{seed_store(store, count):.1f} s")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(ZEROSHOT_STATE_DIR=str(work / "state"), ACTIVE_MEMORY_STORE=str(store))
+    payload = tool_calls("hot")[0]
+    payload["cwd"] = str(checkout)
+    payload["tool_input"] = {"file_path": str(checkout / "src/mod7/file7.py")}
+    python = sys.executable
+    lean = str(write_entry(work / "bin"))
+    module = [python, "-m", "active_memory.hooks.command", "claude"]
+    console = str(Path(python).with_name("active-memory-hook"))
+
+    def call(command: list[str], run: str, session: str) -> tuple[float, int]:
+        payload["session_id"] = session
+        seconds, rss, out = run_child(command, json.dumps(payload).encode(),
+                                      {**env, "ACTIVE_MEMORY_RUN_ID": run})  # fmt: skip
+        if b"additionalContext" not in out:
+            raise SystemExit(f"{command}: no card delivered: {out!r}")
+        return seconds, rss
+
+    bare = [run_child([python, "-c", "pass"], b"", env) for _ in range(runs)]
+    bare_s = statistics.median(b[0] for b in bare)
+    bare_rss = statistics.median(b[1] for b in bare) / 1024
+    print(f"  {'python -c pass (baseline)':<52} {bare_s * 1000:8.1f} ms {bare_rss:7.1f} MiB")
+
+    from active_memory.recall.generations import read_current, scope_dir
+    from active_memory.store.changes import ScopeKey
+
+    folder = scope_dir(str(work / "state" / "active-memory" / "recall"), str(store),
+                       ScopeKey("repository", repository=NAMESPACE))  # fmt: skip
+    payload["session_id"] = "cold"
+    began = time.perf_counter()
+    cold, cold_rss, out = run_child([lean, "claude"], json.dumps(payload).encode(),
+                                    {**env, "ACTIVE_MEMORY_RUN_ID": "cold"})  # fmt: skip
+    print(f"  {'first call, no generation yet (build detached)':<52} {cold * 1000:8.1f} ms "
+          f"{cold_rss / 1024:7.1f} MiB {cold / bare_s:7.1f} x bare  "
+          f"(answered {'a card' if b'additionalContext' in out else 'nothing'})")  # fmt: skip
+    while read_current(folder) is None:
+        time.sleep(0.05)
+    built = time.perf_counter() - began
+    print(f"  {'  the detached complete build, until CURRENT':<52} {built * 1000:8.1f} ms")
+    for name, command in (("lean entry", [lean, "claude"]),
+                          ("pip console script", [console, "claude"]),
+                          ("python -m", module)):  # fmt: skip
+        firsts = [call(command, f"{name}-first-{n}", f"{name}-f{n}") for n in range(runs)]
+        warms = [call(command, "warm", f"{name}-w{n}") for n in range(runs)]
+        for label, values in (("first call of a run", firsts), ("warm call", warms)):
+            median = statistics.median(v[0] for v in values)
+            rss = max(v[1] for v in values) / 1024
+            print(f"  {label + ', ' + name:<52} {median * 1000:8.1f} ms {rss:7.1f} MiB "
+                  f"{median / bare_s:7.2f} x bare")  # fmt: skip
+    after = []
+    for n in range(3):
+        publish_more(store, 10, f"Published {n}")
+        after.append(call([lean, "claude"], f"after-publish-{n}", f"after-{n}")[0])
+    median = statistics.median(after)
+    print(
+        f"  {'first call, 10 published bypassing the refresh':<52} {median * 1000:8.1f} ms"
+        f" {'':>11} {median / bare_s:7.1f} x bare  (incremental build in the hook)"
+    )
+    sessions, after = [], []
+    for n in range(3):
+        sessions.append(publish_more(store, 10, f"Refreshed {n}", state=work / "state"))
+        after.append(call([lean, "claude"], f"after-refresh-{n}", f"refresh-{n}")[0])
+    median = statistics.median(after)
+    print(f"  {'first call, 10 published through open_store':<52} {median * 1000:8.1f} ms"
+          f" {'':>11} {median / bare_s:7.1f} x bare  (the writer built it: "
+          f"publish + refresh {statistics.median(sessions) * 1000:.0f} ms)")  # fmt: skip
+    bench_serve(store, checkout, env, work)
+
+
+def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from active_memory.cli import run; run()", "serve", "--port",
+         "0", "--store", str(store)], env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        store_path = work / "lessons.sqlite3"
-        author = Author(specialist="bench")
-        mutations = [
-            CreateLesson(
-                scope=RepositoryScope(repository=NAMESPACE),
-                card=Card(
-                    title=f"Lesson {n}",
-                    recommendation="Run the generator before editing the derived copy.",
-                    associations=Associations(
-                        files=[f"src/pkg{n // PER_GROUP}/mod{n}.py"],
-                        identifiers=[f"HandlerNumber{n}"],
-                        keywords=[[f"alpha{n // PER_GROUP}", f"beta{n // PER_GROUP}"]],
-                    ),
-                ),
-                author=author,
-            )
-            for n in range(size)
-        ]
+        assert server.stderr is not None
+        banner = server.stderr.readline()
+        found = re.search(r"listening on http://127\.0\.0\.1:(\d+) ", banner)
+        if not found:
+            raise SystemExit(f"server did not start: {banner}")
+        token = (work / "state" / "active-memory" / "server.token").read_text().strip()
+        conn = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=120)
 
-        async def seed() -> None:
-            store = await SqliteStore.open(store_path)
-            try:
-                await store.publish(mutations)
-            finally:
-                await store.aclose()
+        def post(run: str, session: str, path: str) -> float:
+            body = json.dumps(
+                {
+                    "session_id": session,
+                    "cwd": str(checkout),
+                    "hook_event_name": "PreToolUse",
+                    "tool_name": "Read",
+                    "tool_input": {"file_path": str(checkout / path)},
+                }
+            ).encode()
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                       "X-Active-Memory-Env-ACTIVE_MEMORY_RUN_ID": run}  # fmt: skip
+            start = time.perf_counter()
+            conn.request("POST", "/active-memory/v1/hook/claude", body, headers)
+            answer = conn.getresponse().read()
+            if b"additionalContext" not in answer:
+                raise SystemExit(f"serve: no card: {answer!r}")
+            return time.perf_counter() - start
 
-        anyio.run(seed)
-        checkout = work / "api"
-        env = prepare_hook_state(work / "state", checkout, 0)
-        env.update(ACTIVE_MEMORY_RUN_ID="first-call", ACTIVE_MEMORY_STORE=str(store_path))
-        payload = tool_calls(size)[0]
-        payload["cwd"] = str(checkout)
-        payload["tool_input"] = {"file_path": str(checkout / "src/pkg7/mod71.py")}
-        script = Path(sys.executable).with_name("active-memory-hook")
-        command = [str(script), "claude"] if script.exists() else [
-            sys.executable, "-m", "active_memory.hooks.command", "claude"]  # fmt: skip
-        start = time.perf_counter()
-        done = subprocess.run(command, input=json.dumps(payload).encode(), capture_output=True,
-                              env=env, cwd=str(REPO), check=True)  # fmt: skip
-        hook = time.perf_counter() - start
-        if b"additionalContext" not in done.stdout:
-            raise SystemExit(f"first call delivered nothing: {done.stdout!r}")
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
-        return hook, time.perf_counter() - start
+        def health() -> float:
+            start = time.perf_counter()
+            conn.request("GET", "/active-memory/v1/health")
+            conn.getresponse().read()
+            return time.perf_counter() - start
+
+        def rss() -> float:
+            status = Path(f"/proc/{server.pid}/status").read_text()
+            return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+
+        print(f"\nserve over the same store ({'run count':>9}: RSS)")
+        firsts: list[float] = []
+        samples: list[float] = []
+        marks = {1, 8, 16, 32}
+        for run in range(32):
+            firsts.append(post(f"run-{run}", f"run-{run}-first", f"src/mod{run}/x.py"))
+            for n in range(40):
+                samples.append(post(f"run-{run}", f"run-{run}-s{n}", f"src/mod{n}/x.py"))
+            if run + 1 in marks:
+                print(f"  {run + 1:>9} runs: {rss():7.1f} MiB")
+        baseline = [health() for _ in range(400)]
+        print(f"  health (baseline)     p50 {pct(baseline, 0.5) * 1000:7.2f} ms   "
+              f"p99 {pct(baseline, 0.99) * 1000:7.2f} ms")  # fmt: skip
+        print(f"  first call of a run   p50 {pct(firsts, 0.5) * 1000:7.2f} ms   "
+              f"p99 {pct(firsts, 0.99) * 1000:7.2f} ms")  # fmt: skip
+        print(
+            f"  matching call         p50 {pct(samples, 0.5) * 1000:7.2f} ms   "
+            f"p99 {pct(samples, 0.99) * 1000:7.2f} ms   ({len(samples)} calls, 32 runs)"
+        )
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def sub_folder_calls(root: str, cwd: str) -> list[dict[str, object]]:
+    """Calls an agent makes from `cwd` inside a real checkout: relative paths that name a
+    file from the working directory, from the root only, or not at all."""
+    base = {"session_id": "bench", "cwd": cwd, "hook_event_name": "PreToolUse"}
+    return [
+        {**base, "tool_name": "Read", "tool_input": {"file_path": "pkg7/mod71.py"}},
+        {**base, "tool_name": "Read", "tool_input": {"file_path": "src/pkg7/mod71.py:40"}},
+        {**base, "tool_name": "Bash",
+         "tool_input": {"command": "pytest tests/pkg3/test_mod31.py::test_one -q"}},
+        {**base, "tool_name": "Write", "tool_input": {"file_path": "pkg9/new.py"}},
+        {**base, "tool_name": "Read", "tool_input": {"file_path": f"{root}/README.md"}},
+    ]  # fmt: skip
+
+
+def bench_signals(repeat: int) -> list[tuple[str, float]]:
+    """p50 µs of reading the signals of five calls, from the root and from `src/`."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = os.path.join(folder, "checkout")
+        for name in ("src/pkg7/mod71.py", "tests/pkg3/test_mod31.py", "README.md"):
+            os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+            Path(root, name).write_text("x\n")
+        figures = []
+        for label, cwd in (("cwd = root", root), ("cwd = root/src", os.path.join(root, "src"))):
+            calls = [parse_payload("claude", p) for p in sub_folder_calls(root, cwd)]
+            times: list[float] = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                for call in calls:
+                    extract_signals(call, root)
+                times.append(time.perf_counter() - start)
+            figures.append((label, pct(times, 0.5) * 1e6))
+    return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
-    parser.add_argument("--repeat", type=int, default=400, help="match rounds per size")
-    parser.add_argument("--runs", type=int, default=40, help="processes per command")
-    parser.add_argument("--hook-lessons", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=200, help="match rounds per size")
+    parser.add_argument("--store-lessons", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=15, help="processes per command")
+    parser.add_argument(
+        "--signals-only", action="store_true", help="only the signals from a sub-folder"
+    )
     args = parser.parse_args()
-
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
-    print("\nin-process match per tool call (resident index, 5 realistic calls)")
-    print(f"  {'lessons':>8} {'p50 µs':>8} {'p95 µs':>8} {'+signals p50 µs':>16} "
-          f"{'cards':>6} {'p50 / p50@first':>16}")  # fmt: skip
-    results = bench_match(args.sizes, args.repeat)
-    first = results[args.sizes[0]][0]
-    for size, (p50, p95, full, matched) in results.items():
-        print(f"  {size:>8,} {p50:>8.1f} {p95:>8.1f} {full:>16.1f} {matched:>6} "
-              f"{p50 / first:>16.2f}")  # fmt: skip
-
-    print(f"\nloading what one lookup needs ({args.hook_lessons:,} lessons, best of 5)")
-    for name, micros, size in bench_formats(args.hook_lessons):
-        print(f"  {name:<46} {micros:9.1f} µs {size:>10,} bytes")
-
-    print(f"\nhook process end to end ({args.hook_lessons:,} lessons, median of {args.runs})")
-    times = bench_process(args.runs, args.hook_lessons)
-    bare = statistics.median(times["python -c pass"])
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:<46} {median * 1000:7.2f} ms   {median / bare:5.2f} x bare")
-
-    print(f"\na run's first call: freezes {args.hook_lessons:,} lessons from a SQLite store")
-    hook, bare_once = bench_freeze(args.hook_lessons)
-    print(f"  {'first hook call (read store, build, publish)':<46} {hook * 1000:7.1f} ms "
-          f"  {hook / bare_once:5.1f} x bare")  # fmt: skip
+    print("\nsignals of 5 calls in a real checkout (relative paths, pytest node IDs)")
+    figures = bench_signals(args.repeat * 5)
+    for label, micros in figures:
+        print(f"  {label:<46} {micros:7.1f} µs  {micros / figures[0][1]:5.2f} x root")
+    if args.signals_only:
+        return
+    work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+    try:
+        print(f"\nin-process matching per tool call, {BUDGET} B session budget, resident "
+              "generation (µs)")  # fmt: skip
+        print(f"  {'corpus':<7} {'lessons':>8} {'matches':>8} {'p50':>8} {'p99':>8} "
+              f"{'all p50':>9} {'all p99':>9} {'all/bounded p50':>16}")  # fmt: skip
+        for corpus in ("spread", "hot"):
+            for size in args.sizes:
+                r = bench_matching(corpus, size, args.repeat, work)
+                print(f"  {corpus:<7} {size:>8,} {r['matched']:>8.0f} {r['p50']:>8.1f} "
+                      f"{r['p99']:>8.1f} {r['all_p50']:>9.1f} {r['all_p99']:>9.1f} "
+                      f"{r['all_p50'] / r['p50']:>16.1f}")  # fmt: skip
+        print(f"\nhook processes, {args.store_lessons:,} hot lessons "
+              f"(median of {args.runs}; RSS: peak)")  # fmt: skip
+        bench_hooks(args.store_lessons, args.runs, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

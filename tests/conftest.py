@@ -202,3 +202,11 @@ async def store(backend: Backend) -> AsyncIterator[Any]:
         yield opened
     finally:
         await opened.aclose()
+
+
+async def drop_change_versions(backend: Backend) -> None:
+    """Undo the change-version migration (store.md, "Version and changes"), so a test can
+    make a store what an earlier schema version was."""
+    await backend.sql("DROP INDEX lessons_by_change")
+    await backend.sql("ALTER TABLE lessons DROP COLUMN change_version")
+    await backend.sql("DELETE FROM store_meta WHERE key = 'change_version'")

@@ -83,7 +83,7 @@ def test_show_gives_the_four_counts_and_both_rates(
 def test_a_table_sorted_by_effectiveness_shows_the_counts(
     store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["lessons", "list", "--sort", "effectiveness", "--store", store]) == 0
+    assert main(["lessons", "list", "--sort", "effectiveness", "--table", "--store", store]) == 0
     out = capsys.readouterr().out
     assert "delivered" in out and "touched only" in out
     assert out.index("L-2") < out.index("L-1") < out.index("L-5")

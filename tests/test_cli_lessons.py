@@ -39,7 +39,7 @@ def test_list_of_a_store_that_does_not_exist_is_empty_and_creates_nothing(
     store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["lessons", "list", "--store", store, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"lessons": []}
+    assert json.loads(capsys.readouterr().out) == {"lessons": [], "count": 0, "offset": 0}
     assert not Path(store).exists()
 
 
@@ -159,3 +159,46 @@ def test_revert_needs_a_revision(store: str, capsys: pytest.CaptureFixture[str])
         main(["lessons", "revert", "L-1", "--store", store])
     assert caught.value.code == 2
     assert "--to" in capsys.readouterr().err
+
+
+def _many(tmp_path: Path, count: int) -> str:
+    lines = [_line(f"L-{n}", f"Lesson {n} title") for n in range(1, count + 1)]
+    return _write(tmp_path, *lines)
+
+
+def test_list_to_a_pipe_is_plain_lines_and_the_count_goes_to_stderr(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lessons", "import", _many(tmp_path, 12), "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["lessons", "list", "--store", store]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 12 and "─" not in captured.out
+    assert lines[0].split("\t")[0] == "L-1" and lines[0].split("\t")[-1] == "Lesson 1 title"
+    assert captured.err.strip() == "12 lessons"
+
+
+def test_list_pages_with_limit_and_offset_and_says_how_many(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lessons", "import", _many(tmp_path, 12), "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["lessons", "list", "--store", store, "--limit", "5", "--offset", "10"]) == 0
+    captured = capsys.readouterr()
+    # ID order is the store's (text): L-1, L-10, L-11, L-12, L-2, …
+    assert [line.split("\t")[0] for line in captured.out.splitlines()] == ["L-8", "L-9"]
+    assert "showing 11-12 of 12" in captured.err
+    assert main(["lessons", "list", "--store", store, "--limit", "2", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["count"] == 12 and [d["id"] for d in document["lessons"]] == ["L-1", "L-10"]
+    assert main(["lessons", "list", "--store", store, "--table", "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "12 lessons" in out and "showing 1-3 of 12" in out and "─" in out
+
+
+@pytest.mark.parametrize("bad", [["--limit", "0"], ["--offset", "-1"], ["--limit", "x"]])
+def test_list_refuses_a_bad_page(store: str, bad: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["lessons", "list", "--store", store, *bad])
+    assert exit_info.value.code == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -139,8 +140,10 @@ def test_a_corrupt_snapshot_exits_0_and_logs(world: World) -> None:
     publish(world.store, [repository_lesson("Src", folders=["src"])])
     payload = claude_payload("Read", {"file_path": "README.md"}, session="s", cwd=world.root)
     assert run_hook("claude", json.dumps(payload), world.env).stdout == b""  # freezes
-    for shard in (world.state / "active-memory" / "recall" / "runs").rglob("k*.marshal"):
-        shard.write_bytes(b"\x00not marshal")
+    generations = list((world.state / "active-memory" / "recall").rglob("*.gen"))
+    assert generations
+    for generation in generations:
+        generation.write_bytes(b"\x00not marshal")
     payload["tool_input"] = {"file_path": "src/a.py"}
     line = assert_silent_failure(world, run_hook("claude", json.dumps(payload), world.env))
     assert "SnapshotCorrupt" in line
@@ -253,3 +256,39 @@ def test_a_broken_store_is_not_opened_again_on_every_call(world: World) -> None:
     lines = world.log_lines()
     assert len(lines) == 2
     assert "SnapshotUnavailable" in lines[1] and "next try after" in lines[1]
+
+
+# --- the lean entry and its bytecode ---------------------------------------------------
+
+
+def test_the_lean_entry_answers_without_importing_re(world: World, tmp_path: Path) -> None:
+    from active_memory.hooks.lean import write_entry
+
+    publish(world.store, [repository_lesson("Src", folders=["src"])])
+    entry = write_entry(tmp_path / "bin")
+    assert os.access(entry, os.X_OK) and write_entry(tmp_path / "bin") == entry
+    env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "lean"}
+    payload = claude_payload("Read", {"file_path": "src/a.py"}, session="s", cwd=world.root)
+    run_hook("claude", json.dumps(payload), env)  # pins the run's generation
+    payload["session_id"] = "s-2"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(entry), "claude"],
+        input=json.dumps(payload).encode(), capture_output=True, env=env, check=True,
+    )  # fmt: skip
+    assert b"(L-1 r1)" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines()}
+    assert "re" not in imported and "active_memory.hooks.command" in imported
+
+
+def test_hook_install_compiles_the_hook_path_once(tmp_path: Path) -> None:
+    import shutil
+
+    from active_memory.hooks.lean import compile_hook_path
+
+    copy = tmp_path / "pkg"
+    shutil.copytree(REPO_ROOT / "active_memory", copy / "active_memory",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    written = compile_hook_path(copy)
+    assert "active_memory/recall/engine.py" in written
+    assert (copy / "active_memory/recall/__pycache__").is_dir()
+    assert compile_hook_path(copy) == []

@@ -24,12 +24,9 @@ from active_memory.store import LessonQuery, open_store
 def _call(history: History, session: Path, **options: Any) -> dict[str, Any]:
     options.setdefault("ignore_repos", ["delta"])
     options.setdefault("ignore_graphs", ["legacy"])
+    options.setdefault("runs_dir", history.runs)
     return advance(
-        session,
-        store=str(history.tmp / "lessons.sqlite3"),
-        runs_dir=history.runs,
-        environ=history.environ,
-        **options,
+        session, store=str(history.tmp / "lessons.sqlite3"), environ=history.environ, **options
     )
 
 
@@ -100,6 +97,52 @@ def test_a_resume_with_another_ignore_list_is_refused_and_names_the_way_out(
     _call(history, session, ignore_repos=["beta,delta"])  # same list, other spelling
     with pytest.raises(InitRefused, match="new session"):
         _call(history, session, ignore_repos=["delta"])
+
+
+def test_a_resume_that_omits_every_option_keeps_the_saved_values(history: History) -> None:
+    state = Path(history.environ["ZEROSHOT_RUST_STATE_DIR"])
+    ledger_run(state, "run-z1", "acme/alpha", head(history.alpha))
+    session = history.tmp / "session"
+    first = _call(history, session, ignore_repos=["beta"], checkouts=[history.alpha])
+    saved = json.loads((session / "session.json").read_text())["options"]
+    omitted = {"ignore_repos": None, "ignore_graphs": None, "runs_dir": None, "checkouts": None}
+    again = _call(history, session, **omitted)
+    assert again["phase"] == "discovery"
+    assert again["inventory"] == first["inventory"]
+    assert again["tasks"] == first["tasks"]
+    assert json.loads((session / "session.json").read_text())["options"] == saved
+    # each option alone, omitted or repeated with the saved value, resumes too
+    for key in omitted:
+        options: dict[str, Any] = {"ignore_repos": ["beta"], "checkouts": [history.alpha]}
+        assert _call(history, session, **{**options, key: None})["inventory"] == first["inventory"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "flag"),
+    [
+        ("ignore_repos", ["gamma"], "--ignore-repos"),
+        ("ignore_repos", [], "--ignore-repos"),
+        ("ignore_graphs", ["other"], "--ignore-graphs"),
+        ("runs_dir", "elsewhere", "--runs"),
+        ("checkouts", ["beta"], "--checkout"),
+    ],
+)
+def test_a_resume_with_a_different_value_is_refused_naming_the_flag_and_the_way_out(
+    history: History, option: str, value: Any, flag: str
+) -> None:
+    session = history.tmp / "session"
+    _call(history, session, checkouts=[history.alpha])
+    if option == "runs_dir":
+        value = history.tmp / value
+        value.mkdir()
+    elif option == "checkouts":
+        value = [history.beta]
+    with pytest.raises(InitRefused) as refused:
+        _call(history, session, **{"checkouts": [history.alpha], option: value})
+    message = str(refused.value)
+    assert flag in message
+    assert f"omit {flag} to resume with the saved value" in message
+    assert "start a new session with another --directory" in message
 
 
 def test_ignoring_a_short_folder_name_excludes_every_run_of_that_repository(
@@ -190,6 +233,9 @@ def test_the_command_prints_phase_json_and_exits_2_on_a_conflicting_resume(
     assert printed["phase"] == "discovery" and printed["next_action"]
     assert main([*base, "--ignore-repos", "alpha", *store]) == 2
     assert "new session" in capsys.readouterr().err
+    # no flag but the session: the saved lists and --runs folder apply
+    assert main(["init", "--directory", session, *store]) == 0
+    assert json.loads(capsys.readouterr().out) == printed
 
 
 def test_a_ledger_run_is_selected_through_a_named_checkout_and_the_set_is_kept(
@@ -204,10 +250,10 @@ def test_a_ledger_run_is_selected_through_a_named_checkout_and_the_set_is_kept(
     assert selected["run-z1"]["repository"] == "repo:github.com/acme/alpha"
     # the same set of checkouts, named another way, resumes
     _call(history, session, checkouts=[history.beta / "api", history.alpha])
-    with pytest.raises(InitRefused, match=r"checkouts.*new session"):
+    with pytest.raises(InitRefused, match=r"--checkout.*new session"):
         _call(history, session, checkouts=[history.alpha])
-    with pytest.raises(InitRefused, match="checkouts"):
-        _call(history, session)
+    # omitted, the saved set applies
+    assert _call(history, session)["inventory"] == first["inventory"]
 
 
 def test_a_session_saved_before_checkouts_existed_resumes_without_them(
@@ -219,7 +265,7 @@ def test_a_session_saved_before_checkouts_existed_resumes_without_them(
     del state["options"]["checkouts"]
     (session / "session.json").write_text(json.dumps(state))
     assert _call(history, session)["phase"] == "discovery"
-    with pytest.raises(InitRefused, match="checkouts"):
+    with pytest.raises(InitRefused, match="--checkout"):
         _call(history, session, checkouts=[history.alpha])
 
 

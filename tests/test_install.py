@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ import pytest
 from active_memory.errors import ActiveMemoryError
 from active_memory.hooks import install_cli
 from active_memory.hooks.paths import DEFAULT_PORT
+
+HOOK = str(Path(sys.executable).parent / "active-memory-hook")
+"""What the installer writes: the console script next to the running interpreter."""
 
 GUARD = {"type": "command", "command": "~/.claude/hooks/guard.sh", "timeout": 30}
 PRETTIER = {"type": "command", "command": 'npx prettier --write "$CLAUDE_FILE_PATHS"'}
@@ -112,9 +116,7 @@ def test_claude_install_appends_our_group_and_keeps_everything_else(
     assert after["hooks"]["PostToolUse"] == CLAUDE_SETTINGS["hooks"]["PostToolUse"]
     groups = after["hooks"]["PreToolUse"]
     assert groups[0] == {"matcher": "Bash", "hooks": [GUARD]}
-    assert groups[1]["hooks"] == [
-        {"type": "command", "command": "active-memory-hook claude", "timeout": 10}
-    ]
+    assert groups[1]["hooks"] == [{"type": "command", "command": f"{HOOK} claude", "timeout": 10}]
     assert "Read" in groups[1]["matcher"].split("|")
 
 
@@ -176,7 +178,7 @@ def test_install_recognises_our_hook_spelled_with_a_path(
     assert len(groups) == 1  # updated in place, not added twice
     assert groups[0]["matcher"] == "*"  # a group shared with the user's hook keeps its matcher
     assert groups[0]["hooks"][0] == GUARD
-    assert groups[0]["hooks"][1]["command"] == "active-memory-hook claude"
+    assert groups[0]["hooks"][1]["command"] == f"{HOOK} claude"
 
 
 def test_duplicates_of_our_hook_collapse_to_one(
@@ -248,7 +250,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(
     assert code == 0
     assert settings.read_text() == original
     assert out.startswith(f"--- {settings}\n+++ {settings}\n")
-    assert '+            "command": "active-memory-hook claude",' in out
+    assert f'+            "command": "{HOOK} claude",' in out
     assert not [line for line in out.splitlines() if line.startswith("-") and "---" not in line]
     assert "nothing was written" in err
 
@@ -271,7 +273,7 @@ def test_dry_run_json_reports_the_diff(checkout: Path, capsys: pytest.CaptureFix
     assert document["changed"] is True
     assert document["dry_run"] is True
     assert document["path"] == str(checkout / ".codex" / "hooks.json")
-    assert "active-memory-hook codex" in document["diff"]
+    assert f"{HOOK} codex" in document["diff"]
     assert not (checkout / ".codex").exists()
 
 
@@ -282,7 +284,7 @@ def test_user_install_creates_the_home_settings_file(
 
     settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
     assert code == 0
-    assert ours(pre_tool_use(settings))[0]["command"] == "active-memory-hook claude"
+    assert ours(pre_tool_use(settings))[0]["command"] == f"{HOOK} claude"
     assert not (checkout / ".claude").exists()
 
 
@@ -339,15 +341,13 @@ def test_codex_install_merges_into_existing_hooks_json(
     code, out, _ = run(["install", "codex"], capsys)
 
     assert code == 0
-    assert "/hooks" in out  # tells the user Codex wants the hook trusted
+    assert "trust" in out  # tells the user how Codex trusts the hook
     after = json.loads(hooks.read_text())
     assert after["hooks"]["SessionStart"] == CODEX_HOOKS["hooks"]["SessionStart"]
     groups = after["hooks"]["PreToolUse"]
     assert groups[0] == CODEX_HOOKS["hooks"]["PreToolUse"][0]
-    assert groups[1] == {
-        "hooks": [{"type": "command", "command": "active-memory-hook codex", "timeout": 10}]
-    }
-    assert run(["install", "codex"], capsys)[1].startswith("the Codex hook is already installed")
+    assert groups[1] == {"hooks": [{"type": "command", "command": f"{HOOK} codex", "timeout": 10}]}
+    assert run(["install", "codex"], capsys)[1].startswith("the Codex hooks are already installed")
     run(["uninstall", "codex"], capsys)
     assert hooks.read_text() == original
 

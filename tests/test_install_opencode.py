@@ -48,7 +48,7 @@ def test_install_writes_the_plugin_into_the_project_plugins_folder(
     plugin = checkout / ".opencode" / "plugins" / "active-memory.js"
     assert code == 0
     assert str(plugin) in out
-    assert plugin.read_text() == plugin_source()
+    assert plugin.read_text() == plugin_source(HOOK)
     assert "tool.execute.after" in plugin.read_text()
 
 
@@ -82,7 +82,7 @@ def test_an_outdated_plugin_of_ours_is_replaced(
     assert plugin.read_text().endswith("an older version\n")
 
     run(["install", "opencode"], capsys)
-    assert plugin.read_text() == plugin_source()
+    assert plugin.read_text() == plugin_source(HOOK)
 
 
 def test_a_foreign_file_of_the_same_name_is_never_touched(
@@ -125,6 +125,7 @@ def test_dry_run_uninstall_shows_the_removal_and_keeps_the_file(
     assert (checkout / ".opencode" / "plugins" / "active-memory.js").is_file()
 
 
+HOOK = Path(sys.executable).parent / "active-memory-hook"
 NODE = shutil.which("node")
 
 _DRIVER = """
@@ -141,17 +142,17 @@ process.stdout.write(JSON.stringify(output));
 
 
 def _run_plugin(tmp_path: Path, fake_hook: str) -> tuple[dict[str, object], Path]:
-    plugin = tmp_path / "plugin.mjs"
-    plugin.write_text(plugin_source())
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(_DRIVER)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "active-memory-hook"
     fake.write_text("#!/bin/sh\n" + fake_hook)
     fake.chmod(0o755)
+    plugin = tmp_path / "plugin.mjs"
+    plugin.write_text(plugin_source(fake))  # the absolute path, as the installer writes
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(_DRIVER)
     received = tmp_path / "received.json"
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env = dict(os.environ)  # no PATH change: the plugin runs the absolute path
     env["RECEIVED"] = str(received)
     assert NODE is not None
     result = subprocess.run(

@@ -113,3 +113,25 @@ def test_an_adapt_decision_with_a_credential_fails_the_batch_masked(
         "decisions[0].lesson.recommendation: contains a credential" in r for r in result.reasons
     )
     assert KEY not in result.reason and "[REDACTED:github-token]" in result.reason
+
+
+def test_an_adapt_screens_what_it_changes_not_the_stored_card_again(
+    record: RunRecord, repo: Path
+) -> None:
+    # Stored before the screen knew this shape: an adapt that keeps the title unchanged is
+    # judged on what it changes; one that writes the credential anew is refused.
+    stored_title = f"Rotate {KEY} yearly"
+    batch = [repo_lesson("L-1", 2, title=stored_title)]
+    task = build_repository_maintenance(record, batch, checkout=checkout(repo), living=[])
+
+    def decide(title: str) -> Any:
+        card = {"title": title, "recommendation": "After editing `api/schema.json` run "
+                "`make api-client` and commit the client.",
+                "associations": {"files": ["api/schema.json"]}}  # fmt: skip
+        decision = {"id": "L-1", "revision": 2, "action": "adapt", "reason": "x", "lesson": card}
+        answer = MaintenanceAnswer.model_validate({"decisions": [decision]})
+        return check_maintenance(task, answer, checkout=checkout(repo))
+
+    assert not isinstance(decide(stored_title), Failed)
+    changed = decide(f"Rotate {KEY} every year")
+    assert isinstance(changed, Failed) and "decisions[0].lesson.title" in changed.reason

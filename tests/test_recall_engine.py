@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -26,8 +25,9 @@ from recall_support import (
 from active_memory.recall.engine import answer_hook, answer_tool_call
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.frame import FRAME_BYTES, render_card
+from active_memory.recall.index import SnapshotIndex
 from active_memory.recall.records import read_deliveries, read_receipts
-from active_memory.recall.snapshot import SnapshotCache, graph_cards, repository_dir
+from active_memory.recall.snapshot import SnapshotCache, graph_cards, pinned, repository_scope
 from active_memory.recall.types import ToolCall
 
 
@@ -190,11 +190,14 @@ def test_a_resident_cache_answers_like_the_disk(world: World) -> None:
     assert "(L-1 r1)" in context_of(from_disk) and "(L-2 r1)" in context_of(from_disk)
 
 
-def test_a_missing_store_freezes_an_empty_snapshot(world: World) -> None:
+def test_a_missing_store_pins_an_empty_generation(world: World) -> None:
     assert world.read("src/a.py") == {}
     call = ToolCall("claude", "Read", {}, session="s-1", cwd=str(world.root))
-    folder = repository_dir(resolve_context(call, world.env))
-    assert folder is not None and os.path.isdir(folder)
+    context = resolve_context(call, world.env)
+    scope = repository_scope(context)
+    assert scope is not None
+    path = pinned(context, scope)
+    assert path is not None and SnapshotIndex.open(path).card_count == 0
 
 
 _RACER = textwrap.dedent(
@@ -204,15 +207,16 @@ _RACER = textwrap.dedent(
     from active_memory.recall import snapshot
     from active_memory.recall.environment import resolve_context
     from active_memory.recall.types import ToolCall
-    from active_memory.lessons import Lesson, RepositoryScope, Associations
+    from active_memory.store.changes import ScopeChanges
 
     me = sys.argv[1]
-    def fake_read(store, *, repository, graph_hash, node):
-        # Every racer sees a different store: only one of them may win.
-        return [Lesson(id="L-" + me, revision=1, scope=RepositoryScope(repository=repository),
-                       title="From racer " + me, recommendation="x",
-                       associations=Associations(folders=["src"]))]
-    snapshot.read_scope = fake_read
+    def fake_reader(location):
+        # Every racer sees a different store at one version: only one of them may win.
+        def read(scope, since):
+            row = ("L-" + me, 1, "active", "From racer " + me, "x", '{{"folders": ["src"]}}')
+            return ScopeChanges(1, [row], full=since is None)
+        return read
+    snapshot._reader = fake_reader
     while not os.path.exists(sys.argv[2]):
         time.sleep(0.001)
     call = ToolCall("claude", "Read", {{}}, session="s", cwd={root!r})
@@ -278,7 +282,7 @@ def test_a_receipt_keeps_a_few_paths_only(world: World) -> None:
     assert receipt["paths"] == [f"f{n}.py" for n in range(8)]
 
 
-def test_a_resident_cache_keeps_only_the_latest_runs(world: World) -> None:
+def test_runs_pinned_to_one_generation_share_it_in_a_resident_cache(world: World) -> None:
     publish(world.store, [repository_lesson("Src", folders=["src"])])
     cache = SnapshotCache(max_runs=2)
     for turn, run in enumerate(("r1", "r2", "r3", "r2")):
@@ -287,5 +291,5 @@ def test_a_resident_cache_keeps_only_the_latest_runs(world: World) -> None:
             "Read", {"file_path": "src/a.py"}, session=f"s{turn}", cwd=world.root
         )
         assert "(L-1 r1)" in context_of(answer_hook("claude", payload, env, cache=cache))
-    kept = [Path(folder).parent.name for folder in cache._indexes]
-    assert kept == ["run%3Ar3", "run%3Ar2"]
+    # Every run pinned the same generation: the cache opened it once.
+    assert len(cache._indexes) == 1

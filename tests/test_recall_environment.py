@@ -132,3 +132,14 @@ def test_a_malformed_graph_hash_is_ignored(tmp_path: Path) -> None:
 )
 def test_budget_outside_its_range_falls_back_to_the_default(value: str | None, budget: int) -> None:
     assert parse_budget(value) == budget
+
+
+def test_recall_and_the_store_agree_on_the_default_store(tmp_path: Path) -> None:
+    from active_memory.recall.generations import store_key
+    from active_memory.recall.snapshot import store_location
+    from active_memory.store.location import resolve_store_location
+
+    env = {"ZEROSHOT_STATE_DIR": str(tmp_path) + "/", "HOME": str(tmp_path)}
+    call = ToolCall("claude", "Read", {}, session="s", cwd=str(tmp_path))
+    context = resolve_context(call, env)
+    assert store_key(store_location(context)) == store_key(resolve_store_location(None, env))

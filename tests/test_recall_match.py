@@ -14,7 +14,6 @@ from active_memory.recall.index import (
     SnapshotIndex,
     build_index,
     natural_key,
-    write_index,
 )
 from active_memory.recall.match import match
 from active_memory.recall.signals import Signals
@@ -38,6 +37,10 @@ def signals(
 
 def index_of(*cards: IndexCard) -> SnapshotIndex:
     return SnapshotIndex.from_built(build_index(cards))
+
+
+def write_index(built: Any, path: str) -> None:
+    Path(path).write_bytes(built.to_bytes())
 
 
 def ids(hits: list[CardHit]) -> list[tuple[str, str, int]]:
@@ -135,34 +138,36 @@ def test_a_lookup_opens_only_the_shards_of_its_keys(tmp_path: Path) -> None:
     assert built.meta["key_shards"] >= 64
     write_index(built, str(tmp_path / "index"))
     index = SnapshotIndex.open(str(tmp_path / "index"))
-    loaded: list[str] = []
-    original = index._load
+    reads: list[tuple[int, int]] = []
+    original = index._read
 
-    def counting(name: str) -> Any:
-        loaded.append(name)
-        return original(name)
+    def counting(start: int, end: int) -> bytes:
+        reads.append((start, end))
+        return original(start, end)
 
-    index._load = counting
+    index._read = counting
     assert ids(match(index, signals(paths=("f/4321.py",)))) == [("L-4321", "file", 1000)]
     # One key shard per looked-up key (file + 2 folder prefixes) and one card shard.
-    assert len([name for name in loaded if name.startswith("k")]) <= 3
-    assert len([name for name in loaded if name.startswith("c")]) == 1
+    assert len(index._keys) <= 3 and len(index._cards) == 1
+    assert len(reads) == len(index._keys) + 1
 
 
 def test_a_corrupt_shard_is_reported_as_such(tmp_path: Path) -> None:
-    write_index(build_index([card("L-1", files=["a.py"])]), str(tmp_path / "index"))
-    (tmp_path / "index" / "k0000.marshal").write_bytes(b"\x00garbage")
+    built = build_index([card("L-1", files=["a.py"])])
+    data = bytearray(built.to_bytes())
+    start = len(built.header())
+    data[start : start + 4] = b"\x00gar"  # the first key shard's bytes
+    (tmp_path / "index").write_bytes(bytes(data))
     index = SnapshotIndex.open(str(tmp_path / "index"))
     with pytest.raises(SnapshotCorrupt):
         match(index, signals(paths=("a.py",)))
 
 
 def test_an_unknown_index_format_is_refused(tmp_path: Path) -> None:
-    folder = tmp_path / "index"
-    write_index(build_index([]), str(folder))
-    (folder / "meta.marshal").write_bytes(b"not marshal")
+    path = tmp_path / "index"
+    path.write_bytes(b"not a generation at all")
     with pytest.raises(SnapshotCorrupt):
-        SnapshotIndex.open(str(folder))
+        SnapshotIndex.open(str(path))
 
 
 # --- framing and budget ---------------------------------------------------------------

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import AUTHOR, Backend, create
+from conftest import AUTHOR, Backend, create, drop_change_versions
 
 from active_memory.errors import RevisionConflict
 from active_memory.lessons import AdaptLesson, Associations, Lesson, RetireLesson
 from active_memory.store import open_store
 from active_memory.store.candidates import CANDIDATES_KEPT, Candidate, Consumed
+from active_memory.store.sqlite_schema import SCHEMA_VERSION
 
 
 def proposal(lesson_id: str, run_id: str, title: str = "Regenerate the API client") -> Candidate:
@@ -74,6 +75,7 @@ async def test_candidates_are_written_with_the_mutations_or_not_at_all(store: An
 
 
 async def _downgrade_to_version_2(backend: Backend) -> None:
+    await drop_change_versions(backend)
     await backend.sql("DROP TABLE lesson_candidates")
     if backend.name == "sqlite":
         await backend.sql("PRAGMA user_version = 2")
@@ -101,7 +103,7 @@ async def test_a_version_2_store_with_data_migrates_to_version_3_keeping_it(
     await _downgrade_to_version_2(backend)
     assert await _version(backend) == 2
     async with open_store(backend.location) as store:
-        assert await _version(backend) == 3
+        assert await _version(backend) == SCHEMA_VERSION
         lessons = [x for x in await store.select() if isinstance(x, Lesson)]
         assert [x.id for x in lessons] == ["L-1", "L-2"]
         assert (await store.effectiveness(["L-1"]))["L-1"].runs_delivered == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import AUTHOR, Backend, card, create
+from conftest import AUTHOR, Backend, card, create, drop_change_versions
 
 from active_memory.errors import InvalidMutation, RevisionConflict
 from active_memory.lessons import AdaptLesson, Lesson
@@ -95,6 +95,7 @@ async def test_two_observations_of_one_lesson_in_one_publish_are_refused(store: 
 
 async def _downgrade_to_version_1(backend: Backend) -> None:
     """Make the store what version 1 was: the same tables without the counters."""
+    await drop_change_versions(backend)
     await backend.sql("DROP TABLE lesson_candidates")
     await backend.sql("DROP TABLE lesson_effectiveness")
     if backend.name == "sqlite":

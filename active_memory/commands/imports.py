@@ -46,6 +46,8 @@ def _import(args: argparse.Namespace) -> int:
     from active_memory.runlog.importers import write
 
     result = _read(args.kind, args.path)
+    if args.kind in ("claude", "codex"):
+        _join_hooks(result, args.kind)
     paths = write.targets(
         [run.run_id for run in result.runs],
         out_dir=args.out,
@@ -66,6 +68,12 @@ def _import(args: argparse.Namespace) -> int:
             "path": str(path),
             "events": run.events,
             "receipts": run.receipts,
+            # Sessions only: a count of the joined hook deliveries, null when absent.
+            **(
+                {"deliveries": _count(run.record.get("deliveries"))}
+                if args.kind in ("claude", "codex")
+                else {}
+            ),
             **({"warnings": run.warnings} if run.warnings else {}),
         }
         for run, path in zip(result.runs, paths, strict=True)
@@ -97,6 +105,26 @@ def _read(kind: str, path: str) -> ImportResult:
     from active_memory.runlog.importers.codex import import_rollout
 
     return import_rollout(path)
+
+
+def _count(items: Any) -> int | None:
+    return len(items) if isinstance(items, list) else None
+
+
+def _join_hooks(result: ImportResult, harness: str) -> None:
+    # The same join the postmortem queue's worker makes (import_harness_session): the
+    # session's hook receipts and deliveries, recorded under the state dir.
+    import os
+
+    from active_memory.runlog.importers.harness_session import join_hook_records
+
+    for run in result.runs:
+        run.record = join_hook_records(run.record, harness, env=os.environ)
+        if "deliveries" not in run.record:
+            run.warnings.append(
+                "no hook records for this session under the state dir: `deliveries` left "
+                "out, so maintenance will abstain (docs/importers.md)"
+            )
 
 
 def _summary(runs: list[dict[str, Any]], skipped: int) -> None:

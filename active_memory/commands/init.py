@@ -22,29 +22,37 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--directory", required=True, metavar="SESSION", help="the private session folder"
     )
-    parser.add_argument("--runs", metavar="DIR", default=None, help="run record files (*.json)")
+    parser.add_argument(
+        "--runs",
+        metavar="DIR",
+        default=None,
+        help="run record files (*.json); a resume keeps the saved folder when omitted",
+    )
     parser.add_argument(
         "--checkout",
         action="append",
-        default=[],
+        default=None,
         metavar="DIR",
         dest="checkouts",
         help="a local checkout to match runs that recorded no workspace against (zeroshot "
-        "ledger runs) by remote and revision; repeat for several",
+        "ledger runs) by remote and revision; repeat for several (a resume keeps the "
+        "saved set when omitted)",
     )
     parser.add_argument(
         "--ignore-repos",
         action="append",
-        default=[],
+        default=None,
         metavar="NAMES",
-        help="repositories to leave out (comma- or space-separated, or repeated)",
+        help="repositories to leave out (comma- or space-separated, or repeated; a resume "
+        "keeps the saved list when omitted)",
     )
     parser.add_argument(
         "--ignore-graphs",
         action="append",
-        default=[],
+        default=None,
         metavar="NAMES",
-        help="graphs to leave out by name or hash (comma- or space-separated, or repeated)",
+        help="graphs to leave out by name or hash (comma- or space-separated, or repeated; "
+        "a resume keeps the saved list when omitted)",
     )
     add_json_option(parser)  # the output is always one JSON document
     add_store_option(parser)

@@ -3,7 +3,7 @@
 Prints a node's authored instructions with its admitted graph lessons appended, framed
 as reference data and within the budget (SPEC §8, §9). The authored graph is only read:
 its file and its hash never change. With `ACTIVE_MEMORY_RUN_ID` set, the lessons come
-from the run's frozen snapshot (frozen now if this is the run's first recall);
+from the generation the run pinned (pinned now if this is the run's first recall);
 otherwise from the store as it is, and nothing is written.
 """
 
@@ -44,7 +44,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--budget-bytes",
         type=int,
         metavar="N",
-        help="bytes of lessons, framing included (default: $ACTIVE_MEMORY_BUDGET_BYTES, else 2048)",
+        help="bytes of lessons, framing included (default: the effective budgetBytes: "
+        "$ACTIVE_MEMORY_BUDGET_BYTES, else the settings files, else 2048; docs/settings.md)",
     )
     add_store_option(parser)
     add_json_option(parser)

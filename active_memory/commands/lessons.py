@@ -25,12 +25,31 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     listing.add_argument("--kind", choices=["repository", "graph"], help="only this scope kind")
     listing.add_argument("--retired", action="store_true", help="include retired tombstones")
     listing.add_argument(
+        "--deferred",
+        action="store_true",
+        help="only deferred lessons, with why, when and by whom each was deferred (they come "
+        "back to the next maintenance of their scope)",
+    )
+    listing.add_argument(
         "--sort",
         choices=["id", "effectiveness"],
         default="id",
         help="order: by ID (default), or by effectiveness (delivered lessons first, highest "
         "recurrence rate when delivered, then most delivered; then never-delivered lessons, "
         "most runs that touched them); shows the counters",
+    )
+    listing.add_argument(
+        "--limit",
+        type=_positive,
+        metavar="N",
+        help="show at most N lessons (default: what fits the screen on a terminal, all otherwise)",
+    )
+    listing.add_argument(
+        "--offset", type=_non_negative, default=0, metavar="N", help="skip the first N lessons"
+    )
+    listing.add_argument("--all", action="store_true", help="no limit, even on a terminal")
+    listing.add_argument(
+        "--table", action="store_true", help="a table even when stdout is not a terminal"
     )
     listing.set_defaults(handler=_list)
 
@@ -89,6 +108,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
+    return value
+
+
 def _run(args: argparse.Namespace, job: Any, *, create: bool = False) -> Any:
     """Open the store named by the options, run `job(store)` on anyio, close it."""
     import anyio
@@ -128,7 +157,18 @@ def _person() -> Author:
 
 
 def _list(args: argparse.Namespace) -> int:
+    """`lessons list`: a page of lessons, plain when not on a terminal, and the count.
+
+    Reads summaries (no cards, no evidence) unless `--json` asks for whole lessons. On a
+    terminal, a rich table of what fits the screen (or `--limit`) and a line saying how
+    many there are and how to see more; to a pipe, one tab-separated line per lesson
+    (ID, revision, status, scope, title) and the count on stderr.
+    """
     from active_memory.store import LessonQuery
+    from active_memory.store.effectiveness import Effectiveness, effectiveness_order
+
+    if args.deferred:
+        return _list_deferred(args)
 
     query = LessonQuery(
         repository=args.repository,
@@ -137,40 +177,138 @@ def _list(args: argparse.Namespace) -> int:
         kind=args.kind,
         include_retired=args.retired,
     )
-
-    from active_memory.store.effectiveness import Effectiveness, effectiveness_order
-
     by_effectiveness = args.sort == "effectiveness"
+    terminal = not args.json and (args.table or sys.stdout.isatty())
+    limit = None if args.all else args.limit
+    if limit is None and terminal and not args.all and sys.stdout.isatty():
+        import shutil
 
-    async def job(store: LessonStore) -> tuple[list[Lesson | Tombstone], dict[str, Effectiveness]]:
-        lessons = await store.select(query)
-        if not by_effectiveness:
-            return lessons, {}
-        return lessons, await store.effectiveness([item.id for item in lessons])
+        limit = max(10, shutil.get_terminal_size().lines - 8)
 
-    found, counters = _run_or_empty(args, job) or ([], {})
-    if by_effectiveness:
-        blank = Effectiveness()
-        found = sorted(
-            found, key=lambda item: effectiveness_order(item.id, counters.get(item.id, blank))
-        )
+    async def job(store: LessonStore) -> tuple[list[Any], dict[str, Effectiveness], int]:
+        summaries = await store.summaries(query)
+        counters = {}
+        if by_effectiveness:
+            counters = await store.effectiveness([item.id for item in summaries])
+            blank = Effectiveness()
+            summaries.sort(
+                key=lambda item: effectiveness_order(item.id, counters.get(item.id, blank))
+            )
+        page = summaries[args.offset : None if limit is None else args.offset + limit]
+        if not args.json:
+            return page, counters, len(summaries)
+        if len(page) <= 200:  # a page: read just those lessons
+            found = [await store.get(item.id) for item in page]
+            return [item for item in found if item is not None], counters, len(summaries)
+        by_id = {item.id: item for item in await store.select(query)}
+        return [by_id[item.id] for item in page if item.id in by_id], counters, len(summaries)
+
+    page, counters, total = _run_or_empty(args, job) or ([], {}, 0)
     if args.json:
         documents = []
-        for item in found:
+        for item in page:
             document = item.model_dump(mode="json")
             if by_effectiveness:
                 document["effectiveness"] = counters.get(item.id, Effectiveness()).to_json()
             documents.append(document)
-        print_json({"lessons": documents})
+        print_json({"lessons": documents, "count": total, "offset": args.offset})
+        return 0
+    if not terminal:
+        from active_memory.commands.listing import summary_lines
+
+        sys.stdout.write(summary_lines(page, counters if by_effectiveness else None))
+        print(f"{total} lessons" + _page_note(len(page), total, args.offset), file=sys.stderr)
         return 0
     from active_memory.commands.render import lesson_table, stdout_console
 
     console = stdout_console()
-    if not found:
-        console.print("No lessons match.")
+    if not page:
+        console.print("No lessons match." if not total else f"No lessons past {args.offset}.")
         return 0
-    console.print(lesson_table(found, counters if by_effectiveness else None))
+    console.print(lesson_table(page, counters if by_effectiveness else None, total=total))
+    note = _page_note(len(page), total, args.offset)
+    if note:
+        console.print(note.strip("; "))
     return 0
+
+
+def _list_deferred(args: argparse.Namespace) -> int:
+    """`lessons list --deferred`: each deferred lesson and its latest deferral."""
+    from datetime import UTC, datetime
+
+    from active_memory.lessons import Lesson
+    from active_memory.store import LessonQuery
+
+    query = LessonQuery(
+        repository=args.repository, graph_hash=args.graph, node=args.node, kind=args.kind
+    )
+
+    async def job(store: LessonStore) -> list[tuple[Lesson, HistoryEntry | None]]:
+        found: list[tuple[Lesson, HistoryEntry | None]] = []
+        for item in await store.select(query):
+            if isinstance(item, Lesson) and item.status == "deferred":
+                history = await store.history(item.id)
+                found.append(
+                    (item, next((h for h in reversed(history) if h.action == "defer"), None))
+                )
+        return found
+
+    deferred: list[tuple[Lesson, HistoryEntry | None]] = _run_or_empty(args, job) or []
+    now = datetime.now(UTC)
+    rows = []
+    for lesson, entry in deferred:
+        at = entry.at if entry is not None else None
+        age = (now - at).days if at is not None and at.tzinfo is not None else None
+        rows.append(
+            {
+                **lesson.model_dump(mode="json"),
+                "deferral": {
+                    "reason": entry.reason if entry is not None else "",
+                    "at": at.isoformat() if at is not None else None,
+                    "by": entry.author.model_dump(mode="json") if entry is not None else None,
+                    "age_days": age,
+                },
+            }
+        )
+    if args.json:
+        print_json({"lessons": rows})
+        return 0
+    from rich.table import Table
+
+    from active_memory.commands.render import stdout_console
+
+    console = stdout_console()
+    if not rows:
+        console.print("No deferred lessons match.")
+        return 0
+    table = Table("id", "rev", "title", "deferred", "by", "reason")
+    for row in rows:
+        deferral = row["deferral"]
+        by = deferral["by"] or {}
+        when = f"{deferral['age_days']} d ago" if deferral["age_days"] is not None else "?"
+        table.add_row(
+            row["id"],
+            str(row["revision"]),
+            row["title"],
+            when,
+            str(by.get("specialist") or "?"),
+            deferral["reason"] or "(no reason recorded)",
+        )
+    console.print(table)
+    console.print(
+        "Deferred lessons are not shown to agents; the next postmortem of their scope "
+        "offers them to maintenance again (keep, adapt or retire)."
+    )
+    return 0
+
+
+def _page_note(shown: int, total: int, offset: int) -> str:
+    if shown >= total:
+        return ""
+    return (
+        f"; showing {offset + 1}-{offset + shown} of {total}: --offset {offset + shown} "
+        "for the next page, --limit N or --all for more"
+    )
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 """`active-memory recall --session S --cwd DIR [--repository NS] TOOL_JSON [--json]`.
 
 Shows what one tool call would receive now, and why (SPEC §9, §10), without spending
-the session's budget, writing a receipt or freezing a snapshot: it reads the run's
-frozen snapshot when there is one, else the store as it is.
+the session's budget, writing a receipt or pinning: it reads the run's pinned
+generation when there is one, else the scope's current one (built in memory, not
+written, if the store changed since).
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ def _recall(args: argparse.Namespace) -> int:
     document["repository"] = context.repository
     document["signals"] = {
         "paths": list(signals.paths),
+        "folders": list(signals.folders),
         "identifiers": list(signals.identifiers),
         "terms": sorted(signals.terms),
     }

@@ -10,8 +10,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from active_memory.commands.listing import summary_scope
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.quality.reasons import REJECTION_KINDS
+from active_memory.store.protocol import LessonSummary
 
 if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the journal
     from active_memory.quality.audit import LessonFinding
@@ -24,8 +26,10 @@ def stdout_console() -> Console:
     return Console(soft_wrap=False, highlight=False)
 
 
-def scope_label(lesson: Lesson | Tombstone) -> str:
+def scope_label(lesson: Lesson | Tombstone | LessonSummary) -> str:
     """`repo:github.com/acme/api` or `graph 7d5d…/worker @ repo:…`."""
+    if isinstance(lesson, LessonSummary):
+        return summary_scope(lesson)
     scope = lesson.scope
     if isinstance(scope, GraphScope):
         label = f"graph {scope.graph_hash[:12]}…/{scope.node}"
@@ -34,11 +38,15 @@ def scope_label(lesson: Lesson | Tombstone) -> str:
 
 
 def lesson_table(
-    lessons: Sequence[Lesson | Tombstone], counters: Mapping[str, Effectiveness] | None = None
+    lessons: Sequence[Lesson | Tombstone | LessonSummary],
+    counters: Mapping[str, Effectiveness] | None = None,
+    *,
+    total: int | None = None,
 ) -> Table:
     """One row per lesson: ID, revision, status, scope, title; with `counters`, also the
     effectiveness counts (delivered / recurred, touched without delivery / recurred)."""
-    table = Table(title=f"{len(lessons)} lessons", title_justify="left")
+    count = len(lessons) if total is None else total
+    table = Table(title=f"{count} lessons", title_justify="left")
     table.add_column("ID", no_wrap=True)
     table.add_column("rev", justify="right")
     table.add_column("status")
@@ -48,7 +56,9 @@ def lesson_table(
     table.add_column("scope", overflow="fold")
     table.add_column("title", overflow="fold")
     for lesson in lessons:
-        title = lesson.title if isinstance(lesson, Lesson) else Text("(retired)", style="dim")
+        title: str | Text = Text("(retired)", style="dim")
+        if isinstance(lesson, Lesson) or (isinstance(lesson, LessonSummary) and lesson.title):
+            title = lesson.title or ""
         counts: list[str] = []
         if counters is not None:
             c = counters.get(lesson.id)

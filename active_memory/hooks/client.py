@@ -33,8 +33,8 @@ READ_TIMEOUT = 5.0
 
 Long on purpose. Once the server has the call it charges the session's ledger, so giving
 up early would lose the cards it charged (the fallback then finds them delivered). The
-slow call is a run's first, which freezes the snapshot from the store: 1.5-3 s for
-10,000 lessons (bench/README.md). A dead or stale server costs nothing here: it refuses
+slow call is a run's first, which may build the next generation from the store's
+changes (bench/README.md, "Recall"). A dead or stale server costs nothing here: it refuses
 the connection at once, or its discovery file names a dead pid; only a live server that
 stops answering costs this wait (the installers give the hook 10 s).
 """

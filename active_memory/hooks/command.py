@@ -4,7 +4,7 @@ Run as `active-memory-hook claude|codex|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
 `active_memory.recall` (pydantic, anyio and SQLite load only when a run's first call
-freezes its snapshot).
+reads the store's changes).
 
 A hook never fails the tool call: whatever goes wrong (bad stdin, unreadable snapshot or
 store, full disk), it prints nothing, exits 0, and writes one line to
@@ -119,6 +119,9 @@ def run() -> None:
     cleanup, garbage collection) would cost the tool call time for nothing, and every file
     this process wrote is already closed.
     """
+    from active_memory.recall import snapshot
+
+    snapshot.DETACH_COMPLETE_BUILDS = True  # a tool call never waits for a large build
     code = main()
     try:  # noqa: SIM105 - contextlib would cost every hook process an import
         sys.stdout.flush()

@@ -1,7 +1,8 @@
-"""`active-memory hook install|uninstall claude|codex|opencode` (standard library at import).
+"""`active-memory hook install|uninstall claude|codex|opencode` and `hook doctor`
+(standard library at import).
 
-`register(hook_subparsers)` adds both subcommands to the `hook` command's subparsers;
-the `hook` command module calls it.
+`register(hook_subparsers)` adds the subcommands to the `hook` command's subparsers; the
+`hook` command module calls it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,19 @@ def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         default=DEFAULT_PORT,
         help=f"with --http: the server's port (default {DEFAULT_PORT})",
     )
+    install.add_argument(
+        "--hook-command",
+        metavar="PATH",
+        default=None,
+        help="the active-memory-hook executable the hooks run (default: the one next to "
+        "this Python, else on PATH; written as an absolute path)",
+    )
+    install.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="codex --project only: also trust the project in $CODEX_HOME/config.toml "
+        "(Codex reads a project's .codex/ only once it is trusted)",
+    )
     install.set_defaults(handler=_install)
 
     uninstall = hook_subparsers.add_parser(
@@ -45,6 +59,17 @@ def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser
     )
     _common_options(uninstall)
     uninstall.set_defaults(handler=_uninstall)
+
+    doctor = hook_subparsers.add_parser(
+        "doctor",
+        help="check each installed hook: present, runnable, trusted, server, store",
+        description="For every harness whose project or user configuration holds our "
+        "hooks: are they present, does their command run, are they trusted (Codex), does "
+        "the recall server answer (HTTP hooks), are the settings valid, can the store be "
+        "read. Exit 1 when something is wrong (each problem says what to do).",
+    )
+    doctor.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    doctor.set_defaults(handler=_doctor)
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
@@ -82,43 +107,124 @@ def _uninstall(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, *, install: bool) -> int:
     from active_memory.errors import UsageError
     from active_memory.hooks import installers
+    from active_memory.hooks.installers.command_path import find_hook_script
 
     http = bool(getattr(args, "http", False))
     port = int(getattr(args, "port", 0) or 0)
     if install and http and not 0 < port < 65536:
         raise UsageError(f"--port {port}: must be 1..65535")
+    trust_project = bool(getattr(args, "trust_project", False))
+    if trust_project and (args.harness != "codex" or args.where != "project"):
+        raise UsageError("--trust-project: only for `hook install codex` at project level")
+    # Installing needs a command that runs from the harness (an absolute path); removing
+    # recognises ours however it was spelled.
+    script = find_hook_script(getattr(args, "hook_command", None)) if install else None
     path = installers.target_path(args.harness, args.where, Path.cwd())
-    change = installers.plan(args.harness, path, install=install, http=http, port=port)
+    change = installers.plan(
+        args.harness,
+        path,
+        install=install,
+        http=http,
+        port=port,
+        script=script,
+        trust_project=trust_project,
+        where=args.where,
+    )
     if not args.dry_run:
-        change.apply()
+        try:
+            change.apply()
+        except OSError as exc:
+            from active_memory.errors import InvalidRecord
+
+            where = str(exc.filename or path)
+            raise InvalidRecord(
+                where, f"cannot write ({exc.strerror or exc}); nothing was changed"
+            ) from None
+        if install:  # the hook's modules run once per tool call: compile them now
+            from active_memory.hooks.lean import compile_hook_path
+
+            compile_hook_path()
+    checks = _recheck(args.harness, args.where, path) if install and not args.dry_run else []
     name = _NAMES[args.harness]
     if args.json:
         document: dict[str, object] = {
             "harness": args.harness,
             "action": "install" if install else "uninstall",
             "path": str(path),
+            "files": [str(c.path) for c in change.changes if c.changed],
             "changed": change.changed,
             "dry_run": bool(args.dry_run),
         }
+        if script is not None:
+            document["command"] = str(script)
         if args.dry_run:
             document["diff"] = change.diff()
+        if change.notes:
+            document["notes"] = change.notes
+        if checks:
+            document["checks"] = checks
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return 0
     if args.dry_run:
         sys.stdout.write(change.diff() or f"nothing would change in {path}\n")
         print("dry run: nothing was written", file=sys.stderr)
+        for note in change.notes:
+            print(f"note: {note}", file=sys.stderr)
         return 0
     if not change.changed:
-        state = "is already installed in" if install else "is not installed in"
-        print(f"the {name} hook {state} {path}; nothing changed")
-        return 0
-    verb = "installed the" if install else "removed the"
-    where = "in" if install else "from"
-    print(f"{verb} {name} hook {where} {path}")
-    if install:
+        state = "are already installed in" if install else "are not installed in"
+        print(f"the {name} hooks {state} {path}; nothing changed")
+    else:
+        verb = "installed the" if install else "removed the"
+        where = "in" if install else "from"
+        print(f"{verb} {name} hooks {where} {path}")
+        for other in change.changes[1:]:
+            if other.changed:
+                print(f"  and updated {other.path}")
+    for check in checks:
+        if not check["ok"]:
+            print(f"warning: {check['name']}: {check['detail']}", file=sys.stderr)
+    for note in change.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if install and change.changed:
         for line in _next_steps(args.harness, http, path):
             print(line)
     return 0
+
+
+def _recheck(harness: str, where: str, path: Path) -> list[dict[str, object]]:
+    # Read back what was written, as the harness will: present, runnable, trusted.
+    import os
+
+    from active_memory.hooks import doctor
+
+    item = doctor.inspect(harness, where, path, os.environ)
+    return [check.to_json() for check in item.checks] if item is not None else []
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from active_memory.hooks import doctor
+
+    found = doctor.diagnose(Path.cwd())
+    ok = bool(found) and all(item.ok for item in found)
+    if args.json:
+        document = {"ok": ok, "installed": [item.to_json() for item in found]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return 0 if ok else 1
+    if not found:
+        print(
+            "no Active Memory hook is installed for this checkout or your user; run "
+            "`active-memory hook install claude|codex|opencode`"
+        )
+        return 1
+    for item in found:
+        mark = "ok" if item.ok else "PROBLEM"
+        print(f"{_NAMES[item.harness]} ({item.where}) {item.path}: {mark}")
+        for check in item.checks:
+            print(f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail}")
+            if check.fix:
+                print(f"    → {check.fix}")
+    return 0 if ok else 1
 
 
 def _next_steps(harness: str, http: bool, path: Path) -> list[str]:
@@ -132,7 +238,9 @@ def _next_steps(harness: str, http: bool, path: Path) -> list[str]:
             "and keep `active-memory serve` running (without it, tool calls get no lessons).",
         ]
     if harness == "codex":
-        return ["Codex asks you to review and trust new hooks: open /hooks in Codex."]
+        return ["Codex trusts the hooks through the entries written in its config.toml; "
+                "`active-memory hook doctor` checks them."]  # fmt: skip
     if harness == "opencode":
-        return ["OpenCode loads the plugin at its next start."]
+        return ["OpenCode loads the plugin at its next start (recall only: there is no "
+                "OpenCode session importer, so its sessions are not queued)."]  # fmt: skip
     return []

@@ -24,7 +24,7 @@ def make_answer(server_env: Mapping[str, str], store: str | None = None) -> Answ
     `server_env` supplies what is the same for every caller (HOME, the zeroshot state
     dir). Its `ACTIVE_MEMORY_*` variables are dropped: a server started inside one run's
     environment must not lend that run's identity (run ID, node, budget) to calls from
-    other sessions. The store to freeze from is `store` (`serve --store`), else the
+    other sessions. The store to pin from is `store` (`serve --store`), else the
     server's ACTIVE_MEMORY_STORE, unless the call forwards its own.
     """
     from active_memory.recall import SnapshotCache, answer_hook

@@ -13,9 +13,9 @@ context); a body that is not a JSON object is 400 with a log line; an error insi
 answer is logged and answered `200 {}` (no context).
 
 The answer function blocks (it takes the session ledger's file lock, and a run's first
-call freezes its snapshot from the store), so it runs in worker threads, a few at a
-time: one slow first call never holds up the event loop, other sessions' calls, or the
-token checks.
+call pins its generation, maybe building it from the store's changes), so it runs in
+worker threads, a few at a time: one slow first call never holds up the event loop,
+other sessions' calls, or the token checks.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from active_memory.init.inventory import candidate_roots, take_inventory
 from active_memory.init.maintenance import maintain
 from active_memory.init.phases import Discovery, discover
 from active_memory.init.publish import publish_session, verify_checkouts
-from active_memory.init.session import STATE_SCHEMA, Options, Session, open_session
+from active_memory.init.session import STATE_SCHEMA, Options, Requested, Session, open_session
 from active_memory.runlog.record import RunRecord, load_run_record
 from active_memory.store import open_store
 
@@ -36,25 +36,28 @@ def advance(
     *,
     store: str,
     runs_dir: Path | None = None,
-    ignore_repos: Sequence[str] = (),
-    ignore_graphs: Sequence[str] = (),
+    ignore_repos: Sequence[str] | None = None,
+    ignore_graphs: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
-    checkouts: Sequence[str | Path] = (),
+    checkouts: Sequence[str | Path] | None = None,
 ) -> dict[str, Any]:
     """Advance the session at `directory` as far as it can go; the JSON to print.
 
-    `checkouts` are candidate checkouts for runs that recorded no workspace; a folder
-    that is not a git working tree is a UsageError.
+    An option left as None is omitted: a new session takes its default, a resume its
+    saved value. `checkouts` are candidate checkouts for runs that recorded no
+    workspace; a folder that is not a git working tree is a UsageError.
     """
-    options = Options(
-        parse_list(ignore_repos),
-        parse_list(ignore_graphs),
+    requested = Requested(
+        parse_list(ignore_repos) if ignore_repos is not None else None,
+        parse_list(ignore_graphs) if ignore_graphs is not None else None,
         str(runs_dir.expanduser().absolute()) if runs_dir is not None else None,
-        candidate_roots(checkouts),
+        candidate_roots(checkouts) if checkouts is not None else None,
     )
-    with open_session(directory, options) as (session, new):
+    with open_session(directory, requested) as (session, new):
         receipt = session.read("receipt.json")
-        state = _start(session, options, environ) if new else session.read("session.json")
+        state: dict[str, Any] | None = (
+            _start(session, requested.defaults(), environ) if new else session.read("session.json")
+        )
         assert state is not None
         head = {"session": str(session.path), "inventory": state["inventory"]}
         if receipt is not None:

@@ -45,6 +45,46 @@ class Options:
 # What a session saved before an option existed is read as that option's default.
 _SAVED_DEFAULTS: dict[str, Any] = {"checkouts": []}
 
+# How each option is spelled on the command line, for a conflict's message.
+_FLAGS: dict[str, str] = {
+    "ignore_repos": "--ignore-repos",
+    "ignore_graphs": "--ignore-graphs",
+    "runs_dir": "--runs",
+    "checkouts": "--checkout",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Requested:
+    """The options one call asked for; None is an option the call omitted.
+
+    A new session reads an omitted option as its default; a resume reads it as the
+    saved value, so only a value that differs from the saved one is a conflict.
+    """
+
+    ignore_repos: tuple[str, ...] | None = None
+    ignore_graphs: tuple[str, ...] | None = None
+    runs_dir: str | None = None
+    checkouts: tuple[str, ...] | None = None
+
+    def defaults(self) -> Options:
+        """The options of a new session: every omitted option at its default."""
+        return Options(
+            self.ignore_repos or (), self.ignore_graphs or (), self.runs_dir, self.checkouts or ()
+        )
+
+    def given(self) -> dict[str, Any]:
+        """The options this call named, as `session.json` spells them."""
+        named = {
+            "ignore_repos": self.ignore_repos,
+            "ignore_graphs": self.ignore_graphs,
+            "runs_dir": self.runs_dir,
+            "checkouts": self.checkouts,
+        }
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in named.items() if v is not None
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Session:
@@ -100,12 +140,13 @@ def _inside_checkout(path: Path) -> Path | None:
 
 
 @contextmanager
-def open_session(directory: Path, options: Options) -> Iterator[tuple[Session, bool]]:
+def open_session(directory: Path, requested: Requested) -> Iterator[tuple[Session, bool]]:
     """Create or resume the session at `directory`, locked for this call.
 
     Yields the session and whether it is new. Refuses a folder inside a git checkout, a
     non-empty folder that is not a session, a session another call holds, and a resume
-    with other options.
+    that names an option with another value than the saved one (an omitted option keeps
+    the saved value).
     """
     path = directory.expanduser().absolute()
     checkout = _inside_checkout(path)
@@ -135,19 +176,20 @@ def open_session(directory: Path, options: Options) -> Iterator[tuple[Session, b
         session = Session(path)
         saved = session.read("session.json")
         if saved is not None:
-            _check_resume(path, saved, options)
+            _check_resume(path, saved, requested)
         yield session, saved is None
 
 
-def _check_resume(path: Path, saved: dict[str, Any], options: Options) -> None:
+def _check_resume(path: Path, saved: dict[str, Any], requested: Requested) -> None:
     if saved.get("schema") != STATE_SCHEMA:
         raise InitRefused(f"{path}/session.json is not an {STATE_SCHEMA} document")
     before = saved.get("options", {})
-    for key, value in options.to_json().items():
+    for key, value in requested.given().items():
         saved_value = before.get(key, _SAVED_DEFAULTS.get(key))
         if saved_value != value:
+            flag = _FLAGS[key]
             raise InitRefused(
-                f"this session was started with {key} = {json.dumps(saved_value)}, not "
-                f"{json.dumps(value)}; resume with the same options, or start a new session "
-                "with another --directory"
+                f"this session was started with {flag} = {json.dumps(saved_value)}, not "
+                f"{json.dumps(value)}; omit {flag} to resume with the saved value, or start "
+                f"a new session with another --directory to use the new one"
             )

@@ -20,6 +20,7 @@ from active_memory.orchestrator.controller import SettledRun as SettledRun
 from active_memory.orchestrator.controller import after_run_settled as after_run_settled
 from active_memory.orchestrator.journal import InterruptedPostmortem as InterruptedPostmortem
 from active_memory.orchestrator.journal import Journal as Journal
+from active_memory.orchestrator.journal import JournalEntry as JournalEntry
 from active_memory.orchestrator.journal import default_journal_dir as default_journal_dir
 from active_memory.orchestrator.journal import interrupted_postmortems as interrupted_postmortems
 from active_memory.orchestrator.lanes import LANE_NAMES as LANE_NAMES

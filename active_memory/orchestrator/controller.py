@@ -5,7 +5,8 @@ whatever the postmortem does. A failing postmortem is logged and reported in
 `SettledRun.error`, never raised into the controller; only the caller's own cancellation
 propagates (after the specialists stopped and nothing was published). The postmortem's
 model usage comes back separately (`SettledRun.usage`) so the controller can add it to
-the run's cost without it entering the run's execution history.
+the run's cost without it entering the run's execution history; it is read from the
+postmortem's `UsageMeter`, so a postmortem that raised still reports what it spent.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.postmortem import run_postmortem
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
 from active_memory.orchestrator.sessions import SessionFactory
+from active_memory.orchestrator.usage import UsageMeter
 from active_memory.runlog.record import RunRecord
 from active_memory.store import LessonStore
 
@@ -55,7 +57,9 @@ async def after_run_settled(
     caller's cancellation, as anyio requires, within a short grace.
     """
     outcome = record.outcome  # latched: nothing below may change what the run was
+    meter: UsageMeter | None = None
     try:
+        meter = UsageMeter()
         report = await run_postmortem(
             record,
             config,
@@ -65,16 +69,27 @@ async def after_run_settled(
             progress=progress,
             limits=limits,
             journal_dir=journal_dir,
+            meter=meter,
         )
     except Exception as exc:  # every postmortem failure is data for the controller
         log.exception("postmortem of run %s failed", record.run_id)
-        return SettledRun(
-            record.run_id, outcome, None, f"{type(exc).__name__}: {exc}", UsageReport()
-        )
+        spent = _spent(meter)
+        return SettledRun(record.run_id, outcome, None, f"{type(exc).__name__}: {exc}", spent)
     error = None if report.ok else _summary(report)
     if error is not None:
         log.warning("postmortem of run %s: %s", record.run_id, error)
     return SettledRun(record.run_id, outcome, report, error, report.usage)
+
+
+def _spent(meter: UsageMeter | None) -> UsageReport:
+    """What the meter counted (a lower bound after a failure), never raising itself."""
+    if meter is None:
+        return UsageReport(complete=False)
+    try:
+        return UsageReport.of(meter.total())
+    except Exception:  # the usage must come back whatever failed
+        log.exception("reading the postmortem's usage failed")
+        return UsageReport(complete=False)
 
 
 def _summary(report: PostmortemReport) -> str:

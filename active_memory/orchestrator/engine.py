@@ -9,13 +9,22 @@ investigation and every batch share it. A specialist still running when it fires
 Cancellation by the caller: the task group's specialists are cancelled (sessions close
 shielded; CLI children are killed and reaped by their adapters), nothing is published,
 the journal records `cancelled`, and the cancellation is re-raised unchanged.
+
+Usage: every session reports each request's usage to the run's `UsageMeter` as it is
+known; a journal task in the specialists' task group rewrites the `running` entry with
+the total each time it changes (a write in a worker thread that a cancel waits for, never
+abandons). A postmortem's end (finished, cancelled or failed) records the meter's total;
+a crash leaves the last total written, which `interrupted_postmortems()` reports as
+incomplete.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -24,7 +33,7 @@ from active_memory.checkout import Checkout
 from active_memory.config import RuntimeConfig
 from active_memory.errors import UsageError
 from active_memory.evidence import ScanResult, scan
-from active_memory.lessons import Lesson
+from active_memory.lessons import HistoryEntry, Lesson
 from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState
 from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.outcome import Outcome
@@ -38,11 +47,13 @@ from active_memory.orchestrator.runners import (
     safe_progress,
 )
 from active_memory.orchestrator.sessions import SessionFactory, lane_sessions
+from active_memory.orchestrator.usage import UsageMeter
 from active_memory.prompts import Prompts, load_prompts
 from active_memory.quality.effectiveness import observe
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import SPECIALISTS, ScopeKind, SpecialistName
-from active_memory.specialists.providers import ProviderSession
+from active_memory.specialists.providers import ProviderSession, Usage
+from active_memory.specialists.views import DeferralView, deferral_of
 from active_memory.store import LessonQuery, LessonStore
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation
@@ -66,7 +77,9 @@ class Postmortem:
         limits: PostmortemLimits,
         journal_dir: Path | None,
         prompts: Prompts | None,
+        meter: UsageMeter | None = None,
     ) -> None:
+        self.meter = meter
         self.record = record
         self.settings = config.settings
         self.lane = config.lane
@@ -118,37 +131,66 @@ class Postmortem:
             self.limits,
             self.progress,
             deliveries_by_lesson(self.record),
+            meter=self.meter or UsageMeter(),
         )
         entry = await self._journal_start() if active else None
         try:
-            publication = await self._run(ctx, active)
+            with _long_lived_objects_frozen():
+                publication = await self._run(ctx, active, entry)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._journal_end(entry, "cancelled", None, "cancelled by the caller")
+                await self._journal_end(
+                    entry, "cancelled", None, "cancelled by the caller", ctx.meter.total()
+                )
             raise
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
-                await self._journal_end(entry, "failed", None, f"{type(exc).__name__}: {exc}")
+                reason = f"{type(exc).__name__}: {exc}"
+                await self._journal_end(entry, "failed", None, reason, ctx.meter.total())
             raise
         report = self._report(publication, start)
-        await self._journal_end(entry, "finished", report, None)
+        await self._journal_end(entry, "finished", report, None, None)
         return report
 
-    async def _run(self, ctx: Context, active: Sequence[Outcome]) -> Publication:
+    async def _journal_usage(self, entry: JournalEntry, meter: UsageMeter) -> None:
+        """Rewrite the `running` entry with the usage total each time it changes."""
+        journal = self.journal
+        assert journal is not None
+        async for usage in meter.changes():
+            try:
+                # Not abandoned on cancel: the end's own write must come after this one.
+                write = functools.partial(journal.spent, entry, UsageReport.of(usage))
+                await anyio.to_thread.run_sync(write)
+            except OSError as exc:
+                log.warning("postmortem journal not written: %s", exc)
+
+    async def _run(
+        self, ctx: Context, active: Sequence[Outcome], entry: JournalEntry | None = None
+    ) -> Publication:
+        # (Inside `_long_lived_objects_frozen`: see there.)
         living: dict[ScopeKind, list[Lesson]] = {"graph": [], "repository": []}
         if not active:
             return Publication()
         with anyio.CancelScope(deadline=ctx.deadline) as scope:
             await self._freeze(active, living)
             await self._read_effectiveness(active, living, ctx)
-            evidence = await self._scan(active)
+            evidence = await self._scan(active, ctx)
             observations = await self._observe(evidence, living)
-            async with anyio.create_task_group() as group:
-                for out in active:
-                    if out.status is None:
-                        group.start_soon(
-                            run_specialist, ctx, out, living[_scope(out)], evidence, name=out.name
-                        )
+            async with anyio.create_task_group() as journalled:
+                if entry is not None:
+                    journalled.start_soon(self._journal_usage, entry, ctx.meter)
+                async with anyio.create_task_group() as group:
+                    for out in active:
+                        if out.status is None:
+                            group.start_soon(
+                                run_specialist,
+                                ctx,
+                                out,
+                                living[_scope(out)],
+                                evidence,
+                                name=out.name,
+                            )
+                journalled.cancel_scope.cancel()
         if scope.cancelled_caught:
             seconds = self.settings.timeout_seconds
             for out in active:
@@ -204,9 +246,9 @@ class Postmortem:
         run_graph = self.record.graph.hash if self.record.graph else None
         needs: dict[ScopeKind, list[Outcome]] = {}
         for out in active:
-            kind = SPECIALISTS[out.name]
-            if not (kind.is_maintenance and self.record.deliveries is None):
-                needs.setdefault(kind.scope, []).append(out)
+            # Maintenance reads its scope even without delivery evidence: deferred
+            # lessons come back whatever the deliveries (SPEC §9, 2026-12).
+            needs.setdefault(SPECIALISTS[out.name].scope, []).append(out)
         for scope_kind, outs in needs.items():
             if scope_kind == "repository":
                 query = LessonQuery(kind="repository", repository=run_repository)
@@ -225,6 +267,11 @@ class Postmortem:
             living[scope_kind] = sorted(
                 (x for x in found if isinstance(x, Lesson)), key=lambda x: x.id
             )
+        # The lessons just read live for the whole postmortem: keep the cycle collector
+        # from traversing them again at every full collection (at 10,000 lessons those
+        # traversals were most of the checks' time). `_long_lived_objects_frozen` thaws
+        # them at the end.
+        gc.freeze()
 
     async def _read_effectiveness(
         self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]], ctx: Context
@@ -235,9 +282,12 @@ class Postmortem:
         ids = [lesson.id for lessons in living.values() for lesson in lessons]
         if not ids:
             return
+        deferred = [x.id for lessons in living.values() for x in lessons if x.status == "deferred"]
         try:
             ctx.effectiveness.update(await self.store.effectiveness(ids))
             ctx.candidates.update(await self.store.candidates(ids))
+            for lesson_id in deferred[:MAX_DEFERRALS_READ]:
+                ctx.deferrals[lesson_id] = _deferral(await self.store.history(lesson_id), ctx)
         except Exception as exc:
             log.warning("reading effectiveness counters or candidates failed: %s", exc)
             for out in active:
@@ -258,10 +308,14 @@ class Postmortem:
             evidence = await in_thread(functools.partial(scan, self.record))
         return observe(self.record, evidence.evidence, lessons)
 
-    async def _scan(self, active: Sequence[Outcome]) -> ScanResult | None:
-        if not any(not SPECIALISTS[o.name].is_maintenance for o in active):
+    async def _scan(self, active: Sequence[Outcome], ctx: Context) -> ScanResult | None:
+        """The run's evidence: discovery cites it, maintenance sees what concerns its
+        lessons."""
+        if not active:
             return None
-        return await in_thread(functools.partial(scan, self.record))
+        found = await in_thread(functools.partial(scan, self.record))
+        ctx.scanned.append(found)
+        return found
 
     async def _journal_start(self) -> JournalEntry | None:
         if self.journal is None:
@@ -281,6 +335,7 @@ class Postmortem:
         state: JournalState,
         report: PostmortemReport | None,
         reason: str | None,
+        usage: Usage | None,
     ) -> None:
         if self.journal is None or entry is None:
             return
@@ -293,6 +348,7 @@ class Postmortem:
                     state,
                     report=report,
                     reason=reason,
+                    usage=UsageReport.of(usage) if usage is not None else None,
                     deliveries={k: len(v) for k, v in deliveries_by_lesson(self.record).items()},
                 )
             )
@@ -319,6 +375,19 @@ class Postmortem:
         )
 
 
+MAX_DEFERRALS_READ = 1_000
+"""Deferred lessons whose history is read per postmortem (one read each); past it a
+deferred lesson is still offered, with an empty deferral reason."""
+
+
+def _deferral(history: Sequence[HistoryEntry], ctx: Context) -> DeferralView:
+    """The latest deferral of a lesson's history: its reason and time."""
+    entry = next((h for h in reversed(history) if h.action == "defer"), None)
+    if entry is None:
+        return DeferralView(reason="")
+    return deferral_of(entry.reason, entry.at, ctx.record)
+
+
 def _scope(out: Outcome) -> ScopeKind:
     return SPECIALISTS[out.name].scope
 
@@ -326,3 +395,13 @@ def _scope(out: Outcome) -> ScopeKind:
 def _no_sessions(specialist: SpecialistName, *, deadline: float) -> ProviderSession:
     """The factory when no specialist runs: it is never called."""
     raise AssertionError(f"{specialist} does not run")
+
+
+@contextmanager
+def _long_lived_objects_frozen() -> Iterator[None]:
+    """Thaw, at the end of a postmortem, what `gc.freeze()` moved out of the collector's
+    reach during it (the manifest, frozen once read: docs/orchestrator.md)."""
+    try:
+        yield
+    finally:
+        gc.unfreeze()

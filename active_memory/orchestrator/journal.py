@@ -5,7 +5,9 @@ started (`state: running`, the latched outcome, the process ID) and how it ended
 (`finished`, `failed`, `cancelled`, with its report's summary and usage, the run's
 deliveries per lesson and every refused proposal, for `lessons stats`). A file left
 `running` by a process that is gone is a postmortem interrupted by a crash or restart:
-`interrupted_postmortems()` lists those, with their usage marked incomplete. Nothing of
+`interrupted_postmortems()` lists those, with their usage marked incomplete. While it
+runs, the entry's `usage` is rewritten with the total spent so far (`spent`), so an
+interrupted postmortem reports what it had spent up to its last request. Nothing of
 an interrupted postmortem was published: the publish is one transaction.
 """
 
@@ -128,12 +130,16 @@ class Journal:
         report: PostmortemReport | None = None,
         reason: str | None = None,
         deliveries: Mapping[str, int] | None = None,
+        usage: UsageReport | None = None,
     ) -> None:
         """Record how it ended, with the report's statuses, usage and refused proposals
-        when there is one, and the run's `deliveries` per lesson."""
+        when there is one (else `usage`, what was spent until the end), and the run's
+        `deliveries` per lesson."""
         update: dict[str, Any] = {"state": state, "ended_at": _now(), "reason": reason}
         if deliveries is not None:
             update["deliveries"] = dict(deliveries)
+        if usage is not None:
+            update["usage"] = usage
         if report is not None:
             update["statuses"] = {n: s.status for n, s in report.specialists.items()}
             update["usage"] = report.usage
@@ -148,6 +154,11 @@ class Journal:
                 for r in specialist.rejected or []
             ]
         self.write(started.model_copy(update=update))
+
+    def spent(self, started: JournalEntry, usage: UsageReport) -> None:
+        """Record what the running postmortem has spent so far (its entry stays
+        `running`); a crash leaves this figure for `interrupted()` to report."""
+        self.write(started.model_copy(update={"usage": usage}))
 
     def read(self, run_id: str) -> JournalEntry | None:
         """The run's entry, or None if there is none or it is unreadable."""

@@ -21,6 +21,7 @@ from active_memory.config import RuntimeConfig
 from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.report import PostmortemReport
 from active_memory.orchestrator.sessions import SessionFactory
+from active_memory.orchestrator.usage import UsageMeter
 from active_memory.prompts import Prompts
 from active_memory.runlog.record import RunRecord
 from active_memory.store import LessonStore
@@ -38,6 +39,7 @@ async def run_postmortem(
     limits: PostmortemLimits | None = None,
     journal_dir: Path | None = None,
     prompts: Prompts | None = None,
+    meter: UsageMeter | None = None,
 ) -> PostmortemReport:
     """Run the postmortem of `record` and return its report (SPEC §10).
 
@@ -50,6 +52,8 @@ async def run_postmortem(
       the report says what would be published.
     - `progress`: called with `ProgressEvent`s (display only).
     - `journal_dir`: where the journal goes (default `default_journal_dir()`).
+    - `meter`: a `UsageMeter` the caller reads what the postmortem spent from, even when
+      it raised (default: its own).
 
     Specialist failures, timeouts and publish failures are in the report, never raised.
     Raises only for misuse (`UsageError`, a broken prompt install) and re-raises the
@@ -68,5 +72,6 @@ async def run_postmortem(
         limits=limits or PostmortemLimits(),
         journal_dir=journal_dir,
         prompts=prompts,
+        meter=meter,
     )
     return await run.run()

@@ -1,4 +1,4 @@
-"""Recall (SPEC §8): frozen snapshots, inverted indexes, signals, session budgets, cards.
+"""Recall (SPEC §8): pinned generations, inverted indexes, signals, session budgets, cards.
 
 Public API (see docs/recall.md):
 
@@ -7,8 +7,8 @@ Public API (see docs/recall.md):
 - `parse_payload(harness, payload) -> ToolCall` and `hook_output(harness, answer)`: a
   harness's hook JSON in and out;
 - `resolve_context(call, env) -> RecallContext`: run, session, namespace, budget;
-- `SnapshotCache`: opened snapshots kept in memory by a resident process;
-- `graph_cards(context)`: a node's frozen graph lessons (for `instructions`).
+- `SnapshotCache`: generations kept open by a resident process, shared between runs;
+- `graph_cards(context)`: a node's pinned graph lessons (for `instructions`).
 
 Everything imported here is standard library only, because the hook process imports
 this package on every tool call.

@@ -5,30 +5,30 @@ through it, so they cannot disagree. In order:
 
 1. signals from the call (signals.py), resolved inside the workspace root;
 2. the tool receipt, recorded for the run whether or not anything matches;
-3. the run's frozen snapshot, found or frozen now (snapshot.py), its index matched;
-4. the session ledger, under its lock: cards already delivered or over the remaining
-   budget are skipped, the rest framed and charged (ledger.py), and one delivery line
-   per card written for the run record.
+3. the generations the run pinned, pinned now at its first call (snapshot.py);
+4. the session ledger, under its lock: matches are walked lazily in delivery order
+   (match.iter_matches), cards already delivered or over the remaining budget skipped,
+   and the walk stops once not even the smallest card could fit; the admitted cards are
+   framed and charged (ledger.py), one delivery line per card written for the run record.
 
-A dry-run context (`active-memory recall`) does steps 1, 3 and a read-only 4.
+A dry-run context (`active-memory recall`) does steps 1, 3 and a read-only 4, and lists
+every match (its report shows each skipped card and why).
 """
 
 from __future__ import annotations
 
-import os
-
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.harness import hook_output, parse_payload
 from active_memory.recall.ledger import admit, ledger_path, read_state
-from active_memory.recall.match import match
+from active_memory.recall.match import iter_matches, match
 from active_memory.recall.records import RECEIPT_PATHS, record_receipt
 from active_memory.recall.signals import extract_signals
-from active_memory.recall.snapshot import graph_cards, graph_file, repository_index
+from active_memory.recall.snapshot import graph_cards, graph_scope, pinned, repository_index
 from active_memory.recall.types import RecallAnswer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
     from active_memory.recall.snapshot import SnapshotCache
@@ -51,16 +51,18 @@ def answer_tool_call(
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
         record_receipt(context, call.tool, paths)
-        _freeze_graph_part(context, cache)
-    hits: list[CardHit] = []
+        _pin_graph_part(context, cache)
     index = cache.repository_index(context) if cache is not None else repository_index(context)
-    if index is not None and (signals.paths or signals.identifiers or signals.terms):
-        hits = match(index, signals)
-    if not hits:
+    if index is None or not (signals.paths or signals.identifiers or signals.terms):
         state = read_state(ledger_path(context))
         left = max(0, context.budget_bytes - state.spent)
         return RecallAnswer(budget_left=left, paths=paths)
-    admitted, skipped, text, left = admit(context, hits)
+    hits: Iterable[CardHit]
+    if context.dry_run:
+        hits, floor = match(index, signals), 0
+    else:
+        hits, floor = iter_matches(index, signals), index.min_card
+    admitted, skipped, text, left = admit(context, hits, floor=floor)
     return RecallAnswer(tuple(admitted), text, left, tuple(skipped), paths)
 
 
@@ -83,11 +85,11 @@ def answer_hook(
     return hook_output(harness, answer) or {}
 
 
-def _freeze_graph_part(context: RecallContext, cache: SnapshotCache | None) -> None:
-    # The run's first recall freezes its whole scope, the node's graph lessons included,
-    # so `instructions` and the hooks see the same snapshot.
-    path = graph_file(context)
-    if path is None or os.path.exists(path):
+def _pin_graph_part(context: RecallContext, cache: SnapshotCache | None) -> None:
+    # The node's first recall pins its graph generation too, so `instructions` and the
+    # hooks see the same lessons.
+    scope = graph_scope(context)
+    if scope is None or pinned(context, scope) is not None:
         return
     if cache is not None:
         cache.graph_cards(context)

@@ -19,6 +19,7 @@ from active_memory.recall.types import (
     RecallContext,
     ToolCall,
 )
+from active_memory.settings import effective_settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -222,6 +223,9 @@ def resolve_context(
 ) -> RecallContext:
     """The `RecallContext` of `call`, from `env` (the hook's environment) and the call.
 
+    Budget and scopes are the effective settings (`active_memory.settings`); raises
+    `SettingsError` when a settings file is invalid.
+
     `repository` overrides the namespace (the `recall --repository` option). Precedence
     for each part is written in docs/recall.md ("Identity").
     """
@@ -237,6 +241,10 @@ def resolve_context(
     cwd = call.cwd or os.getcwd()
     root = env.get(WORKSPACE_ENV) or find_checkout_root(cwd)
     namespace = repository or env.get(REPOSITORY_ENV) or repository_namespace(root)
+    # The run's ACTIVE_MEMORY_* variables, then .active-memory.toml at the root, then the
+    # user's settings file (settings.py); an invalid file raises, so the hook answers
+    # nothing and logs it.
+    settings = effective_settings(root, env)
     graph_hash = env.get(GRAPH_HASH_ENV) or None
     if graph_hash is not None and (len(graph_hash) != 64 or not set(graph_hash) <= _HEX):
         graph_hash = None
@@ -248,8 +256,8 @@ def resolve_context(
         workspace_root=os.path.abspath(root) if root else os.path.abspath(cwd),
         graph_hash=graph_hash,
         node=env.get(NODE_ENV) or None,
-        budget_bytes=parse_budget(env.get(BUDGET_ENV)),
+        budget_bytes=settings.budget_bytes,
         store=env.get(STORE_ENV) or None,
-        scopes=parse_scopes(env.get(SCOPES_ENV)),
+        scopes=settings.scopes,
         dry_run=dry_run,
     )

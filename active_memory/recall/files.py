@@ -60,12 +60,18 @@ def atomic_write(path: str, data: bytes) -> None:
         raise
 
 
-def append_line(path: str, line: str) -> None:
-    """Append one line (a newline is added) with a single `write` on an `O_APPEND` file."""
+def append_line(path: str, line: str, *, sync: bool = False) -> None:
+    """Append one line (a newline is added) with a single `write` on an `O_APPEND` file.
+
+    `sync` also flushes it to the disk before returning (`fdatasync`), so it survives a
+    machine crash, not only a process crash.
+    """
     os.makedirs(os.path.dirname(path), exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(descriptor, (line + "\n").encode("utf-8"))
+        if sync:
+            (getattr(os, "fdatasync", None) or os.fsync)(descriptor)
     finally:
         os.close(descriptor)
 

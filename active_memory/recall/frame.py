@@ -98,17 +98,27 @@ def select(
     hits: Iterable[CardT],
     delivered: set[tuple[str, int]] | frozenset[tuple[str, int]],
     remaining: int,
+    *,
+    floor: int = 0,
 ) -> tuple[list[CardT], list[tuple[CardT, SkipReason]], int]:
     """Cards to deliver from `hits` (already in delivery order) within `remaining` bytes.
 
     Complete cards only; an (id, revision) in `delivered` is skipped; a card that does not
-    fit is skipped and the next one tried. Returns (admitted, skipped with reason, bytes
-    the delivery costs, frame included; 0 when nothing is admitted).
+    fit is skipped and the next one tried. With `floor` (the smallest card's size) it
+    stops taking from `hits` once not even such a card would fit, so a lazy `hits` is
+    never read further than what could be delivered. Returns (admitted, skipped with
+    reason, bytes the delivery costs, frame included; 0 when nothing is admitted).
     """
     admitted: list[CardT] = []
     skipped: list[tuple[CardT, SkipReason]] = []
     cost = 0
-    for hit in hits:
+    iterator = iter(hits)
+    while True:
+        if floor and cost + floor + (SEPARATOR_BYTES if admitted else FRAME_BYTES) > remaining:
+            break
+        hit = next(iterator, None)
+        if hit is None:
+            break
         if (hit.id, hit.revision) in delivered:
             skipped.append((hit, "delivered_before"))
             continue

@@ -21,7 +21,7 @@ from active_memory.recall.types import Skipped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable
 
     from active_memory.recall.types import CardHit, RecallContext
 
@@ -42,7 +42,12 @@ class LedgerState:
 
 def ledger_path(context: RecallContext) -> str:
     """The ledger file of the context's provider session."""
-    return os.path.join(context.recall_dir, "sessions", safe_name(context.session) + ".ledger")
+    return ledger_path_for(context.recall_dir, context.session)
+
+
+def ledger_path_for(recall_dir: str, session: str) -> str:
+    """The ledger file of provider session `session` under `recall_dir`."""
+    return os.path.join(recall_dir, "sessions", safe_name(session) + ".ledger")
 
 
 def read_state(path: str) -> LedgerState:
@@ -67,34 +72,37 @@ def _write_state(path: str, session: str, state: LedgerState) -> None:
 
 
 def admit(
-    context: RecallContext, hits: Sequence[CardHit]
+    context: RecallContext, hits: Iterable[CardHit], *, floor: int = 0
 ) -> tuple[list[CardHit], list[Skipped], str, int]:
     """Choose what the session receives from `hits` and record it in the ledger.
 
-    Returns (admitted cards, skipped cards, framed context, budget left). The ledger and
-    the run's delivery lines are written under the session lock. A dry run reads the
-    ledger and changes nothing.
+    `hits` may be lazy (match.iter_matches): with `floor`, the smallest card's size, it
+    is read only while another card could still fit. Returns (admitted cards, skipped
+    cards, framed context, budget left). The ledger and the run's delivery lines are
+    written under the session lock. A dry run reads the ledger and changes nothing.
     """
     path = ledger_path(context)
     if context.dry_run:
-        return _decide(context, read_state(path), hits)[:4]
+        return _decide(context, read_state(path), hits, floor)[:4]
     with FileLock(path[: -len(".ledger")] + ".lock"):
         state = read_state(path)
-        admitted, skipped, text, left, cost = _decide(context, state, hits)
+        admitted, skipped, text, left, cost = _decide(context, state, hits, floor)
         if admitted:
+            # Deliveries first, still under the lock: a crash before the ledger is
+            # replaced leaves a delivery line too many (read back once), never a card
+            # the session saw without its delivery evidence (records.py).
+            record_deliveries(context, admitted)
             state.spent += cost
             state.delivered.update((hit.id, hit.revision) for hit in admitted)
             _write_state(path, context.session, state)
-            # Still under the lock, so the run record's deliveries follow the ledger.
-            record_deliveries(context, admitted)
     return admitted, skipped, text, left
 
 
 def _decide(
-    context: RecallContext, state: LedgerState, hits: Sequence[CardHit]
+    context: RecallContext, state: LedgerState, hits: Iterable[CardHit], floor: int
 ) -> tuple[list[CardHit], list[Skipped], str, int, int]:
     remaining = max(0, context.budget_bytes - state.spent)
-    admitted, skipped, cost = select(hits, state.delivered, remaining)
+    admitted, skipped, cost = select(hits, state.delivered, remaining, floor=floor)
     text = frame(hit.text for hit in admitted)
     left = remaining - cost
     return admitted, [Skipped(hit, reason) for hit, reason in skipped], text, left, cost

@@ -3,23 +3,37 @@
 | match | score | looked up as |
 |---|---|---|
 | exact root-relative file | 1000 | each signal path |
-| containing folder | 800 | each signal path and every ancestor of it, by whole components |
+| containing folder | 800 | each signal path and `folders` entry, with its ancestors |
 | exact whole identifier | 700 | each identifier, case-sensitive |
 | keyword group | 500 | each signal term; a group counts when all its terms occur |
 
-A card scores its strongest match once; repeated words add nothing. Matches are ordered
-by score (highest first), then lesson ID. Folder matching works on whole path
-components: `src/api` is an ancestor of `src/api/x.py` and of `src/api` itself, never
-of `src/apis/x.py`.
+`folders` are the other reading of a relative path (working directory or workspace
+root), tried for folder matches only. A card scores its strongest match once; repeated
+words add nothing. Matches are ordered by score (highest first), then lesson ID.
+
+`iter_matches` yields them lazily in exactly that order: tier by tier (file, folder,
+identifier, keywords), each tier a merge of sorted posting lists (ordinals are lesson-ID
+order), a card yielded only at its first (strongest) tier. A card's text is loaded only
+when it is yielded, so a caller that stops once the budget is spent (ledger.py) never
+loads or builds what it cannot deliver: a folder with thousands of lessons costs the few
+cards that fit. `match` is the complete list, for reports that show every skipped card.
+
+Folder matching works on whole path components: `src/api` is an ancestor of
+`src/api/x.py` and of `src/api` itself, never of `src/apis/x.py`.
 """
 
 from __future__ import annotations
+
+from heapq import merge
 
 from active_memory.recall.index import FILE, FOLDER, IDENTIFIER, KEYWORD
 from active_memory.recall.types import MATCH_SCORES, CardHit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
     from active_memory.recall.index import SnapshotIndex
     from active_memory.recall.signals import Signals
     from active_memory.recall.types import MatchKind
@@ -31,33 +45,51 @@ def ancestors(path: str) -> list[str]:
     return ["/".join(parts[: end + 1]) for end in range(len(parts))]
 
 
+def iter_matches(index: SnapshotIndex, signals: Signals) -> Iterator[CardHit]:
+    """Every card `signals` match, lazily, best first (score desc, then lesson ID)."""
+    seen: set[int] = set()
+    paths = list(signals.paths)
+    readings = [*paths, *signals.folders]
+    folders = list(dict.fromkeys(folder for path in readings for folder in ancestors(path)))
+    tiers: list[tuple[MatchKind, list[tuple[int, ...]]]] = [
+        ("file", [index.postings(FILE + path) for path in dict.fromkeys(paths)]),
+        ("folder", [index.postings(FOLDER + folder) for folder in folders]),
+        ("identifier", [index.postings(IDENTIFIER + name) for name in signals.identifiers]),
+    ]
+    for kind, lists in tiers:
+        yield from _tier(index, kind, lists, seen)
+    terms = signals.terms
+    groups = [
+        _satisfied(postings, terms)
+        for postings in (index.postings(KEYWORD + term) for term in terms)
+        if postings
+    ]
+    yield from _tier(index, "keywords", groups, seen)
+
+
+def _satisfied(postings: tuple[Any, ...], terms: set[str]) -> Iterator[int]:
+    """The ordinals of the keyword groups in `postings` whose terms all occur, lazily."""
+    for ordinal, group in postings:
+        if all(part in terms for part in group):
+            yield ordinal
+
+
+def _tier(
+    index: SnapshotIndex, kind: MatchKind, lists: Iterable[Iterable[int]], seen: set[int]
+) -> Iterator[CardHit]:
+    score = MATCH_SCORES[kind]
+    present = [postings for postings in lists if postings]
+    ordinals: Iterable[int] = present[0] if len(present) == 1 else merge(*present)
+    previous = -1
+    for ordinal in ordinals:
+        if ordinal == previous or ordinal in seen:
+            continue
+        previous = ordinal
+        seen.add(ordinal)
+        lesson_id, revision, text = index.card(ordinal)
+        yield CardHit(lesson_id, revision, score, kind, text, ordinal)
+
+
 def match(index: SnapshotIndex, signals: Signals) -> list[CardHit]:
     """Every card `signals` match, best first (score desc, then lesson ID)."""
-    best: dict[int, tuple[int, MatchKind]] = {}
-
-    def offer(ordinal: int, kind: MatchKind) -> None:
-        score = MATCH_SCORES[kind]
-        current = best.get(ordinal)
-        if current is None or current[0] < score:
-            best[ordinal] = (score, kind)
-
-    for path in signals.paths:
-        for ordinal in index.postings(FILE + path):
-            offer(ordinal, "file")
-        for folder in ancestors(path):
-            for ordinal in index.postings(FOLDER + folder):
-                offer(ordinal, "folder")
-    for identifier in signals.identifiers:
-        for ordinal in index.postings(IDENTIFIER + identifier):
-            offer(ordinal, "identifier")
-    terms = signals.terms
-    for term in terms:
-        for ordinal, group in index.postings(KEYWORD + term):
-            if ordinal not in best and all(part in terms for part in group):
-                offer(ordinal, "keywords")
-    ordered = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))
-    hits: list[CardHit] = []
-    for ordinal, (score, kind) in ordered:
-        lesson_id, revision, text = index.card(ordinal)
-        hits.append(CardHit(lesson_id, revision, score, kind, text, ordinal))
-    return hits
+    return list(iter_matches(index, signals))

@@ -8,9 +8,21 @@ Per run key, under `recall/runs/<run key>/`:
 - `deliveries.jsonl`: one line per delivered card:
   `{"session", "lesson", "revision", "at"}`.
 
-The run controller reads them back (`read_receipts`, `read_deliveries`) into the run
-record's `receipts` and `deliveries`; the record's own bounds (512 receipts, first and
-latest kept) apply there.
+A bare harness session's run key is `session:<provider session>`, so these files are
+the session's own record; `runlog/importers/harness_session.py` joins them into the run
+record built from the session's transcript, and the run controller reads them back
+(`read_receipts`, `read_deliveries`) into a run's `receipts` and `deliveries`. The
+record's own bounds (512 receipts, first and latest kept) apply there.
+
+Crash safety: each record is one `write` on an `O_APPEND` descriptor, so a process that
+dies never leaves half a line among whole ones; a line cut by a machine crash (no
+newline, then the next process's whole line glued on) is recovered by the reader, which
+keeps the whole record at the end of a damaged line. Deliveries are appended *before*
+the session ledger is replaced (ledger.py): a crash between the two can at worst record
+a card the session never saw (maintenance then reviews one lesson too many), never hide
+one it did see. The reader drops the duplicate lines such a retry leaves. Delivery lines
+are also flushed to the disk before the ledger moves on (`fdatasync`), so they survive a
+machine crash; receipts, written on every call, are not (a lost receipt costs little).
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ if TYPE_CHECKING:
 RECEIPT_PATHS = 8
 RECEIPTS_FILE = "receipts.jsonl"
 DELIVERIES_FILE = "deliveries.jsonl"
+_RECORD_FILES = (RECEIPTS_FILE, DELIVERIES_FILE)
 
 
 def run_dir(recall_dir: str, run_key: str) -> str:
@@ -71,12 +84,14 @@ def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
         for hit in cards
     ]
     if lines:
-        append_line(path, "\n".join(lines))
+        # Synced: a delivery is the evidence maintenance needs and happens a few times per
+        # session, so it is worth a flush to disk; receipts (every call) are not synced.
+        append_line(path, "\n".join(lines), sync=True)
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     except FileNotFoundError:
         return []
@@ -84,13 +99,32 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         if not line.strip():
             continue
-        try:
-            value = jsonio.loads(line)
-        except ValueError:
-            continue  # a line cut by a crash mid-append: the rest still counts
+        value = _parse_line(line)
         if isinstance(value, dict):
             records.append(value)
     return records
+
+
+def _parse_line(line: str) -> Any:
+    try:
+        return jsonio.loads(line)
+    except ValueError:
+        pass
+    # A record cut by a crash, with the next whole record glued to it: keep the last
+    # `{` from which the rest of the line parses (records hold no nested objects).
+    start = line.rfind("{")
+    while start > 0:
+        try:
+            return jsonio.loads(line[start:])
+        except ValueError:
+            start = line.rfind("{", 0, start)
+    return None
+
+
+def has_records(recall_dir: str, run_key: str) -> bool:
+    """True when a hook recorded anything (a receipt or a delivery) for `run_key`."""
+    folder = run_dir(recall_dir, run_key)
+    return any(os.path.exists(os.path.join(folder, name)) for name in _RECORD_FILES)
 
 
 def read_receipts(recall_dir: str, run_key: str) -> list[dict[str, Any]]:
@@ -99,5 +133,17 @@ def read_receipts(recall_dir: str, run_key: str) -> list[dict[str, Any]]:
 
 
 def read_deliveries(recall_dir: str, run_key: str) -> list[dict[str, Any]]:
-    """Every card delivery recorded for `run_key`, in the order written."""
-    return _read_jsonl(os.path.join(run_dir(recall_dir, run_key), DELIVERIES_FILE))
+    """Every card delivery recorded for `run_key`, in the order written, once each.
+
+    A `(session, lesson, revision)` is delivered at most once per session (SPEC §8), so
+    a repeated line (a hook that died after recording, then delivered on a retry) is
+    kept only at its first appearance.
+    """
+    seen: set[tuple[Any, Any, Any]] = set()
+    unique: list[dict[str, Any]] = []
+    for record in _read_jsonl(os.path.join(run_dir(recall_dir, run_key), DELIVERIES_FILE)):
+        key = (record.get("session"), record.get("lesson"), record.get("revision"))
+        if key not in seen:
+            seen.add(key)
+            unique.append(record)
+    return unique

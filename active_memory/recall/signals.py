@@ -5,10 +5,17 @@ Read in SPEC §8's order: native path fields first (Claude Code `file_path`,
 commands (`cd folder && …` moves the base of later arguments; flags and URLs are not
 paths), then identifiers in search patterns and queries. Identifiers and path names are
 split (snake_case, camelCase, PascalCase, kebab-case) into lowercase terms for keyword
-groups. Paths are resolved against the tool's working directory and kept only inside
-the workspace root, root-relative with `/`.
+groups. A relative path is resolved against the tool's working directory; when that
+names nothing in the workspace but the same text from the workspace root does, the root's
+reading is the file (an agent in `repo/src` reading `src/a.py` means `repo/src/a.py`),
+and both readings are tried for folder matches. `file::test`, `file:line` and
+`file:line:col` name the file. Paths are kept only inside the workspace root,
+root-relative with `/`.
 
-Pure: no file is read and nothing is run; a path need not exist to be a signal.
+Nothing is read or run; the only file-system calls are an existence check (`lstat`) of
+the two readings of a relative path, made only when the working directory is not the
+root, and a `realpath` when a path seems to lie outside the root. A path need not exist
+to be a signal.
 """
 
 from __future__ import annotations
@@ -69,19 +76,25 @@ _WORD_EXTRA = "_$"
 
 
 class Signals:
-    """What a tool call touched: root-relative `paths`, `identifiers`, lowercase `terms`."""
+    """What a tool call touched: root-relative `paths`, `identifiers`, lowercase `terms`.
 
-    __slots__ = ("identifiers", "paths", "terms")
+    `folders` are the other readings of a relative path (the working directory's and the
+    workspace root's), matched against folder associations only: they are not the file
+    the call touched, so neither a file match nor a receipt comes from them.
+    """
+
+    __slots__ = ("folders", "identifiers", "paths", "terms")
 
     def __init__(self) -> None:
         self.paths: dict[str, None] = {}  # ordered set
+        self.folders: dict[str, None] = {}
         self.identifiers: dict[str, None] = {}
         self.terms: set[str] = set()
 
     def __repr__(self) -> str:
         return (
-            f"Signals(paths={list(self.paths)}, identifiers={list(self.identifiers)}, "
-            f"terms={sorted(self.terms)})"
+            f"Signals(paths={list(self.paths)}, folders={list(self.folders)}, "
+            f"identifiers={list(self.identifiers)}, terms={sorted(self.terms)})"
         )
 
 
@@ -165,10 +178,13 @@ class _Reader:
         text = raw.strip()
         if not text or "\x00" in text or "://" in text or text.startswith("-"):
             return
+        text, detail = split_location(text)
+        if detail:
+            self.words(detail)  # `::test_checkout_total` names what the work is about
         if any(ch in text for ch in _GLOB_CHARS):
             self.glob(text, base)
             return
-        relative = self.relative(self.resolve(text, base))
+        relative, other = self.readings(text, base)
         if relative is None:
             return
         # Terms come from the root-relative path: the folders above the checkout say
@@ -176,6 +192,32 @@ class _Reader:
         self.words(relative)
         if len(self.signals.paths) < MAX_PATHS:
             self.signals.paths[relative] = None
+            if other is not None:
+                self.signals.folders[other] = None
+
+    def readings(self, text: str, base: str) -> tuple[str | None, str | None]:
+        """The root-relative path `text` names from `base`, and the other reading, kept
+        for folder matches only (None when there is none).
+
+        The working directory's reading wins when it names something in the workspace;
+        else the root's when that does; when neither exists (a file about to be
+        written), the working directory's, with the root's kept for folders. Only a
+        relative path read outside the root has two readings, so only then is anything
+        looked up (one or two `lstat`s).
+        """
+        absolute = self.resolve(text, base)
+        relative = self.relative(absolute)
+        if base == self.root or text[0] == "~" or os.path.isabs(text):
+            return relative, None
+        from_root = self.resolve(text, self.root)
+        rooted = self.relative(from_root)
+        if rooted is None or rooted == relative:
+            return relative, None
+        if relative is not None and os.path.lexists(absolute):
+            return relative, rooted if os.path.lexists(from_root) else None
+        if os.path.lexists(from_root):
+            return rooted, None
+        return (relative, rooted) if relative is not None else (rooted, None)
 
     def glob(self, pattern: str, base: str) -> None:
         """A glob's literal leading folders are a folder signal; its words are terms."""
@@ -188,9 +230,11 @@ class _Reader:
             literal.append(part)
         if literal and len(self.signals.paths) < MAX_PATHS:
             folder = "/".join(literal) or "/"
-            relative = self.relative(self.resolve(folder, base))
+            relative, other = self.readings(folder, base)
             if relative is not None:
                 self.signals.paths[relative] = None
+            if other is not None:
+                self.signals.folders[other] = None
 
     def patch(self, text: str, base: str) -> None:
         """Every file an `apply_patch` envelope adds, updates, deletes or moves to."""
@@ -356,6 +400,25 @@ def _under(absolute: str, root: str) -> str | None:
         return None
     relative = absolute[len(prefix) :]
     return relative.replace(os.sep, "/") if os.sep != "/" else relative
+
+
+def split_location(text: str) -> tuple[str, str]:
+    """A path with a location after it, read as the file: `(path, what follows)`.
+
+    `tests/x.py::TestCart::test_total` (a pytest node ID), `src/a.py:12` and
+    `src/a.py:12:5` (compiler and grep positions) name `tests/x.py` and `src/a.py`. A
+    `::` counts only after something that looks like a file (a `/` or a dot in its last
+    name), so `crate::module` stays a word.
+    """
+    head, separator, tail = text.partition("::")
+    if separator and head and ("/" in head or "." in head.rpartition("/")[2]):
+        return head, tail
+    for _ in range(2):
+        stem, colon, number = text.rpartition(":")
+        if not colon or not stem or not number.isdigit():
+            break
+        text = stem
+    return text, ""
 
 
 def _first_positional(args: list[str]) -> int | None:

@@ -1,313 +1,298 @@
-"""Frozen snapshots: what a run (or a bare provider session) may recall, fixed at first use.
+"""What a run (or a bare provider session) may recall: the generations it pinned.
 
-At the first recall of a run key, the active lessons of its scope are read from the
-store in one transaction (`LessonStore.read_snapshot`) and written under
-`recall/runs/<run key>/`:
+A run key pins one generation per scope (its repository; each graph node it runs, keyed
+by graph hash, node and repository) at its first call of that scope, and keeps it for
+the whole run: lessons published later reach only runs that pin later. A pin is one
+small file in `recall/runs/<run key>/` naming the generation (generations.py), created
+only if absent (hard-linked into place), so concurrent first calls agree on one pin: a
+loser reads the winner's. Pinning reads the store's version and the scope's changes
+since its current generation (an indexed query that returns nothing in the steady
+state); only when lessons changed does it build the next generation, from the previous
+one and the changes.
 
-- `repository-<namespace>/`: the prebuilt index of the repository lessons (index.py);
-- `graph-<graph hash>-<node>.marshal`: the node's graph lessons, as rendered cards in
-  lesson-ID order (appended to its instructions, never matched against tool calls).
-
-Each part is published atomically and only if absent (a folder renamed into place, a
-file hard-linked into place), so concurrent first calls agree on one snapshot: a loser
-discards its copy and reads the winner's. Lessons published later never reach that run.
-A run's repository part is frozen once for the whole run; a graph part once per node.
-
-Only `freeze` touches the store (and with it pydantic, anyio and SQLite); reading a
-frozen snapshot is the standard library and `marshal`.
+The same generation file serves every run pinned to it and the recall server
+(`SnapshotCache`, which maps each file once), so memory follows the generations in use,
+not the number of runs. Reading a pinned generation is the standard library and
+`marshal`; only a PostgreSQL store (or a SQLite one from before change versions) needs
+the full store to read its changes.
 """
 
 from __future__ import annotations
 
-import marshal
 import os
 
-from active_memory.recall.files import read_bytes, safe_name
-from active_memory.recall.frame import render_card
-from active_memory.recall.index import (
-    META_FILE,
-    IndexCard,
-    SnapshotCorrupt,
-    SnapshotIndex,
-    build_index,
-    natural_key,
-    write_index,
-)
+from active_memory.recall.files import read_bytes
+from active_memory.recall.generations import pin_name, refresh
+from active_memory.recall.index import SnapshotCorrupt, SnapshotIndex
 from active_memory.recall.records import run_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
     from typing import Any
 
-    from active_memory.lessons import Lesson
     from active_memory.recall.types import RecallContext
+    from active_memory.store.changes import ScopeChanges, ScopeKey
+
+__all__ = ["SnapshotCorrupt", "SnapshotUnavailable"]
 
 GraphCards = tuple[tuple[str, int, str], ...]
 """A node's graph lessons: (id, revision, rendered card) in lesson-ID order."""
 
-
-def repository_dir(context: RecallContext) -> str | None:
-    """The index folder of the context's repository part (None: no repository scope)."""
-    if context.repository is None or "repository" not in context.scopes:
-        return None
-    folder = "repository-" + safe_name(context.repository)
-    return os.path.join(run_dir(context.recall_dir, context.run_key), folder)
-
-
-def graph_file(context: RecallContext) -> str | None:
-    """The file of the context's graph part (None: no graph scope)."""
-    if context.graph_hash is None or context.node is None or "graph" not in context.scopes:
-        return None
-    name = f"graph-{context.graph_hash}-{safe_name(context.node)}.marshal"
-    return os.path.join(run_dir(context.recall_dir, context.run_key), name)
-
-
-class SnapshotCache:
-    """Opened snapshot parts kept in memory, for a process that answers many calls.
-
-    The recall server keeps one; a hook process answers one call and needs none. Parts
-    are immutable once frozen, so a cached part never goes stale. At most `max_runs`
-    repository indexes (and `max_runs * 8` graph parts) are kept, least recently used
-    dropped first, so a long-lived server does not grow with every run it ever served.
-    Safe to share between threads (dict operations are atomic; two threads opening the
-    same part at once both get a correct copy).
-    """
-
-    def __init__(self, *, preload: bool = True, max_runs: int = 32) -> None:
-        self.preload = preload
-        self.max_runs = max_runs
-        self._indexes: dict[str, SnapshotIndex] = {}
-        self._graphs: dict[str, GraphCards] = {}
-
-    def repository_index(self, context: RecallContext) -> SnapshotIndex | None:
-        """The repository index of `context`, frozen now if this run has none yet."""
-        folder = repository_dir(context)
-        if folder is None:
-            return None
-        index = self._indexes.pop(folder, None)
-        if index is None:
-            index = repository_index(context)
-            if index is None:
-                return None
-            if self.preload:
-                index.preload()
-        if not context.dry_run:
-            self._indexes[folder] = index  # (re)inserted last: most recently used
-            _trim(self._indexes, self.max_runs)
-        return index
-
-    def graph_cards(self, context: RecallContext) -> GraphCards:
-        """The graph part of `context`, frozen now if this node has none yet."""
-        path = graph_file(context)
-        if path is None:
-            return ()
-        cards = self._graphs.pop(path, None)
-        if cards is None:
-            cards = graph_cards(context)
-        if not context.dry_run:
-            self._graphs[path] = cards
-            _trim(self._graphs, self.max_runs * 8)
-        return cards
-
-
-def _trim(cache: dict[str, Any], size: int) -> None:
-    while len(cache) > size:
-        try:
-            del cache[next(iter(cache))]
-        except (StopIteration, KeyError, RuntimeError):  # another thread trimmed it
-            return
-
-
-def repository_index(context: RecallContext) -> SnapshotIndex | None:
-    """Open the context's repository index, freezing the snapshot first if needed."""
-    folder = repository_dir(context)
-    if folder is None:
-        return None
-    if os.path.exists(os.path.join(folder, META_FILE)):
-        return SnapshotIndex.open(folder)
-    frozen = freeze(context)
-    if frozen.index is not None:  # a look-only recall keeps it in memory
-        return frozen.index
-    return SnapshotIndex.open(folder)
-
-
-def graph_cards(context: RecallContext) -> GraphCards:
-    """The context's graph part, freezing the snapshot first if needed."""
-    path = graph_file(context)
-    if path is None:
-        return ()
-    data = read_bytes(path)
-    if data is None:
-        frozen = freeze(context)
-        if frozen.graph is not None:
-            return frozen.graph
-        data = read_bytes(path)
-        if data is None:
-            raise SnapshotCorrupt(path, "graph snapshot missing after freezing")
-    return _parse_graph(path, data)
-
-
-def _parse_graph(path: str, data: bytes) -> GraphCards:
-    try:
-        value = marshal.loads(data)
-    except (ValueError, EOFError, TypeError) as exc:
-        raise SnapshotCorrupt(path, str(exc)) from None
-    if not isinstance(value, tuple) or not all(
-        isinstance(item, tuple) and len(item) == 3 for item in value
-    ):
-        raise SnapshotCorrupt(path, "not a list of cards")
-    cards: GraphCards = value
-    return cards
-
-
-class Frozen:
-    """What `freeze` produced in memory: set only for a look-only (dry-run) context."""
-
-    __slots__ = ("graph", "index")
-
-    def __init__(self, index: SnapshotIndex | None = None, graph: GraphCards | None = None):
-        self.index = index
-        self.graph = graph
-
-
-def freeze(context: RecallContext) -> Frozen:
-    """Read the context's scope from the store and publish the parts the run lacks.
-
-    A dry-run context publishes nothing and returns the parts in memory instead. A store
-    that does not exist yet is an empty scope. Store errors propagate (a hook then logs
-    and delivers nothing) and are remembered for `FREEZE_RETRY_SECONDS`: until then the
-    run's calls fail fast with `SnapshotUnavailable` instead of each paying for opening
-    a broken store.
-    """
-    folder = repository_dir(context)
-    path = graph_file(context)
-    need_repository = folder is not None and (
-        context.dry_run or not os.path.exists(os.path.join(folder, META_FILE))
-    )
-    need_graph = path is not None and (context.dry_run or not os.path.exists(path))
-    if not need_repository and not need_graph:
-        return Frozen()
-    failure = os.path.join(run_dir(context.recall_dir, context.run_key), FREEZE_FAILED_FILE)
-    if not context.dry_run:
-        _check_recent_failure(failure)
-    try:
-        lessons = read_scope(
-            context.store,
-            repository=context.repository,
-            graph_hash=context.graph_hash if need_graph else None,
-            node=context.node if need_graph else None,
-        )
-    except Exception as exc:
-        if not context.dry_run:
-            _remember_failure(failure, exc)
-        raise
-    repository_cards = [to_index_card(lesson) for lesson in lessons if _is_repository(lesson)]
-    graph = tuple(
-        sorted(
-            (
-                (
-                    lesson.id,
-                    lesson.revision,
-                    render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation),
-                )
-                for lesson in lessons
-                if not _is_repository(lesson)
-            ),
-            key=lambda card: natural_key(card[0]),
-        )
-    )
-    scope = {"run_key": context.run_key, "repository": context.repository}
-    frozen = Frozen()
-    if need_repository and folder is not None:
-        built = build_index(repository_cards, scope)
-        if context.dry_run:
-            frozen.index = SnapshotIndex.from_built(built)
-        else:
-            _publish_folder(folder, lambda temporary: write_index(built, temporary))
-    if need_graph and path is not None:
-        if context.dry_run:
-            frozen.graph = graph
-        else:
-            _publish_file(path, marshal.dumps(graph))
-    return frozen
-
-
 FREEZE_RETRY_SECONDS = 30.0
-FREEZE_FAILED_FILE = "freeze-failed.txt"
+FREEZE_FAILED_FILE = "pin-failed.txt"
+
+DETACH_COMPLETE_BUILDS = False
+"""Set by the command hook: a hook process hands a large complete build to a process of
+its own instead of doing it inside the tool call (see `_detach_if_large`)."""
+
+DETACH_ABOVE_LESSONS = 5000
+BUILD_MARKER = "building"
+BUILD_MARKER_SECONDS = 600.0
+_DETACHED: list[Any] = []
+
+
+class GenerationPending(Exception):
+    """The scope's first generation is being built by a process of its own; this call
+    gets no lessons (a later call of the run pins the generation once it exists)."""
 
 
 class SnapshotUnavailable(Exception):
-    """The run's snapshot could not be frozen a moment ago; recall waits before retrying."""
+    """The store could not be read a moment ago; recall waits before retrying."""
 
 
-def _check_recent_failure(path: str) -> None:
-    import time
+def repository_scope(context: RecallContext) -> ScopeKey | None:
+    """The context's repository scope (None: no repository scope)."""
+    if context.repository is None or "repository" not in context.scopes:
+        return None
+    from active_memory.store.changes import ScopeKey
 
-    try:
-        age = time.time() - os.path.getmtime(path)
-    except OSError:
-        return
-    if 0 <= age < FREEZE_RETRY_SECONDS:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                reason = handle.read(500).strip()
-        except OSError:
-            reason = "unknown"
-        raise SnapshotUnavailable(
-            f"freezing this run's snapshot failed {age:.0f} s ago ({reason}); "
-            f"next try after {FREEZE_RETRY_SECONDS:g} s"
-        )
+    return ScopeKey("repository", repository=context.repository)
 
 
-def _remember_failure(path: str, exc: Exception) -> None:
-    import contextlib
+def graph_scope(context: RecallContext) -> ScopeKey | None:
+    """The context's graph scope: graph hash, node and repository (None: no graph scope)."""
+    if context.graph_hash is None or context.node is None or "graph" not in context.scopes:
+        return None
+    from active_memory.store.changes import ScopeKey
 
-    from active_memory.recall.files import atomic_write
-
-    reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
-    # Remembering is an optimisation; the error itself still propagates.
-    with contextlib.suppress(OSError):
-        atomic_write(path, reason.encode("utf-8"))
-
-
-def _is_repository(lesson: Lesson) -> bool:
-    return lesson.scope.kind == "repository"
-
-
-def to_index_card(lesson: Lesson) -> IndexCard:
-    """The index's view of a lesson: rendered card and associations."""
-    associations = lesson.associations
-    return IndexCard(
-        lesson.id,
-        lesson.revision,
-        render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation),
-        files=associations.files,
-        folders=associations.folders,
-        identifiers=associations.identifiers,
-        keywords=associations.keywords,
+    return ScopeKey(
+        "graph", graph_hash=context.graph_hash, node=context.node, repository=context.repository
     )
 
 
-def read_scope(
-    store: str | None, *, repository: str | None, graph_hash: str | None, node: str | None
-) -> Sequence[Lesson]:
-    """Active lessons of one recall scope, in one store transaction ([] without a store)."""
+def store_location(context: RecallContext) -> str:
+    """The store the context recalls from: `ACTIVE_MEMORY_STORE`, else SPEC §7's default
+    (`<state dir>/lessons.sqlite3`, the rule `store.location` follows too; computed here so
+    a hook process does not import it)."""
+    return context.store or os.path.join(context.state_dir, "lessons.sqlite3")
+
+
+def pin_path(context: RecallContext, scope: ScopeKey) -> str:
+    """The pin file of `scope` in the context's run.
+
+    Keyed by the store as the context names it (`ACTIVE_MEMORY_STORE`, else the default
+    of its environment), so finding a pin resolves nothing; only pinning resolves it.
+    """
+    named = context.store or "<default store>"
+    return os.path.join(run_dir(context.recall_dir, context.run_key), pin_name(named, scope))
+
+
+def pinned(context: RecallContext, scope: ScopeKey) -> str | None:
+    """The generation file the context's run pinned for `scope`, None before its first."""
+    data = read_bytes(pin_path(context, scope))
+    if data is None:
+        return None
+    return os.path.join(context.recall_dir, data.decode("utf-8", "replace"))
+
+
+def pin(context: RecallContext, scope: ScopeKey) -> str | bytes:
+    """The generation of `scope` for the context's run: pinned now if it has none yet.
+
+    Returns the generation file's path, or (look-only context, generation not built yet)
+    its bytes. Store errors propagate and are remembered for `FREEZE_RETRY_SECONDS`: until
+    then the run's first calls fail fast with `SnapshotUnavailable`.
+    """
+    found = pinned(context, scope)
+    if found is not None:
+        return found
+    failure = os.path.join(run_dir(context.recall_dir, context.run_key), FREEZE_FAILED_FILE)
+    if not context.dry_run:
+        _check_recent_failure(failure)
+    location = store_location(context)
+    if DETACH_COMPLETE_BUILDS and not context.dry_run:
+        _detach_if_large(context, location, scope)
+    for _attempt in range(3):
+        try:
+            path, data = refresh(
+                context.recall_dir, location, scope, _reader(location), write=not context.dry_run
+            )
+        except Exception as exc:
+            if not context.dry_run:
+                _remember_failure(failure, exc)
+            raise
+        if data is not None:
+            return data
+        if context.dry_run:
+            return path
+        winner = _write_pin(pin_path(context, scope), os.path.relpath(path, context.recall_dir))
+        resolved = os.path.join(context.recall_dir, winner)
+        if os.path.exists(resolved):
+            return resolved
+        # Collected between reading CURRENT and pinning (after a long stall): pin again.
+        _drop_pin(pin_path(context, scope), winner)
+    raise SnapshotCorrupt(location, "the current generation keeps disappearing")
+
+
+def _detach_if_large(context: RecallContext, location: str, scope: ScopeKey) -> None:
+    """Hand the first (complete) build of a large scope to a detached process.
+
+    A complete build of 100,000 lessons takes seconds, longer than a harness waits for
+    a hook; killed, it would keep nothing and the next call would start over. So a hook
+    process that finds no generation for a scope of more than `DETACH_ABOVE_LESSONS`
+    lessons starts `python -m active_memory.recall.builder` in a session of its own
+    (once: a marker file, stale after `BUILD_MARKER_SECONDS`) and answers nothing
+    (`GenerationPending`). Incremental builds are small and stay in the call.
+    """
+    from active_memory.recall.generations import read_current, scope_dir
+
+    folder = scope_dir(context.recall_dir, location, scope)
+    if read_current(folder) is not None or "://" in location:
+        return
+    from active_memory.store.changes import count_sqlite_scope
+
+    if count_sqlite_scope(location, scope) <= DETACH_ABOVE_LESSONS:
+        return
+    import time
+
+    marker = os.path.join(folder, BUILD_MARKER)
+    try:
+        fresh = time.time() - os.path.getmtime(marker) < BUILD_MARKER_SECONDS
+    except OSError:
+        fresh = False
+    if not fresh:
+        import subprocess
+        import sys
+
+        os.makedirs(folder, exist_ok=True)
+        with open(marker, "w", encoding="utf-8") as handle:
+            handle.write(str(os.getpid()))
+        # Kept referenced: the builder outlives this call (and this process) by design.
+        _DETACHED.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "active_memory.recall.builder",
+                    context.recall_dir,
+                    location,
+                    scope.kind,
+                    scope.repository or "",
+                    scope.graph_hash or "",
+                    scope.node or "",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+        )
+    raise GenerationPending(
+        f"the first generation of {scope.kind} {scope.repository or scope.node} is being "
+        "built in the background; this run's calls get lessons once it is ready"
+    )
+
+
+def build_detached(argv: list[str]) -> None:
+    """The detached builder (`python -m active_memory.recall.builder …`)."""
+    from active_memory.recall.generations import BUILD_LOCK_SECONDS, refresh, scope_dir
+    from active_memory.store.changes import ScopeKey
+
+    recall_dir, location, kind, repository, graph_hash, node = argv
+    scope = ScopeKey(kind, repository=repository or None, graph_hash=graph_hash or None,
+                     node=node or None)  # fmt: skip
+    try:
+        refresh(recall_dir, location, scope, _reader(location), lock_seconds=BUILD_LOCK_SECONDS)
+    finally:
+        try:  # noqa: SIM105 - the marker only stops duplicate builders
+            os.unlink(os.path.join(scope_dir(recall_dir, location, scope), BUILD_MARKER))
+        except OSError:
+            pass
+
+
+def _write_pin(path: str, relative: str) -> str:
+    """Create the pin if absent; returns what the pin names (ours or the winner's)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.{_thread_id()}.tmp"
+    with open(temporary, "wb") as handle:
+        handle.write(relative.encode("utf-8"))
+    try:
+        os.link(temporary, path)  # fails if present: the first pin stays
+    except FileExistsError:
+        pass
+    except OSError:  # pragma: no cover - a file system without hard links
+        if not os.path.exists(path):
+            os.replace(temporary, path)
+            return relative
+    os.unlink(temporary)
+    data = read_bytes(path)
+    return relative if data is None else data.decode("utf-8", "replace")
+
+
+def _drop_pin(path: str, relative: str) -> None:
+    data = read_bytes(path)
+    if data is not None and data.decode("utf-8", "replace") == relative:
+        try:  # noqa: SIM105 - contextlib would cost the hook process an import
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def _thread_id() -> int:
+    import threading
+
+    return threading.get_ident()
+
+
+def refresh_after_write(location: str, env: Any = None) -> list[str]:
+    """After a write changed the store at `location`: rebuild the generations of the
+    scopes this machine recalls (recall.generations.refresh_known)."""
+    from active_memory.recall.environment import state_dir
+    from active_memory.recall.generations import refresh_known
+
+    recall_dir = os.path.join(state_dir(env), "recall")
+    return refresh_known(recall_dir, location, _reader(location))
+
+
+def _reader(location: str) -> Any:
+    """`read(scope, since) -> ScopeChanges` for the store at `location`."""
+
+    def read(scope: ScopeKey, since: int | None) -> ScopeChanges:
+        if "://" not in location:
+            from active_memory.store.changes import OldSchema, read_sqlite_changes
+
+            try:
+                return read_sqlite_changes(location, scope, since)
+            except OldSchema:
+                pass  # the full store migrates it on open
+        return _read_with_store(location, scope, since)
+
+    return read
+
+
+def _read_with_store(location: str, scope: ScopeKey, since: int | None) -> ScopeChanges:
     import anyio
 
     from active_memory.errors import StoreMissing
-    from active_memory.store import open_store, resolve_store_location
+    from active_memory.store import open_store
+    from active_memory.store.changes import ScopeChanges
 
-    location = resolve_store_location(store)
-
-    async def read() -> Sequence[Lesson]:
+    async def read() -> ScopeChanges:
         try:
             async with open_store(location, create=False) as opened:
-                return await opened.read_snapshot(
-                    repository=repository, graph_hash=graph_hash, node=node
-                )
+                return await opened.changes(scope, since)
         except StoreMissing:
-            return []
+            return ScopeChanges(0, [], full=since is None)
 
     if not _in_event_loop():
         return anyio.run(read)
@@ -315,7 +300,7 @@ def read_scope(
     # thread): run the one-off read on a thread of its own rather than fail.
     import threading
 
-    result: list[Sequence[Lesson]] = []
+    result: list[ScopeChanges] = []
     failure: list[BaseException] = []
 
     def work() -> None:
@@ -324,7 +309,7 @@ def read_scope(
         except BaseException as exc:  # re-raised in the caller's thread
             failure.append(exc)
 
-    thread = threading.Thread(target=work, name="active-memory-freeze")
+    thread = threading.Thread(target=work, name="active-memory-pin")
     thread.start()
     thread.join()
     if failure:
@@ -342,44 +327,125 @@ def _in_event_loop() -> bool:
     return True
 
 
-def _temporary_name(final: str) -> str:
-    # Unique per process and thread: a server may freeze the same run from two threads.
-    import threading
+def _check_recent_failure(path: str) -> None:
     import time
 
-    return f"{final}.{os.getpid()}.{threading.get_ident()}.{time.monotonic_ns()}.tmp"
-
-
-def _publish_folder(folder: str, fill: Callable[[str], None]) -> None:
-    import shutil
-
-    os.makedirs(os.path.dirname(folder), exist_ok=True)
-    temporary = _temporary_name(folder)
     try:
-        fill(temporary)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    try:
-        os.rename(temporary, folder)
+        age = time.time() - os.path.getmtime(path)
     except OSError:
-        # Another process published first: its snapshot is the run's.
-        shutil.rmtree(temporary, ignore_errors=True)
-        if not os.path.exists(os.path.join(folder, META_FILE)):
-            raise
+        return
+    if 0 <= age < FREEZE_RETRY_SECONDS:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                reason = handle.read(500).strip()
+        except OSError:
+            reason = "unknown"
+        raise SnapshotUnavailable(
+            f"reading this run's lessons from the store failed {age:.0f} s ago ({reason}); "
+            f"next try after {FREEZE_RETRY_SECONDS:g} s"
+        )
 
 
-def _publish_file(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = _temporary_name(path)
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-    try:
-        os.link(temporary, path)  # fails if present: the first one stays
-    except FileExistsError:
+def _remember_failure(path: str, exc: Exception) -> None:
+    from active_memory.recall.files import atomic_write
+
+    reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+    # Remembering is an optimisation; the error itself still propagates.
+    try:  # noqa: SIM105 - contextlib would cost the hook process an import
+        atomic_write(path, reason.encode("utf-8"))
+    except OSError:
         pass
-    except OSError:  # pragma: no cover - a file system without hard links
-        if not os.path.exists(path):
-            os.replace(temporary, path)
+
+
+def _open(found: str | bytes, *, mapped: bool) -> SnapshotIndex:
+    if isinstance(found, bytes):
+        return SnapshotIndex.from_bytes(found)
+    return SnapshotIndex.open(found, mapped=mapped)
+
+
+def repository_index(context: RecallContext) -> SnapshotIndex | None:
+    """The repository index the context's run pinned (pinned now at its first call)."""
+    scope = repository_scope(context)
+    if scope is None:
+        return None
+    return _open(pin(context, scope), mapped=False)
+
+
+def graph_cards(context: RecallContext) -> GraphCards:
+    """The node's graph lessons the context's run pinned (pinned now at its first call)."""
+    scope = graph_scope(context)
+    if scope is None:
+        return ()
+    return _all_cards(_open(pin(context, scope), mapped=False))
+
+
+def _all_cards(index: SnapshotIndex) -> GraphCards:
+    return tuple(index.cards())
+
+
+class SnapshotCache:
+    """Opened generations kept in memory, for a process that answers many calls.
+
+    The recall server keeps one; a hook process answers one call and needs none. Each
+    generation file is mapped once and shared by every run pinned to it, so memory
+    follows the generations in use, not the runs. Runs' pins (immutable once written)
+    are remembered for at most `max_runs * 8` (run, scope) pairs; at most `max_runs * 2`
+    generations stay open, least recently used dropped first. Safe to share between
+    threads (dict operations are atomic; two threads opening one file both get a
+    correct copy). Shards load on first use; `preload=True` decodes a whole generation
+    when it is first opened.
+    """
+
+    def __init__(self, *, preload: bool = False, max_runs: int = 32) -> None:
+        self.preload = preload
+        self.max_runs = max_runs
+        self._pins: dict[tuple[str, str, str], str] = {}
+        self._indexes: dict[str, SnapshotIndex] = {}
+        self._graphs: dict[str, GraphCards] = {}
+
+    def _generation(self, context: RecallContext, scope: ScopeKey) -> SnapshotIndex:
+        key = (context.recall_dir, context.run_key, scope.name)
+        path = None if context.dry_run else self._pins.get(key)
+        if path is None:
+            found = pin(context, scope)
+            if isinstance(found, bytes):
+                return SnapshotIndex.from_bytes(found)
+            path = found
+            if not context.dry_run:
+                self._pins[key] = path
+                _trim(self._pins, self.max_runs * 8)
+        index = self._indexes.pop(path, None)
+        if index is None:
+            index = SnapshotIndex.open(path, mapped=True)
+            if self.preload:
+                index.preload()
+        self._indexes[path] = index  # (re)inserted last: most recently used
+        _trim(self._indexes, self.max_runs * 2)
+        return index
+
+    def repository_index(self, context: RecallContext) -> SnapshotIndex | None:
+        """The repository generation the context's run pinned (pinned now if needed)."""
+        scope = repository_scope(context)
+        return None if scope is None else self._generation(context, scope)
+
+    def graph_cards(self, context: RecallContext) -> GraphCards:
+        """The graph generation the context's run pinned, as cards."""
+        scope = graph_scope(context)
+        if scope is None:
+            return ()
+        index = self._generation(context, scope)
+        cards = self._graphs.get(index.directory)
+        if cards is None:
+            cards = _all_cards(index)
+            if index.directory != "<memory>":
+                self._graphs[index.directory] = cards
+                _trim(self._graphs, self.max_runs * 2)
+        return cards
+
+
+def _trim(cache: dict[Any, Any], size: int) -> None:
+    while len(cache) > size:
+        try:
+            del cache[next(iter(cache))]
+        except (StopIteration, KeyError, RuntimeError):  # another thread trimmed it
             return
-    os.unlink(temporary)

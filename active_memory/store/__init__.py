@@ -1,48 +1,42 @@
-"""The lesson store: the `LessonStore` protocol, its backends, and where a store lives."""
+"""The lesson store: the `LessonStore` protocol, its backends, and where a store lives.
+
+The names below load on first use (PEP 562), so a hook process can import the lean
+`active_memory.store.changes` (the standard library's `sqlite3` only) without pydantic.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-from active_memory.errors import UsageError
-from active_memory.store.location import (
-    default_store_path as default_store_path,
-)
-from active_memory.store.location import (
-    is_postgres_url,
-    mask_url,
-)
-from active_memory.store.location import (
-    resolve_store_location as resolve_store_location,
-)
-from active_memory.store.protocol import ImportReport as ImportReport
-from active_memory.store.protocol import LessonQuery as LessonQuery
-from active_memory.store.protocol import LessonStore as LessonStore
-from active_memory.store.protocol import StoredLesson as StoredLesson
+    from active_memory.store.location import default_store_path as default_store_path
+    from active_memory.store.location import resolve_store_location as resolve_store_location
+    from active_memory.store.opening import open_store as open_store
+    from active_memory.store.protocol import ImportReport as ImportReport
+    from active_memory.store.protocol import LessonQuery as LessonQuery
+    from active_memory.store.protocol import LessonStore as LessonStore
+    from active_memory.store.protocol import StoredLesson as StoredLesson
+
+_LAZY = {
+    "default_store_path": "active_memory.store.location",
+    "resolve_store_location": "active_memory.store.location",
+    "open_store": "active_memory.store.opening",
+    "ImportReport": "active_memory.store.protocol",
+    "LessonQuery": "active_memory.store.protocol",
+    "LessonStore": "active_memory.store.protocol",
+    "StoredLesson": "active_memory.store.protocol",
+}
+
+__all__ = sorted(_LAZY)
 
 
-@asynccontextmanager
-async def open_store(location: str, *, create: bool = True) -> AsyncIterator[LessonStore]:
-    """Open the store at `location` (a SQLite path or a `postgresql://` URL), close it after.
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-    `create=False` refuses to create a missing store (read-only commands use it).
-    """
-    store: LessonStore
-    if is_postgres_url(location):
-        try:
-            from active_memory.store.postgres import PostgresStore
-        except ImportError:
-            raise UsageError(
-                f"{mask_url(location)}: PostgreSQL stores need the `postgres` extra "
-                "(pip install 'active-memory[postgres]')"
-            ) from None
-        store = await PostgresStore.open(location, create=create)
-    else:
-        from active_memory.store.sqlite import SqliteStore
-
-        store = await SqliteStore.open(location, create=create)
-    try:
-        yield store
-    finally:
-        await store.aclose()
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -51,6 +51,7 @@ from active_memory.store.candidates import (
     consumed_rows,
     row_to_candidate,
 )
+from active_memory.store.changes import CHANGE_COLUMNS, ScopeChanges, ScopeKey, changes_query
 from active_memory.store.effectiveness import (
     EFFECTIVENESS_COLUMNS,
     Effectiveness,
@@ -84,7 +85,7 @@ from active_memory.store.postgres_schema import (
     TABLES,
     VERSION_TABLE,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.protocol import ImportReport, LessonQuery, LessonSummary
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -109,6 +110,12 @@ POOL_SIZE = 4
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 Connection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
+
+
+_VERSION_SQL = "SELECT value FROM store_meta WHERE key = 'change_version'"
+
+
+SUMMARY_COLUMNS = "id, revision, status, scope_kind, repository, graph_hash, node, title"
 
 
 class _Retry(Exception):
@@ -242,8 +249,8 @@ class PostgresStore:
             found = await self._hydrate(conn, rows)
         return found[0] if found else None
 
-    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
-        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+    def _select_sql(self, query: LessonQuery | None, columns: str) -> tuple[str, list[Any]]:
+        """The SELECT of `columns` of the lessons `query` names, ordered by ID."""
         query = query or LessonQuery()
         clauses: list[str] = []
         params: list[Any] = []
@@ -263,9 +270,19 @@ class PostgresStore:
             statuses.append("retired")
         params.append(statuses)
         clauses.append(f"status = ANY(${len(params)}::text[])")
-        sql = f"SELECT {LESSON_COLUMNS} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id"
+        return f"SELECT {columns} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id", params
+
+    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
+        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+        sql, params = self._select_sql(query, LESSON_COLUMNS)
         async with self._reading() as conn:
             return await self._hydrate(conn, await conn.fetch(sql, *params))
+
+    async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
+        """What `select(query)` returns, as summaries only."""
+        sql, params = self._select_sql(query, SUMMARY_COLUMNS)
+        async with self._reading() as conn:
+            return [LessonSummary(*row) for row in await conn.fetch(sql, *params)]
 
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None
@@ -294,6 +311,22 @@ class PostgresStore:
         async with self._reading() as conn:
             lessons = await self._hydrate(conn, await conn.fetch(sql, *params))
         return [lesson for lesson in lessons if isinstance(lesson, Lesson)]
+
+    async def version(self) -> int:
+        """The store's change version (docs/store.md, "Version and changes")."""
+        async with self._reading() as conn:
+            return int(await conn.fetchval(_VERSION_SQL))
+
+    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
+        """`scope`'s lessons changed since `since`, and the version read, in one snapshot."""
+        sql, params = changes_query(scope, since, lambda n: f"${n}")
+        sql = sql.replace(
+            CHANGE_COLUMNS, CHANGE_COLUMNS.replace("associations", "associations::text"), 1
+        )
+        async with self._reading() as conn:
+            version = int(await conn.fetchval(_VERSION_SQL))
+            rows = [tuple(row) for row in await conn.fetch(sql, *params)]
+        return ScopeChanges(version, rows, full=since is None)
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
         """Every recorded revision of a lesson, oldest first."""

@@ -32,6 +32,16 @@ async def write_changes(conn: Connection, rows: ChangeSet) -> None:
             "WHERE id = $8 AND revision = $9",
             rows.updates,
         )
+    changed = [row[0] for row in rows.inserts] + [row[7] for row in rows.updates]
+    if changed:
+        # One new store version per write, stamped on every lesson it changed. The
+        # counter's row lock, held to commit, orders versions by commit (docs/store.md).
+        version = await conn.fetchval(
+            "UPDATE store_meta SET value = value + 1 WHERE key = 'change_version' RETURNING value"
+        )
+        await conn.execute(
+            "UPDATE lessons SET change_version = $1 WHERE id = ANY($2::text[])", version, changed
+        )
     if rows.dropped_evidence:
         await conn.execute(
             "DELETE FROM lesson_evidence WHERE lesson_id = ANY($1::text[])",

@@ -150,6 +150,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX lesson_candidates_by_lesson ON lesson_candidates (lesson_id, seq)",
     ),
+    # Recall generations (docs/store.md, "Version and changes"): a store-wide change
+    # version bumped once by every write that changes lessons, stamped on what it changed.
+    # The counter's row lock orders the versions by commit. One step: renumber by moving it.
+    (
+        "ALTER TABLE lessons ADD COLUMN change_version BIGINT NOT NULL DEFAULT 0",
+        """
+        CREATE INDEX lessons_by_change
+            ON lessons (scope_kind, repository, graph_hash, node, change_version)
+        """,
+        "INSERT INTO store_meta (key, value) VALUES ('change_version', 0)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Protocol, runtime_checkable
+from typing import Annotated, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,7 @@ from active_memory.lessons import (
     Tombstone,
 )
 from active_memory.store.candidates import Candidate, Consumed
+from active_memory.store.changes import ScopeChanges, ScopeKey
 from active_memory.store.effectiveness import Effectiveness, RunObservation
 
 StoredLesson = Annotated[Lesson | Tombstone, Field(discriminator="status")]
@@ -34,6 +35,19 @@ class LessonQuery(BaseModel):
     kind: str | None = None  # "repository" | "graph"
     include_deferred: bool = True
     include_retired: bool = False
+
+
+class LessonSummary(NamedTuple):
+    """What a listing shows of a lesson: identity, status, scope columns, title."""
+
+    id: str
+    revision: int
+    status: str
+    scope_kind: str
+    repository: str  # '' for a graph lesson of every repository
+    graph_hash: str
+    node: str
+    title: str | None  # None for a retired tombstone
 
 
 class ImportReport(BaseModel):
@@ -67,6 +81,10 @@ class LessonStore(Protocol):
         """Lessons matching `query`, ordered by ID."""
         ...
 
+    async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
+        """What `select(query)` returns, as summaries only (no cards, no evidence)."""
+        ...
+
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None
     ) -> list[Lesson]:
@@ -75,6 +93,15 @@ class LessonStore(Protocol):
         Repository lessons of `repository`; graph lessons of (`graph_hash`, `node`) that are
         unqualified or qualified by `repository`. A None argument leaves that part out.
         """
+        ...
+
+    async def version(self) -> int:
+        """The store's change version: bumped once by every write that changes lessons."""
+        ...
+
+    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
+        """`scope`'s lessons changed since version `since` (any status), with the version
+        they were read at, in one consistent read; `since=None`: its active lessons."""
         ...
 
     async def publish(

@@ -45,6 +45,7 @@ from active_memory.store.candidates import (
     consumed_rows,
     row_to_candidate,
 )
+from active_memory.store.changes import ScopeChanges, ScopeKey, changes_query
 from active_memory.store.effectiveness import (
     EFFECTIVENESS_COLUMNS,
     Effectiveness,
@@ -64,7 +65,7 @@ from active_memory.store.planning import (
     plan_revert,
     touched_ids,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery
+from active_memory.store.protocol import ImportReport, LessonQuery, LessonSummary
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -208,10 +209,11 @@ class SqliteStore:
             found = await self._hydrate(list(rows))
         return found[0] if found else None
 
-    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
-        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+    def _select_sql(self, query: LessonQuery | None, columns: str) -> tuple[str, list[Any]]:
+        """The SELECT of `columns` of the lessons `query` names, ordered by ID."""
         query = query or LessonQuery()
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if query.kind is not None:
             clauses.append("scope_kind = ?")
             params.append(query.kind)
@@ -231,10 +233,21 @@ class SqliteStore:
             statuses.append("retired")
         clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
         params.extend(statuses)
-        sql = f"SELECT {LESSON_COLUMNS} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id"
+        return f"SELECT {columns} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id", params
+
+    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
+        """Lessons matching `query` (default: every living lesson), ordered by ID."""
+        sql, params = self._select_sql(query, LESSON_COLUMNS)
         with self._translated():
             rows = await self._conn.execute_fetchall(sql, params)
             return await self._hydrate(list(rows))
+
+    async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
+        """What `select(query)` returns, as summaries only."""
+        sql, params = self._select_sql(query, SUMMARY_COLUMNS)
+        with self._translated():
+            rows = await self._conn.execute_fetchall(sql, params)
+        return [LessonSummary(*row) for row in rows]
 
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None
@@ -264,6 +277,24 @@ class SqliteStore:
                 with anyio.CancelScope(shield=True):
                     await self._conn.execute("COMMIT")
         return [lesson for lesson in lessons if isinstance(lesson, Lesson)]
+
+    async def version(self) -> int:
+        """The store's change version (docs/store.md, "Version and changes")."""
+        with self._translated():
+            return int(await self._scalar(_VERSION_SQL))
+
+    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
+        """`scope`'s lessons changed since `since`, and the version read, in one snapshot."""
+        sql, params = changes_query(scope, since, lambda _n: "?")
+        with self._translated():
+            await self._conn.execute("BEGIN")
+            try:
+                version = int(await self._scalar(_VERSION_SQL))
+                rows = [tuple(row) for row in await self._conn.execute_fetchall(sql, params)]
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._conn.execute("COMMIT")
+        return ScopeChanges(version, rows, full=since is None)
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
         """Every recorded revision of a lesson, oldest first."""
@@ -505,6 +536,12 @@ class SqliteStore:
                     "(`active-memory backup` makes them)",
                 ) from None
             raise StoreError(f"{self.location}: {text}") from exc
+
+
+_VERSION_SQL = "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
+
+
+SUMMARY_COLUMNS = "id, revision, status, scope_kind, repository, graph_hash, node, title"
 
 
 def _checked_path(location: str | Path, create: bool) -> Path:

@@ -28,6 +28,18 @@ async def write_changes(conn: aiosqlite.Connection, changes: ChangeSet, location
         # BEGIN IMMEDIATE makes a lost race impossible; if it ever happens, write nothing.
         if cursor.rowcount != len(changes.updates):
             raise StoreError(f"{location}: revision check lost a race; nothing written")
+    changed = [row[0] for row in changes.inserts] + [row[7] for row in changes.updates]
+    if changed:
+        # One new store version per write, stamped on every lesson it changed (recall
+        # generations read "what changed since V" from it; docs/store.md).
+        await conn.execute(
+            "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'change_version'"
+        )
+        await conn.execute(
+            "UPDATE lessons SET change_version = (SELECT CAST(value AS INTEGER) FROM store_meta "
+            "WHERE key = 'change_version') WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(changed),),
+        )
     if changes.dropped_evidence:
         await conn.executemany(
             "DELETE FROM lesson_evidence WHERE lesson_id = ?", changes.dropped_evidence

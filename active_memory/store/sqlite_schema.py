@@ -9,6 +9,16 @@ from __future__ import annotations
 
 APPLICATION_ID = 0x414D454D  # "AMEM"
 
+# Recall generations (docs/store.md, "Version and changes"): a store-wide change version
+# bumped once by every write that changes lessons, stamped on what it changed. One step in
+# MIGRATIONS below: renumber it by moving that one entry.
+GENERATIONS_MIGRATION = """
+ALTER TABLE lessons ADD COLUMN change_version INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX lessons_by_change
+    ON lessons (scope_kind, repository, graph_hash, node, change_version);
+INSERT INTO store_meta (key, value) VALUES ('change_version', '0');
+"""
+
 # Index i holds the script that creates version i + 1.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -106,6 +116,10 @@ MIGRATIONS: tuple[str, ...] = (
     ) STRICT;
     CREATE INDEX lesson_candidates_by_lesson ON lesson_candidates (lesson_id, seq);
     """,
+    GENERATIONS_MIGRATION,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+CHANGES_SCHEMA_VERSION = MIGRATIONS.index(GENERATIONS_MIGRATION) + 1
+"""The first schema version with `change_version` (what the lean change reader needs)."""

@@ -1,14 +1,16 @@
-"""Installers: merge our hook into a harness's own configuration, and take it out again.
+"""Installers: merge our hooks into a harness's own configuration, and take them out again.
 
-`plan(harness, ...)` computes the whole change first (a `FileChange`: text before and
-after) without writing; the caller shows it as a diff (`--dry-run`) or applies it
-atomically. Installing twice changes nothing; uninstalling removes only what is ours.
+`plan(harness, ...)` computes the whole change first (a `Plan`: one `FileChange`, text
+before and after, per file) without writing; the caller shows it as a diff (`--dry-run`)
+or applies it, file by file, atomically. Installing twice changes nothing; uninstalling
+removes only what is ours. Codex's plan also holds its `config.toml` trust change.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -52,6 +54,43 @@ def target_path(
     return opencode.plugin_path(config / "opencode" / "plugins")
 
 
+@dataclass(slots=True)
+class Plan:
+    """Every file one install or uninstall changes, and what the user should know."""
+
+    changes: list[FileChange]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """False when applying would leave every file exactly as it is."""
+        return any(change.changed for change in self.changes)
+
+    def diff(self) -> str:
+        """The unified diffs of every change ("" when nothing changes)."""
+        return "".join(change.diff() for change in self.changes)
+
+    def apply(self) -> None:
+        """Write each change in order (the hooks file first, then its trust).
+
+        All or nothing: when a later file cannot be written, the files already written
+        are put back as they were, so a Codex hook never ends up installed without its
+        trust entries (or a user's hook moved without its entry), then the error is raised.
+        """
+        done: list[FileChange] = []
+        current: FileChange | None = None
+        try:
+            for current in self.changes:
+                current.apply()
+                done.append(current)
+        except BaseException as exc:
+            for change in reversed(done):
+                FileChange(change.path, change.after, change.before).apply()
+            if isinstance(exc, OSError) and exc.filename is None and current is not None:
+                raise OSError(exc.errno, exc.strerror, str(current.path)) from exc
+            raise
+
+
 def plan(
     harness: Harness,
     path: Path,
@@ -59,15 +98,44 @@ def plan(
     install: bool,
     http: bool = False,
     port: int = DEFAULT_PORT,
-) -> FileChange:
-    """The change to `path` that installs (or uninstalls) our hook; nothing is written."""
+    script: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    trust_project: bool = False,
+    where: Where = "project",
+) -> Plan:
+    """The changes that install (or uninstall) our hooks at `path`; nothing is written.
+
+    `script` is the absolute `active-memory-hook` path the commands run (None: the bare
+    name, for uninstalling). For Codex, `trust_project` also trusts the project.
+    """
     if http and harness != "claude":
         raise UsageError(
             f"--http: {harness} has no HTTP hooks; its command hook already asks the "
             "recall server when one runs (`active-memory serve`)"
         )
     if harness == "claude":
-        return claude.plan(path, install, http, port)
-    if harness == "codex":
-        return codex.plan(path, install)
-    return opencode.plan(path, install)
+        return Plan([claude.plan(path, install, http, port, script)])
+    if harness == "opencode":
+        return Plan([opencode.plan(path, install, script)])
+    environment = os.environ if env is None else env
+    root = path.parent.parent if where == "project" else None
+    hooks, trust = codex.plan_with_trust(
+        path,
+        install,
+        script,
+        environment,
+        trust_project=root if (install and trust_project and root is not None) else None,
+    )
+    notes: list[str] = []
+    if install and root is not None and not trust_project:
+        from active_memory.hooks.installers import codex_trust
+
+        config = codex_trust.config_path(environment)
+        _, document = codex_trust.read_config(config)
+        if not codex_trust.project_trusted(document, root):
+            notes.append(
+                f"Codex reads {root}/.codex/ only once the project is trusted, and it is "
+                f"not: start `codex` in {root} once and trust it, or rerun with "
+                f"--trust-project, or add to {config}:\n" + codex_trust.project_entry_text(root)
+            )
+    return Plan([hooks, trust], notes)

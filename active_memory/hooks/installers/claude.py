@@ -1,4 +1,11 @@
-"""Claude Code: a PreToolUse hook in `.claude/settings.json` (command or HTTP)."""
+"""Claude Code: a PreToolUse hook (command or HTTP) and a SessionEnd hook in
+`.claude/settings.json`.
+
+The PreToolUse hook answers tool calls with lesson cards; the SessionEnd hook runs
+`active-memory-hook session-end claude`, which enqueues the settled session for its
+postmortem (docs/queue.md). Both commands are the absolute path of the console script
+(command_path.py), so they run whatever PATH Claude Code has.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from active_memory.hooks.installers.command_path import shell_command
 from active_memory.hooks.installers.files import FileChange
-from active_memory.hooks.installers.hook_settings import plan_settings
+from active_memory.hooks.installers.hook_settings import HookEntry, plan_entries
 from active_memory.hooks.paths import ENV_HEADER_PREFIX, HOOK_PATH_PREFIX, TOKEN_ENV
 
 MATCHER = "Read|Edit|MultiEdit|Write|NotebookEdit|Grep|Glob|Bash"
@@ -29,15 +37,22 @@ HTTP hook forwards them as headers, as the command hook's thin client does."""
 
 COMMAND = "active-memory-hook claude"
 """The lean console script (docs/recall.md): about 1.7x a bare interpreter per tool call,
-where the full CLI (`active-memory hook claude`, also recognised as ours) costs 5x."""
+where the full CLI (`active-memory hook claude`, also recognised as ours) costs 5x. The
+installer writes it with the script's absolute path."""
 COMMAND_TIMEOUT = 10
 HTTP_TIMEOUT = 5
+SESSION_END = "SessionEnd"
+SESSION_END_TIMEOUT = 5
 
 # Ours: any command that runs `active-memory-hook claude` or `active-memory hook claude`
 # (however the executable is spelled: a path, a venv, quoted) and any HTTP hook pointed at
 # our server's hook path.
 _OUR_COMMAND = re.compile(
     r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)\s+claude\b"""
+)
+_OUR_SESSION_END = re.compile(
+    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
+    r"""\s+session-end\s+claude\b"""
 )
 
 
@@ -63,7 +78,15 @@ def is_ours(handler: Any) -> bool:
     return False
 
 
-def handler(http: bool, port: int) -> dict[str, Any]:
+def is_our_session_end(handler: Any) -> bool:
+    """True for a SessionEnd handler this installer wrote."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and bool(_OUR_SESSION_END.search(command))
+
+
+def handler(http: bool, port: int, script: Path | None = None) -> dict[str, Any]:
     """Our hook handler: the command hook, or the HTTP hook to the resident server.
 
     The HTTP hook's token is never written into the settings file (a project's is
@@ -71,7 +94,8 @@ def handler(http: bool, port: int) -> dict[str, Any]:
     and only because `allowedEnvVars` lists it.
     """
     if not http:
-        return {"type": "command", "command": COMMAND, "timeout": COMMAND_TIMEOUT}
+        command = shell_command(script, "claude") if script else COMMAND
+        return {"type": "command", "command": command, "timeout": COMMAND_TIMEOUT}
     headers = {"Authorization": f"Bearer ${TOKEN_ENV}"}
     for name in FORWARDED_ENV:
         headers[f"{ENV_HEADER_TITLE}{name}"] = f"${name}"
@@ -84,6 +108,26 @@ def handler(http: bool, port: int) -> dict[str, Any]:
     }
 
 
-def plan(path: Path, install: bool, http: bool, port: int) -> FileChange:
-    """The change that installs (or removes) our hook in the settings file at `path`."""
-    return plan_settings(path, install, handler(http, port), MATCHER, is_ours)
+def session_end_handler(script: Path | None) -> dict[str, Any]:
+    """Our SessionEnd handler: enqueue the settled session (returns in milliseconds)."""
+    command = (
+        shell_command(script, "session-end", "claude")
+        if script
+        else ("active-memory-hook session-end claude")
+    )
+    return {"type": "command", "command": command, "timeout": SESSION_END_TIMEOUT}
+
+
+def entries(http: bool, port: int, script: Path | None) -> list[HookEntry]:
+    """Our two hooks: PreToolUse (recall) and SessionEnd (enqueue the session)."""
+    return [
+        HookEntry("PreToolUse", handler(http, port, script), MATCHER, is_ours),
+        HookEntry(SESSION_END, session_end_handler(script), None, is_our_session_end),
+    ]
+
+
+def plan(
+    path: Path, install: bool, http: bool, port: int, script: Path | None = None
+) -> FileChange:
+    """The change that installs (or removes) our hooks in the settings file at `path`."""
+    return plan_entries(path, install, entries(http, port, script))

@@ -5,6 +5,11 @@ it cost. `BaseSession` holds what every adapter shares: the deadline (an absolut
 `anyio.current_time()` value), the one repair turn after an answer fails validation, and
 usage accounting that is marked incomplete when a turn is interrupted. An adapter only
 implements `_turn`: send one request, return the raw answer and its usage.
+
+Usage is counted at one point, `_charge`, as each request's usage becomes known (a
+streaming adapter may charge parts of a turn as they arrive and return the rest), and
+every listener registered with `on_usage` hears of it at once: the postmortem journals
+what it has spent while it runs, so a cancel or a crash does not lose it.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import copy
 import functools
 import hashlib
 import json
+import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -35,6 +41,10 @@ from active_memory.specialists.providers.credentials import Secrets
 from active_memory.validation import error_lines
 
 AnswerT = TypeVar("AnswerT", bound=BaseModel)
+UsageListener = Callable[["Usage"], None]
+"""Called with each request's usage (or an incomplete mark) as soon as it is known."""
+
+log = logging.getLogger("active_memory.providers")
 
 
 class Message(BaseModel):
@@ -316,6 +326,7 @@ class BaseSession:
         self._model = model
         self._deadline = math.inf if deadline is None else deadline
         self._usage = Usage()
+        self._usage_listeners: list[UsageListener] = []
         # Adapters that hold keys replace this; a failure quoting an answer is masked too.
         self._secrets = Secrets()
 
@@ -338,6 +349,20 @@ class BaseSession:
     def usage(self) -> Usage:
         """Everything this session has cost so far."""
         return self._usage
+
+    def on_usage(self, listener: UsageListener) -> None:
+        """Call `listener` with every usage this session is charged from now on: each
+        request's as soon as it is known, and `Usage(complete=False)` when a turn is cut."""
+        self._usage_listeners.append(listener)
+
+    def _charge(self, usage: Usage) -> None:
+        """The one accumulation point: add `usage` and tell the listeners."""
+        self._usage = self._usage.plus(usage)
+        for listener in self._usage_listeners:
+            try:
+                listener(usage)
+            except Exception:  # an observer must never cost the specialist its answer
+                log.exception("a usage listener of %s failed", self._specialist)
 
     @property
     def deadline(self) -> float:
@@ -369,10 +394,10 @@ class BaseSession:
             with anyio.CancelScope(deadline=self._deadline) as scope:
                 reply = await self._converse(request, answer_schema, before)
         except anyio.get_cancelled_exc_class():
-            self._usage = self._usage.model_copy(update={"complete": False})
+            self._charge(Usage(complete=False))  # the cut turn's tokens are unknown
             raise
         if reply is None or scope.cancelled_caught:
-            self._usage = self._usage.model_copy(update={"complete": False})
+            self._charge(Usage(complete=False))
             raise SpecialistTimedOut(
                 self._specialist, round(left, 3), provider=self._provider, model=self._model
             )
@@ -414,7 +439,7 @@ class BaseSession:
 
     async def _counted_turn(self, request: Request) -> TurnOutput:
         turn = await self._turn(request)
-        self._usage = self._usage.plus(turn.usage)
+        self._charge(turn.usage)
         return turn
 
     async def _turn(self, request: Request) -> TurnOutput:

@@ -1,0 +1,253 @@
+"""`active-memory hook doctor`: is each installed hook present, runnable, trusted, served?
+
+For every harness and place (project, user) whose configuration holds a hook of ours:
+
+- `present`: our PreToolUse hook (recall) and, for Claude Code and Codex, our SessionEnd
+  hook (enqueue the session) are in the file;
+- `resolvable`: every command of ours names an executable that exists (an absolute path
+  that is an executable file, or a name on PATH);
+- `trusted` (Codex): each hook of ours has a `[hooks.state]` entry whose hash matches,
+  and a project install's project is trusted (codex_trust.py);
+- `server` (Claude Code HTTP hook): the recall server answers its health check;
+- `settings`: the settings files that apply here are valid (settings.py);
+- `store`: the lesson store can be opened and read (a missing SQLite store is fine: the
+  first postmortem creates it).
+
+Each failed check says what to do. The command exits 1 when any check fails, or when no
+hook of ours is installed anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from active_memory.hooks import installers
+from active_memory.hooks.installers import claude, codex, codex_trust, opencode
+from active_memory.hooks.installers.command_path import command_executable, resolves
+from active_memory.hooks.installers.files import parse_json_object, read_text
+
+NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode"}
+
+
+@dataclass(slots=True)
+class Check:
+    """One check: its name, whether it passed, what was found, and the fix."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"name", "ok", "detail", "fix"?}`."""
+        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail}
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+
+@dataclass(slots=True)
+class Installed:
+    """One installed hook configuration and its checks."""
+
+    harness: str
+    where: str
+    path: Path
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every check passed."""
+        return all(check.ok for check in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"harness", "where", "path", "ok", "checks"}`."""
+        return {
+            "harness": self.harness,
+            "where": self.where,
+            "path": str(self.path),
+            "ok": self.ok,
+            "checks": [check.to_json() for check in self.checks],
+        }
+
+
+def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]:
+    """Every installed hook configuration reachable from `cwd`, checked."""
+    environment = os.environ if env is None else env
+    found: list[Installed] = []
+    for harness in installers.HARNESSES:
+        for where in ("project", "user"):
+            path = installers.target_path(harness, where, cwd, environment)
+            item = inspect(harness, where, path, environment)
+            if item is not None:
+                found.append(item)
+    shared = [_settings_check(cwd, environment), _store_check(environment)]
+    for item in found:
+        item.checks.extend(shared)
+    return found
+
+
+def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Installed | None:
+    """The checks of one hooks file (None: no hook of ours in it); settings and store
+    are checked by `diagnose` once for all."""
+    text = read_text(path)
+    if text is None:
+        return None
+    item = Installed(harness, where, path)
+    if harness == "opencode":
+        if not text.startswith(opencode.MARKER):
+            return None
+        command = opencode.plugin_command(text) or "active-memory-hook"
+        item.checks.append(Check("present", True, "plugin file (tool.execute.after)"))
+        item.checks.append(_resolvable([command], env))
+        return item
+    document = parse_json_object(path, text)
+    pre, end = _ours(harness, document)
+    if not pre and not end:
+        return None
+    missing = [name for name, hooks in (("PreToolUse", pre), ("SessionEnd", end)) if not hooks]
+    item.checks.append(
+        Check(
+            "present",
+            not missing,
+            "PreToolUse and SessionEnd hooks" if not missing else f"missing: {', '.join(missing)}",
+            None if not missing else f"run `active-memory hook install {harness}` again",
+        )
+    )
+    commands = [h["command"] for h in pre + end if h.get("type") == "command"]
+    item.checks.append(_resolvable(commands, env))
+    if harness == "codex":
+        item.checks.append(_trusted(path, document, where, env))
+    http = [h for h in pre if h.get("type") == "http"]
+    if http:
+        item.checks.append(_server_check(str(http[0].get("url", ""))))
+    return item
+
+
+def _ours(harness: str, document: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+    module: Any = claude if harness == "claude" else codex
+    hooks = document.get("hooks")
+    found: dict[str, list[Any]] = {"PreToolUse": [], "SessionEnd": []}
+    if not isinstance(hooks, dict):
+        return [], []
+    for event, test in (("PreToolUse", module.is_ours), ("SessionEnd", module.is_our_session_end)):
+        for group in hooks.get(event) or []:
+            for handler in group.get("hooks") or [] if isinstance(group, dict) else []:
+                if test(handler):
+                    found[event].append(handler)
+    return found["PreToolUse"], found["SessionEnd"]
+
+
+def _resolvable(commands: list[str], env: Mapping[str, str]) -> Check:
+    broken = [c for c in commands if not resolves(c, env.get("PATH"))]
+    if not broken:
+        return Check("resolvable", True, ", ".join(sorted({_exe(c) for c in commands})))
+    return Check(
+        "resolvable",
+        False,
+        f"does not run: {_exe(broken[0])} not found",
+        "reinstall with the active-memory you use (`<venv>/bin/active-memory hook install "
+        "…` writes its own absolute path), or pass --hook-command PATH",
+    )
+
+
+def _exe(command: str) -> str:
+    return command_executable(command) or command
+
+
+def _trusted(path: Path, document: Mapping[str, Any], where: str, env: Mapping[str, str]) -> Check:
+    config = codex_trust.config_path(env)
+    try:
+        _, settings = codex_trust.read_config(config)
+    except Exception as exc:  # an unreadable config is this check's finding
+        return Check("trusted", False, str(exc), f"fix {config}")
+    statuses = codex_trust.trust_status(
+        settings, Path(os.path.abspath(path)), document, codex.is_ours_at
+    )
+    problems = [f"{event} {status}" for event, _, status in statuses if status != "trusted"]
+    root = path.parent.parent
+    project_untrusted = where == "project" and not codex_trust.project_trusted(settings, root)
+    if project_untrusted:
+        problems.append(f"project {root} not trusted (Codex ignores its .codex/)")
+    if not problems:
+        return Check("trusted", True, f"{len(statuses)} hooks trusted in {config}")
+    user = " --user" if where == "user" else ""
+    fixes = []
+    if len(problems) > int(project_untrusted):
+        fixes.append(
+            f"run `active-memory hook install codex{user}` again (it writes the hooks' "
+            f"trust entries into {config})"
+        )
+    if project_untrusted:
+        fixes.append(
+            "trust the project: `active-memory hook install codex --trust-project`, or start "
+            f"`codex` in {root} once and trust it"
+        )
+    return Check("trusted", False, "; ".join(problems), "; ".join(fixes))
+
+
+def _server_check(url: str) -> Check:
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from active_memory.hooks.paths import HEALTH_PATH
+
+    parts = urlsplit(url)
+    health = f"{parts.scheme}://{parts.netloc}{HEALTH_PATH}"
+    try:
+        with urllib.request.urlopen(health, timeout=2) as response:
+            ok = response.status == 200 and json.loads(response.read() or b"{}").get("ok")
+    except (OSError, ValueError, urllib.error.URLError) as exc:
+        return Check(
+            "server",
+            False,
+            f"{health}: {getattr(exc, 'reason', exc)}",
+            "start `active-memory serve` (HTTP hooks get no lessons without it)",
+        )
+    return Check("server", bool(ok), health, None if ok else "restart `active-memory serve`")
+
+
+def _settings_check(cwd: Path, env: Mapping[str, str]) -> Check:
+    from active_memory.recall.environment import find_checkout_root
+    from active_memory.settings import SettingsError, effective_settings
+
+    try:
+        settings = effective_settings(find_checkout_root(str(cwd)), env, use_env=False)
+    except SettingsError as exc:
+        return Check(
+            "settings",
+            False,
+            str(exc),
+            "fix or move that file: until then every hook call here recalls nothing",
+        )
+    scopes = ", ".join(sorted(settings.scopes)) or "none (Active Memory is off here)"
+    return Check("settings", True, f"scopes on: {scopes}")
+
+
+def _store_check(env: Mapping[str, str]) -> Check:
+    import anyio
+
+    from active_memory.errors import ActiveMemoryError, StoreMissing
+    from active_memory.store import LessonQuery, open_store
+    from active_memory.store.location import mask_url, resolve_store_location
+
+    location = resolve_store_location(None, env)
+
+    async def read() -> int:
+        async with open_store(location, create=False) as store:
+            return len(await store.select(LessonQuery()))
+
+    try:
+        count = anyio.run(read)
+    except StoreMissing:
+        return Check("store", True, f"{mask_url(location)} not created yet (the first "
+                     "postmortem creates it)")  # fmt: skip
+    except (ActiveMemoryError, OSError) as exc:
+        return Check("store", False, str(exc), "check --store / ACTIVE_MEMORY_STORE")
+    return Check("store", True, f"{mask_url(location)}: {count} lessons readable")

@@ -1,0 +1,86 @@
+"""The hook command an installer writes: one that runs from the harness, whatever its PATH.
+
+A harness runs hook commands through its own shell with its own PATH, which rarely holds a
+virtual environment's `bin/`. So installers write the absolute path of the lean console
+script `active-memory-hook` that sits next to the interpreter running the installer (a
+`.venv/bin/active-memory hook install` writes `.venv/bin/active-memory-hook`), else the
+one on PATH; when neither exists, installing would write a command that fails on every
+tool call, silently, so it is a `UsageError` (exit 2) saying what to do instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from active_memory.errors import UsageError
+
+SCRIPT = "active-memory-hook"
+
+
+def find_hook_script(override: str | None = None) -> Path:
+    """The absolute path of the `active-memory-hook` console script to write.
+
+    `override` (`--hook-command PATH`) must name an executable file. Otherwise: the
+    script next to `sys.executable` (not resolved: a venv's `python` is a symlink to the
+    base interpreter, whose folder has no script of ours), then `active-memory-hook` on
+    PATH. Raises `UsageError` when none is found.
+    """
+    if override:
+        path = Path(override).expanduser()
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise UsageError(
+                f"--hook-command {override}: not an executable file; "
+                f"give the path of the {SCRIPT} console script"
+            )
+        return path
+    names = [SCRIPT + ".exe", SCRIPT] if sys.platform == "win32" else [SCRIPT]
+    folder = Path(sys.executable).parent
+    for name in names:
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return Path(os.path.abspath(candidate))
+    found = shutil.which(SCRIPT)
+    if found:
+        return Path(os.path.abspath(found))
+    raise UsageError(
+        f"cannot find the {SCRIPT} console script next to {sys.executable} or on PATH, so "
+        "the hook would not run from the harness; nothing was written. Reinstall "
+        "active-memory into this environment (pip install active-memory) or pass "
+        f"--hook-command /absolute/path/to/{SCRIPT}"
+    )
+
+
+def shell_command(script: Path, *arguments: str) -> str:
+    """`script arguments…` as a shell command line (the path quoted only when needed)."""
+    if sys.platform == "win32":  # pragma: no cover - cmd.exe quoting
+        text = str(script)
+        quoted = f'"{text}"' if " " in text else text
+        return " ".join([quoted, *arguments])
+    return " ".join([shlex.quote(str(script)), *(shlex.quote(a) for a in arguments)])
+
+
+def command_executable(command: str) -> str | None:
+    """The executable a hook command line runs (its first word), or None if unreadable."""
+    try:
+        words = shlex.split(command, posix=sys.platform != "win32")
+    except ValueError:
+        return None
+    return words[0] if words else None
+
+
+def resolves(command: str, path_env: str | None = None) -> bool:
+    """True when the command's executable exists: an absolute path that is an executable
+    file, or a bare name found on `path_env` (default: this process's PATH)."""
+    executable = command_executable(command)
+    if not executable:
+        return False
+    expanded = os.path.expanduser(executable)
+    if os.path.isabs(expanded) or os.sep in expanded:
+        return os.path.isfile(expanded) and os.access(expanded, os.X_OK)
+    return shutil.which(expanded, path=path_env) is not None

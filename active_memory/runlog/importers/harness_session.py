@@ -1,0 +1,182 @@
+"""A run record from one settled harness session, joined with what its hooks recorded.
+
+`import_harness_session` is what the postmortem queue's worker and `active-memory import
+claude|codex` call. It runs the harness's transcript importer (claude.py, codex.py, through
+their public entry points), then joins the session's own hook records, kept under the
+recall state dir per run key `session:<provider session>` (recall/records.py):
+
+- **deliveries**: the cards the hooks (command or server) delivered to the session, one
+  per `(session, lesson, revision)`. Present as a list (possibly empty) when there is
+  evidence the hooks ran for the session: a receipt or delivery file for its run key or
+  its budget ledger. Absent (None) otherwise: with no evidence the hooks ran, nobody can
+  say what the session received, and maintenance abstains (SPEC §6).
+- **receipts**: the hook's receipts are the exact ones (recall's own tool name, paths
+  resolved against each call's working directory and the workspace root, the time the
+  call was made). When the hooks recorded any, they replace the transcript's receipts of
+  the tools the hook sees; the transcript's receipts are kept only for tools outside the
+  hook's view (Claude Code's matcher covers `HOOKED_TOOLS["claude"]`; Codex's hook sees
+  every tool, so its transcript receipts are all replaced). Without hook receipts the
+  transcript's receipts stand. The run record's own bound applies to the joined list
+  (SPEC §3: at most 512, the first 256 and the latest 256 by time).
+
+Decisions are written in docs/importers.md ("Sessions joined with their hooks").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from active_memory.errors import InvalidRecord
+from active_memory.runlog.importers.common import ImportResult, checked
+from active_memory.runlog.record import RunRecord, parse_run_record
+
+Harness = Literal["claude", "codex"]
+
+HOOKED_TOOLS: dict[str, frozenset[str] | None] = {
+    # The tools `hook install claude` matches (hooks/installers/claude.py MATCHER).
+    "claude": frozenset(
+        {"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "Grep", "Glob", "Bash"}
+    ),
+    "codex": None,  # no matcher: the hook sees every tool call
+}
+"""Per harness, the tool names whose receipts the hook records (None: all)."""
+
+_SESSION_NODE = "worker"
+"""The node of a session's run record (importers/session.py): hook receipts get it too."""
+
+
+def import_harness_session(
+    harness: Harness | str,
+    transcript: Path | str,
+    *,
+    session_id: str | None,
+    cwd: Path | str | None,
+    env: Mapping[str, str],
+) -> RunRecord:
+    """The run record of one harness session, with its hooks' deliveries and receipts.
+
+    `session_id` is the provider session the hooks keyed their records by (the hook
+    payload's `session_id`); None takes the one the transcript names. `cwd` fills the
+    record's checkout when the transcript names none. `env` locates the state dir
+    (`ZEROSHOT_STATE_DIR`, `XDG_STATE_HOME`, `HOME`). Raises `InvalidRecord` (a
+    `UsageError`) when the transcript holds no session to import or the harness has no
+    session importer.
+    """
+    transcript = Path(transcript)
+    result = _import(harness, transcript)
+    if not result.runs:
+        reasons = "; ".join(skipped.reason for skipped in result.skipped[:3]) or "empty"
+        raise InvalidRecord(str(transcript), f"no run in the {harness} session log ({reasons})")
+    data = join_hook_records(
+        result.runs[0].record,
+        harness,
+        session_id=session_id,
+        cwd=Path(cwd) if cwd else None,
+        env=env,
+    )
+    return parse_run_record(data, str(transcript))
+
+
+def join_hook_records(
+    record: Mapping[str, Any],
+    harness: str,
+    *,
+    session_id: str | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """`record` (a session's run record as built by its importer) joined with its hooks'
+    receipts and deliveries; validated and bounded like every imported record."""
+    from active_memory.recall.environment import state_dir
+    from active_memory.recall.ledger import ledger_path_for
+    from active_memory.recall.records import has_records, read_deliveries, read_receipts
+
+    environment = os.environ if env is None else env
+    session = session_id or session_of(record, harness)
+    data = dict(record)
+    if cwd is not None:
+        repository = dict(data.get("repository") or {})
+        if not repository.get("checkout"):
+            repository["checkout"] = str(cwd)
+            data["repository"] = repository
+    if not session:
+        return checked(data, str(data.get("run_id", "<session>")))
+    recall_dir = os.path.join(state_dir(environment), "recall")
+    run_key = f"session:{session}"
+    hook_receipts = read_receipts(recall_dir, run_key)
+    hooks_ran = has_records(recall_dir, run_key) or os.path.exists(
+        ledger_path_for(recall_dir, session)
+    )
+    if hook_receipts:
+        data["receipts"] = _joined_receipts(harness, data.get("receipts") or [], hook_receipts)
+    if hooks_ran:
+        data["deliveries"] = [
+            _delivery(item) for item in read_deliveries(recall_dir, run_key) if _valid(item)
+        ]
+    else:
+        data.pop("deliveries", None)
+    return checked(data, str(data.get("run_id", run_key)))
+
+
+def session_of(record: Mapping[str, Any], harness: str) -> str | None:
+    """The provider session a session importer's record names (`<harness>-<session>`)."""
+    run_id = record.get("run_id")
+    prefix = f"{harness}-"
+    if isinstance(run_id, str) and run_id.startswith(prefix) and len(run_id) > len(prefix):
+        return run_id[len(prefix) :]
+    return None
+
+
+def _import(harness: str, transcript: Path) -> ImportResult:
+    if harness == "claude":
+        from active_memory.runlog.importers.claude import import_transcript
+
+        return import_transcript(transcript)
+    if harness == "codex":
+        from active_memory.runlog.importers.codex import import_rollout
+
+        return import_rollout(transcript)
+    raise InvalidRecord(str(transcript), f"no session importer for harness {harness!r}")
+
+
+def _joined_receipts(
+    harness: str, transcript: list[dict[str, Any]], hooks: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    hooked = HOOKED_TOOLS.get(harness)
+    joined = [_hook_receipt(item) for item in hooks if isinstance(item.get("tool"), str)]
+    if hooked is not None:
+        joined.extend(item for item in transcript if item.get("tool") not in hooked)
+    # The record's validator orders by time (when all have one) and applies the cap.
+    return joined
+
+
+def _hook_receipt(item: Mapping[str, Any]) -> dict[str, Any]:
+    receipt: dict[str, Any] = {
+        "node": item.get("node") or _SESSION_NODE,
+        "tool": item["tool"],
+        "paths": [path for path in item.get("paths") or () if isinstance(path, str)],
+    }
+    if isinstance(item.get("at"), str):
+        receipt["at"] = item["at"]
+    return receipt
+
+
+def _valid(item: Mapping[str, Any]) -> bool:
+    revision = item.get("revision")
+    return (
+        isinstance(item.get("session"), str)
+        and isinstance(item.get("lesson"), str)
+        and isinstance(revision, int)
+        and not isinstance(revision, bool)
+        and revision >= 1
+    )
+
+
+def _delivery(item: Mapping[str, Any]) -> dict[str, Any]:
+    delivery = {"session": item["session"], "lesson": item["lesson"], "revision": item["revision"]}
+    if isinstance(item.get("at"), str):
+        delivery["at"] = item["at"]
+    return delivery

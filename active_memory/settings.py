@@ -1,0 +1,324 @@
+"""The settings that govern recall outside a run (SPEC §2, "Settings outside a run").
+
+One module answers "what are `enabled`, `repository`, `graph` and `budgetBytes` here, and
+where did each come from?" for the hooks, the recall server, the worker and the commands.
+Each key is taken from the first layer that sets it:
+
+1. the run's settings: its runtime JSON's `activeMemory` section when there is one; for
+   a hook, the orchestrator's `ACTIVE_MEMORY_SCOPES` / `ACTIVE_MEMORY_BUDGET_BYTES`
+   variables (they are how a run hands its runtime settings to its agents' hooks);
+2. the repository's committed file, `.active-memory.toml` at the checkout root;
+3. the user's file, `<zeroshot state dir>/active-memory/settings.toml`;
+4. the defaults (SPEC §2).
+
+A run layer that speaks about scopes decides all three scope keys (`enabled` is then
+"either scope on"). In the files, `enabled = false` turns both scopes off; the effective
+scopes are `enabled and repository`, `enabled and graph`.
+
+An invalid file is a `SettingsError` naming the file, the key and what is allowed.
+Commands turn it into exit 2; a hook lets it propagate, so the call is answered with no
+context and one line in the hook log: a broken settings file disables recall (and
+receipts) until it is fixed, because the file may have been written to opt out, and a
+typo must never turn an opt-out into injection.
+
+This module is on the hook's per-call path: standard library only, no `tomllib` import
+unless a settings file exists (two `stat`s otherwise), and a parsed file is cached as a
+marshal file under the recall state dir, keyed by the file's size and modification time,
+so a warm hook never parses TOML. Issue 20 adds `review` and `exclude` as new `KEYS`.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+REPOSITORY_FILE = ".active-memory.toml"
+"""The repository's committed settings file, at the checkout root."""
+USER_FILE = "settings.toml"
+"""The user's settings file, in `<zeroshot state dir>/active-memory/`."""
+
+BUDGET_RANGE = (1, 16384)
+DEFAULT_BUDGET = 2048
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_budget(value: Any) -> bool:
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and BUDGET_RANGE[0] <= value <= BUDGET_RANGE[1]
+    )
+
+
+_BOOLEAN = "a boolean (true or false)"
+
+KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
+    "enabled": (_BOOLEAN, True, _is_bool),
+    "repository": (_BOOLEAN, True, _is_bool),
+    "graph": (_BOOLEAN, True, _is_bool),
+    "budgetBytes": (
+        f"an integer {BUDGET_RANGE[0]}..{BUDGET_RANGE[1]}",
+        DEFAULT_BUDGET,
+        _is_budget,
+    ),
+}
+"""Every key the settings files may hold: what is allowed (for the error), the default,
+and the check. A new setting (issue 20: `review`, `exclude`) is one more entry here."""
+
+DEFAULT_SOURCE = "default"
+SCOPES_ENV = "ACTIVE_MEMORY_SCOPES"
+BUDGET_ENV = "ACTIVE_MEMORY_BUDGET_BYTES"
+
+
+class SettingsError(ValueError):
+    """A settings file is invalid: `path`, `key` (None: the whole file) and the problem."""
+
+    def __init__(self, path: str, key: str | None, problem: str) -> None:
+        where = f"{path}: {key}" if key else path
+        super().__init__(f"{where}: {problem}")
+        self.path = path
+        self.key = key
+        self.problem = problem
+
+
+class Setting:
+    """One effective value and where it came from (a file path, `runtime`, `default`)."""
+
+    __slots__ = ("source", "value")
+
+    def __init__(self, value: Any, source: str) -> None:
+        self.value = value
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"Setting({self.value!r}, {self.source!r})"
+
+
+class Settings:
+    """The effective settings: one `Setting` per key of `KEYS`."""
+
+    __slots__ = ("files", "values")
+
+    def __init__(self, values: dict[str, Setting], files: tuple[str, ...] = ()) -> None:
+        self.values = values
+        self.files = files  # the settings files that exist, in the order they were read
+
+    @property
+    def enabled(self) -> bool:
+        """Active Memory is on at all."""
+        return bool(self.values["enabled"].value)
+
+    @property
+    def repository(self) -> bool:
+        """Repository lessons are recalled and collected."""
+        return self.enabled and bool(self.values["repository"].value)
+
+    @property
+    def graph(self) -> bool:
+        """Graph lessons are recalled and collected."""
+        return self.enabled and bool(self.values["graph"].value)
+
+    @property
+    def budget_bytes(self) -> int:
+        """The cumulative bytes of cards one provider session may receive."""
+        return int(self.values["budgetBytes"].value)
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The scopes that are on (`repository`, `graph`)."""
+        return frozenset(
+            name for name, on in (("repository", self.repository), ("graph", self.graph)) if on
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"settings": {key: {"value", "source"}}, "scopes", "files"}` for `--json`."""
+        return {
+            "settings": {
+                name: {"value": item.value, "source": item.source}
+                for name, item in self.values.items()
+            },
+            "scopes": sorted(self.scopes),
+            "files": list(self.files),
+        }
+
+
+def user_settings_path(env: Mapping[str, str] | None = None) -> str:
+    """`<zeroshot state dir>/active-memory/settings.toml`."""
+    from active_memory.recall.environment import state_dir
+
+    return os.path.join(state_dir(env), USER_FILE)
+
+
+def repository_settings_path(root: str) -> str:
+    """`<checkout root>/.active-memory.toml`."""
+    return os.path.join(root, REPOSITORY_FILE)
+
+
+def effective_settings(
+    root: str | None,
+    env: Mapping[str, str] | None = None,
+    *,
+    runtime: Mapping[str, Any] | None = None,
+    use_env: bool = True,
+) -> Settings:
+    """The effective settings for the checkout at `root` (None: no checkout).
+
+    `runtime` is the run's runtime JSON (its `activeMemory` section is what counts);
+    `use_env` reads the orchestrator's variables as the run's settings (hooks, the
+    server; the worker passes False). Raises `SettingsError` for an invalid file.
+    """
+    environment = os.environ if env is None else env
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if runtime is not None:
+        layers.append(("runtime", runtime_layer(runtime)))
+    if use_env:
+        layers.append(("runtime (ACTIVE_MEMORY_*)", env_layer(environment)))
+    files: list[str] = []
+    state = _state_dir(environment)
+    for path in (
+        repository_settings_path(root) if root else None,
+        os.path.join(state, USER_FILE),
+    ):
+        if path is None:
+            continue
+        values = read_settings_file(path, cache_dir=os.path.join(state, "recall", "settings"))
+        if values is not None:
+            files.append(path)
+            layers.append((path, values))
+    chosen: dict[str, Setting] = {}
+    for name, (_, default, _check) in KEYS.items():
+        chosen[name] = next(
+            (Setting(values[name], source) for source, values in layers if name in values),
+            Setting(default, DEFAULT_SOURCE),
+        )
+    return Settings(chosen, tuple(files))
+
+
+def runtime_layer(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys a runtime JSON decides: its `activeMemory` section, SPEC §2 defaults
+    filled in, with `enabled` meaning "either scope on". Nothing without the section."""
+    section = plan.get("activeMemory")
+    if not isinstance(section, dict):
+        return {}
+    repository = section.get("repository", True) is not False
+    graph = section.get("graph", True) is not False
+    budget = section.get("budgetBytes", DEFAULT_BUDGET)
+    values: dict[str, Any] = {"repository": repository, "graph": graph}
+    values["enabled"] = repository or graph
+    if _is_budget(budget):
+        values["budgetBytes"] = budget
+    return values
+
+
+def env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    """The run settings an orchestrator hands its agents' hooks (docs/settings.md).
+
+    `ACTIVE_MEMORY_SCOPES` (`repository,graph`; empty: none) decides the scope keys;
+    `ACTIVE_MEMORY_BUDGET_BYTES` (1..16384) the budget. An invalid value is ignored.
+    """
+    values: dict[str, Any] = {}
+    scopes = env.get(SCOPES_ENV)
+    if scopes is not None:
+        names = {part.strip() for part in scopes.split(",")}
+        values["repository"] = "repository" in names
+        values["graph"] = "graph" in names
+        values["enabled"] = values["repository"] or values["graph"]
+    budget = env.get(BUDGET_ENV)
+    if budget:
+        try:
+            number = int(budget)
+        except ValueError:
+            number = 0
+        if _is_budget(number):
+            values["budgetBytes"] = number
+    return values
+
+
+def read_settings_file(path: str, cache_dir: str | None = None) -> dict[str, Any] | None:
+    """The checked keys of the settings file at `path`, or None when it does not exist.
+
+    With `cache_dir`, a parsed file is kept as marshal keyed by its size and mtime, so
+    the next reader skips TOML entirely. Raises `SettingsError` for an invalid file.
+    """
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SettingsError(path, None, f"cannot read ({exc.strerror})") from None
+    stamp = (status.st_size, status.st_mtime_ns, status.st_ino)
+    cache = _cache_path(cache_dir, path) if cache_dir else None
+    if cache is not None:
+        cached = _read_cache(cache, stamp)
+        if cached is not None:
+            return cached
+    values = _parse(path)
+    if cache is not None:
+        _write_cache(cache, stamp, values)
+    return values
+
+
+def _parse(path: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as exc:
+        raise SettingsError(path, None, f"cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(path, None, f"not valid TOML ({exc})") from None
+    values: dict[str, Any] = {}
+    for key, value in document.items():
+        if key not in KEYS:
+            allowed = ", ".join(KEYS)
+            raise SettingsError(path, key, f"unknown setting; allowed: {allowed}")
+        expected, _, check = KEYS[key]
+        if not check(value):
+            raise SettingsError(path, key, f"must be {expected}, found {value!r}")
+        values[key] = value
+    return values
+
+
+def _state_dir(env: Mapping[str, str]) -> str:
+    from active_memory.recall.environment import state_dir
+
+    return state_dir(env)
+
+
+def _cache_path(cache_dir: str, path: str) -> str:
+    from active_memory.recall.files import safe_name
+
+    return os.path.join(cache_dir, safe_name(os.path.abspath(path)) + ".marshal")
+
+
+def _read_cache(cache: str, stamp: tuple[int, int, int]) -> dict[str, Any] | None:
+    import marshal
+
+    try:
+        with open(cache, "rb") as handle:
+            value = marshal.loads(handle.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(value, dict) or tuple(value.get("stamp") or ()) != stamp:
+        return None
+    values = value.get("values")
+    return values if isinstance(values, dict) else None
+
+
+def _write_cache(cache: str, stamp: tuple[int, int, int], values: dict[str, Any]) -> None:
+    import marshal
+
+    from active_memory.recall.files import atomic_write
+
+    try:  # noqa: SIM105 - contextlib would cost the hook process an import
+        atomic_write(cache, marshal.dumps({"stamp": list(stamp), "values": values}))
+    except OSError:
+        pass  # a cache that cannot be written only costs the next reader a parse

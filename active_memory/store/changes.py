@@ -1,0 +1,183 @@
+"""The store's version and the changes since a version, for recall generations.
+
+Every write transaction that changes lessons bumps one store-wide counter
+(`store_meta.change_version`) once and stamps the new value on every lesson row it
+inserted or updated (`lessons.change_version`). So "what changed in a scope since version
+V" is one indexed range read, and a reader that got version V in one transaction has seen
+every change up to V and none after. On PostgreSQL the counter's row lock, held to
+commit, orders the versions by commit: a version is never visible before a lower one.
+
+A change is a lesson's current row, whatever its status: `active` means (re)index it,
+anything else means drop it. A full read (`since=None`) returns the scope's active
+lessons only. Rows are plain tuples (`CHANGE_COLUMNS` order), not pydantic models: recall
+needs six columns of each, and a store holds only lessons it validated when writing them.
+
+This module is on a hook process's path, so it imports only the standard library (the
+SQLite reader uses `sqlite3` directly, read-only); the async backends call
+`scope_clause` and build `ScopeChanges` too.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+CHANGE_COLUMNS = "id, revision, status, title, recommendation, associations"
+"""What a change row holds: id, revision, status, title, recommendation, associations JSON."""
+
+ChangeRow = tuple[str, int, str, "str | None", "str | None", "str | None"]
+
+
+class ScopeChanges:
+    """The store's `version` and the scope's `rows` changed since the version asked for.
+
+    `full` is True when the rows are the whole scope (a read without a base version).
+    """
+
+    __slots__ = ("full", "rows", "version")
+
+    def __init__(self, version: int, rows: list[ChangeRow], *, full: bool) -> None:
+        self.version = version
+        self.rows = rows
+        self.full = full
+
+    def __repr__(self) -> str:
+        return f"ScopeChanges(version={self.version}, rows={len(self.rows)}, full={self.full})"
+
+
+class ScopeKey:
+    """One recall scope: a repository's lessons, or one graph node's (for one repository).
+
+    A graph scope holds the node's unqualified lessons and those qualified by
+    `repository`, so it is keyed by all three (two repositories sharing a graph never
+    share a qualified lesson).
+    """
+
+    __slots__ = ("graph_hash", "kind", "node", "repository")
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        repository: str | None = None,
+        graph_hash: str | None = None,
+        node: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.repository = repository
+        self.graph_hash = graph_hash
+        self.node = node
+
+    @property
+    def name(self) -> str:
+        """A stable text naming the scope completely (recall turns it into a file name)."""
+        if self.kind == "repository":
+            return f"repository\0{self.repository}"
+        return f"graph\0{self.graph_hash}\0{self.node}\0{self.repository or ''}"
+
+
+def scope_clause(scope: ScopeKey, placeholder: Any) -> tuple[str, list[str]]:
+    """The WHERE clause selecting `scope`'s rows; `placeholder(n)` spells parameter n."""
+    if scope.kind == "repository":
+        return (
+            f"scope_kind = 'repository' AND repository = {placeholder(1)} AND graph_hash = ''",
+            [scope.repository or ""],
+        )
+    return (
+        f"scope_kind = 'graph' AND graph_hash = {placeholder(1)} AND node = {placeholder(2)} "
+        f"AND repository IN ('', {placeholder(3)})",
+        [scope.graph_hash or "", scope.node or "", scope.repository or ""],
+    )
+
+
+def changes_query(scope: ScopeKey, since: int | None, placeholder: Any) -> tuple[str, list[Any]]:
+    """The SELECT of `scope`'s changes since `since` (None: its active lessons)."""
+    where, names = scope_clause(scope, placeholder)
+    params: list[Any] = list(names)
+    if since is None:
+        where += " AND status = 'active'"
+    else:
+        where += f" AND change_version > {placeholder(len(params) + 1)}"
+        params = [*params, since]
+    return f"SELECT {CHANGE_COLUMNS} FROM lessons WHERE {where}", params
+
+
+class OldSchema(Exception):
+    """The SQLite store predates change versions; open it with the full store once."""
+
+
+class StoreUnreadable(Exception):
+    """The SQLite file cannot be read as a lesson store (the hook logs and answers nothing)."""
+
+
+def read_sqlite_changes(path: str, scope: ScopeKey, since: int | None) -> ScopeChanges:
+    """`scope`'s changes since `since` in the SQLite store at `path`, one read transaction.
+
+    A missing file is an empty store (version 0). Raises `OldSchema` for a store the
+    full store has not migrated yet, `sqlite3.Error` for an unreadable one.
+    """
+    import os
+    import sqlite3
+    from urllib.parse import quote
+
+    if not os.path.exists(path):
+        return ScopeChanges(0, [], full=since is None)
+
+    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    try:
+        return _read(
+            sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None), scope, since
+        )
+    except sqlite3.Error as exc:
+        raise StoreUnreadable(f"{path}: unreadable lesson store: {exc}") from None
+
+
+def _read(conn: Any, scope: ScopeKey, since: int | None) -> ScopeChanges:
+    from active_memory.store.sqlite_schema import APPLICATION_ID, CHANGES_SCHEMA_VERSION
+
+    try:
+        conn.execute("BEGIN")  # one snapshot for the version and the rows
+        app_id, schema = conn.execute(
+            "SELECT (SELECT application_id FROM pragma_application_id), "
+            "(SELECT user_version FROM pragma_user_version)"
+        ).fetchone()
+        if app_id == 0 and schema == 0:
+            return ScopeChanges(0, [], full=since is None)  # created, never written
+        if app_id != APPLICATION_ID:
+            raise StoreUnreadable("not an Active Memory lesson store")
+        if schema < CHANGES_SCHEMA_VERSION:
+            raise OldSchema("the store predates change versions")
+        (version,) = conn.execute(
+            "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
+        ).fetchone()
+        sql, params = changes_query(scope, since, lambda _n: "?")
+        rows = conn.execute(sql, params).fetchall()
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return ScopeChanges(int(version), rows, full=since is None)
+
+
+def count_sqlite_scope(path: str, scope: ScopeKey) -> int:
+    """How many active lessons `scope` holds in the SQLite store at `path` (0: none, or
+    no readable store: the caller's read then says why)."""
+    import os
+    import sqlite3
+    from urllib.parse import quote
+
+    if not os.path.exists(path):
+        return 0
+    where, params = scope_clause(scope, lambda _n: "?")
+    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=5.0)
+        try:
+            (count,) = conn.execute(
+                f"SELECT count(*) FROM lessons WHERE {where} AND status = 'active'", params
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+    return int(count)
