@@ -1,5 +1,8 @@
 """The command hook: one process per tool call, stdin JSON in, stdout JSON out.
 
+`active-memory-hook session-end HARNESS` enqueues a finished session instead
+(`hooks/session_end.py`).
+
 Run as `active-memory-hook claude|codex|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
@@ -30,7 +33,10 @@ LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 1024 * 1024
 """Past this the log is moved to `hook.log.1` (one generation kept)."""
 
-USAGE = "usage: active-memory-hook claude|codex|after-tool  (hook JSON on stdin)"
+USAGE = (
+    "usage: active-memory-hook claude|codex|after-tool  (hook JSON on stdin), or "
+    "active-memory-hook session-end claude|codex|opencode"
+)
 
 
 def respond(harness: str, data: bytes, env: Mapping[str, str]) -> str | None:
@@ -73,20 +79,39 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     """Answer one hook call from stdin; always 0 (errors are logged, never raised)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = os.environ if env is None else env
+    from active_memory.private import use_private_umask
+
+    previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
     harness = arguments[0] if arguments else ""
+    if harness == "session-end":
+        from active_memory.hooks import session_end
+
+        return session_end.main(arguments[1:], environment)
     try:
-        data = sys.stdin.buffer.read()
+        from active_memory.reader import MAX_STDIN_BYTES, read_stream
+
+        data = read_stream(sys.stdin.buffer, MAX_STDIN_BYTES)
+        if data is None:
+            raise ValueError(f"stdin holds more than {MAX_STDIN_BYTES} bytes; no card given")
         output = respond(harness, data, environment)
         if output is not None:
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
     except BaseException as exc:  # a hook must never fail the tool call
         log_error(harness, exc, environment)
+    finally:
+        os.umask(previous_umask)
     return 0
 
 
 def log_error(harness: str, exc: BaseException, env: Mapping[str, str]) -> None:
     """Append one line about `exc` to the hook log; never raises."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    log_line(harness, f"{type(exc).__name__}: {message}", env)
+
+
+def log_line(harness: str, text: str, env: Mapping[str, str]) -> None:
+    """Append one line to the hook log (`<state>/active-memory/recall/hook.log`); never raises."""
     try:
         import time
 
@@ -100,9 +125,8 @@ def log_error(harness: str, exc: BaseException, env: Mapping[str, str]) -> None:
                 os.replace(path, path + ".1")
         except OSError:
             pass
-        message = " ".join(str(exc).split()) or "(no message)"
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {type(exc).__name__}: {message}"
+        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {' '.join(text.split())}"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(descriptor, (line[:2000] + "\n").encode("utf-8", "replace"))
