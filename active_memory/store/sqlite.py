@@ -117,8 +117,8 @@ class SqliteStore:
         self._path = path
         self._conn = conn
         self._busy_timeout = busy_timeout
-        self._queue: SqliteQueue | None = None
         self._read_only = False
+        self._queue: SqliteQueue | None = None
 
     @property
     def location(self) -> str:

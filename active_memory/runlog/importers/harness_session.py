@@ -29,10 +29,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-# The recall modules are imported here, not inside the functions: the queue's worker
-# imports sessions in worker threads, and two threads importing the `recall` package
-# lazily at once can meet a partially initialised module (its __init__ is circular).
 from active_memory.errors import InvalidRecord, UsageError
+
+# Imported with this module, not inside the join: the worker joins sessions in several
+# threads at once, and two threads initialising the `recall` package together can see
+# it half-imported (ImportError: cannot import name 'admit' ...).
 from active_memory.recall.environment import find_checkout_root, state_dir
 from active_memory.recall.ledger import ledger_path_for
 from active_memory.recall.records import has_records, read_deliveries, read_receipts
@@ -118,6 +119,7 @@ def join_hook_records(
 ) -> dict[str, Any]:
     """`record` (a session's run record as built by its importer) joined with its hooks'
     receipts and deliveries; validated and bounded like every imported record."""
+
     environment = os.environ if env is None else env
     session = session_id or session_of(record, harness)
     data = dict(record)
