@@ -1,0 +1,256 @@
+"""What the web view shows, gathered from the store as plain data (also the JSON API).
+
+Every function returns JSON-ready dicts: the HTML templates and `/api/...` render the
+same documents, so a script sees exactly what a person sees.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
+from active_memory.recall.frame import frame, render_card
+from active_memory.store.effectiveness import Effectiveness
+from active_memory.store.protocol import LessonQuery, LessonStore
+
+CITED_LINES_MAX = 80
+"""Cited lines shown per citation; a longer range is cut with a note."""
+
+CITED_FILE_MAX_BYTES = 1024 * 1024
+"""A cited file larger than this is not read for display."""
+
+STATUSES = ("active", "deferred", "retired")
+EFFECTIVENESS_FILTERS = ("delivered", "recurred", "never-delivered")
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """The lessons page's filters; empty strings mean any."""
+
+    q: str = ""
+    status: str = ""
+    kind: str = ""
+    repository: str = ""
+    graph: str = ""
+    node: str = ""
+    effectiveness: str = ""
+
+    def query(self) -> LessonQuery:
+        """The store query these filters narrow to (text and counters filter after)."""
+        return LessonQuery(
+            repository=self.repository or None,
+            graph_hash=self.graph or None,
+            node=self.node or None,
+            kind=self.kind or None,
+            include_retired=self.status in ("", "retired"),
+        )
+
+
+def scope_json(lesson: Lesson | Tombstone) -> dict[str, Any]:
+    """The scope as shown: kind, repository, graph hash and node."""
+    scope = lesson.scope
+    if isinstance(scope, GraphScope):
+        return {
+            "kind": "graph",
+            "repository": scope.repository or "",
+            "graph_hash": scope.graph_hash,
+            "node": scope.node,
+        }
+    return {"kind": "repository", "repository": scope.repository, "graph_hash": "", "node": ""}
+
+
+def agent_card(lesson: Lesson) -> str:
+    """The card exactly as an agent receives it alone: framed by recall's own code."""
+    return frame([render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation)])
+
+
+def _matches_text(lesson: Lesson | Tombstone, words: list[str]) -> bool:
+    if isinstance(lesson, Tombstone):
+        haystack = lesson.id.lower()
+    else:
+        a = lesson.associations
+        haystack = " ".join(
+            [
+                lesson.id,
+                lesson.title,
+                lesson.recommendation,
+                *a.files,
+                *a.folders,
+                *a.identifiers,
+                *(" ".join(group) for group in a.keywords),
+            ]
+        ).lower()
+    return all(word in haystack for word in words)
+
+
+def _matches_effectiveness(counters: Effectiveness, wanted: str) -> bool:
+    if wanted == "delivered":
+        return counters.runs_delivered > 0
+    if wanted == "recurred":
+        return counters.recurred_when_delivered + counters.recurred_when_not_delivered > 0
+    if wanted == "never-delivered":
+        return counters.runs_delivered == 0
+    return True
+
+
+async def lesson_list(store: LessonStore, filters: ListFilters) -> dict[str, Any]:
+    """The lessons matching `filters`, with their scope and effectiveness counters."""
+    found = await store.select(filters.query())
+    if filters.status:
+        found = [x for x in found if x.status == filters.status]
+    words = filters.q.lower().split()
+    if words:
+        found = [x for x in found if _matches_text(x, words)]
+    counters = await store.effectiveness([x.id for x in found])
+    blank = Effectiveness()
+    if filters.effectiveness:
+        found = [
+            x
+            for x in found
+            if _matches_effectiveness(counters.get(x.id, blank), filters.effectiveness)
+        ]
+    rows = []
+    for lesson in found:
+        rows.append(
+            {
+                "id": lesson.id,
+                "revision": lesson.revision,
+                "status": lesson.status,
+                "title": lesson.title if isinstance(lesson, Lesson) else None,
+                "scope": scope_json(lesson),
+                "effectiveness": counters.get(lesson.id, blank).to_json(),
+            }
+        )
+    return {"lessons": rows, "count": len(rows)}
+
+
+async def scope_groups(store: LessonStore) -> dict[str, Any]:
+    """Counts of living lessons per repository and per graph node (the overview)."""
+    repositories: dict[str, int] = {}
+    nodes: dict[tuple[str, str], int] = {}
+    for summary in await store.summaries(LessonQuery()):
+        if summary.scope_kind == "graph":
+            key = (summary.graph_hash, summary.node)
+            nodes[key] = nodes.get(key, 0) + 1
+        else:
+            repositories[summary.repository] = repositories.get(summary.repository, 0) + 1
+    return {
+        "repositories": [
+            {"repository": name, "count": count} for name, count in sorted(repositories.items())
+        ],
+        "nodes": [
+            {"graph_hash": graph, "node": node, "count": count}
+            for (graph, node), count in sorted(nodes.items())
+        ],
+    }
+
+
+def _card_text(entry: HistoryEntry) -> list[str]:
+    if entry.card is None:
+        return []
+    a = entry.card.associations
+    lines = [f"title: {entry.card.title}", "recommendation:"]
+    lines += ["  " + line for line in entry.card.recommendation.splitlines()]
+    for name, values in (
+        ("files", a.files),
+        ("folders", a.folders),
+        ("identifiers", a.identifiers),
+        ("keywords", [" ".join(group) for group in a.keywords]),
+    ):
+        lines += [f"{name}: {value}" for value in values]
+    return lines
+
+
+def history_json(entries: list[HistoryEntry]) -> list[dict[str, Any]]:
+    """Each revision with a unified diff of its card against the revision before it."""
+    out: list[dict[str, Any]] = []
+    previous: list[str] = []
+    for entry in entries:
+        text = _card_text(entry)
+        diff = list(
+            difflib.unified_diff(
+                previous,
+                text,
+                fromfile=f"r{entry.previous_revision}" if entry.previous_revision else "(none)",
+                tofile=f"r{entry.revision}",
+                lineterm="",
+                n=1,
+            )
+        )
+        document = entry.model_dump(mode="json")
+        document["diff"] = diff
+        out.append(document)
+        if entry.card is not None:
+            previous = text
+    return out
+
+
+def cited_lines(root: Path | None, path: str, lines: tuple[int, int] | None) -> dict[str, Any]:
+    """The cited lines as the current checkout has them, or why they cannot be shown."""
+    if root is None:
+        return {"shown": False, "why": "no checkout known (start the view with --checkout)"}
+    from active_memory.checkout.citations import Checkout
+
+    verdict = Checkout(root).check_path(path)
+    if not verdict.current or verdict.file is None:
+        return {"shown": False, "why": f"not a current file: {verdict.reason}"}
+    target = Path(verdict.file)
+    if not target.is_absolute():
+        target = root / target
+    try:
+        if target.stat().st_size > CITED_FILE_MAX_BYTES:
+            return {"shown": False, "why": "file larger than 1 MiB"}
+        text = target.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        return {"shown": False, "why": f"unreadable: {exc.strerror or exc}"}
+    start, end = lines if lines is not None else (1, min(len(text), CITED_LINES_MAX))
+    if start > len(text):
+        return {"shown": False, "why": f"the file has {len(text)} lines now"}
+    last = min(end, len(text), start + CITED_LINES_MAX - 1)
+    return {
+        "shown": True,
+        "start": start,
+        "lines": text[start - 1 : last],
+        "cut": last < end,
+    }
+
+
+async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> dict[str, Any]:
+    """Everything about one lesson (None-free): card as delivered, history, counters."""
+    from active_memory.errors import LessonNotFound
+
+    lesson = await store.get(lesson_id)
+    if lesson is None:
+        raise LessonNotFound(lesson_id)
+    history = await store.history(lesson_id)
+    counters = (await store.effectiveness([lesson_id])).get(lesson_id, Effectiveness())
+    document: dict[str, Any] = {
+        "id": lesson.id,
+        "revision": lesson.revision,
+        "status": lesson.status,
+        "scope": scope_json(lesson),
+        "effectiveness": counters.to_json(),
+        "effectiveness_text": counters.describe(),
+        "history": history_json(history),
+    }
+    if isinstance(lesson, Lesson):
+        document["card"] = lesson.card().model_dump(mode="json")
+        document["agent_card"] = agent_card(lesson)
+        document["evidence"] = {
+            "run_ids": lesson.evidence.run_ids,
+            "evidence_ids": lesson.evidence.evidence_ids,
+            "citations": [
+                {
+                    "path": c.path,
+                    "lines": list(c.lines) if c.lines else None,
+                    "current": cited_lines(root, c.path, c.lines),
+                }
+                for c in lesson.evidence.citations
+            ],
+        }
+    else:
+        document["canonical"] = lesson.canonical
+    return document
