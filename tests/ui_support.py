@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TypeVar
 
 import anyio
 from conftest import AUTHOR, GRAPH_HASH, NAMESPACE
@@ -26,6 +28,8 @@ from active_memory.lessons import (
 from active_memory.store import open_store
 from active_memory.ui.app import create_app
 from active_memory.ui.auth import Gate
+
+T = TypeVar("T")
 
 TOKEN = "test-token-" + "x" * 30
 BASE = "http://127.0.0.1"
@@ -78,6 +82,13 @@ def seed_mutations() -> list[CreateLesson]:
     return [plain, marked, graph]
 
 
+def _run(main: Callable[[], Awaitable[T]]) -> T:
+    """`anyio.run(main)` in a thread of its own: callers may sit inside another event
+    loop (Playwright's sync API runs one in the test's thread)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, main).result()
+
+
 def publish(location: str, mutations: Sequence[Mutation]) -> PublishReceipt:
     """Publish as another process would (a postmortem), through its own store handle."""
 
@@ -85,7 +96,7 @@ def publish(location: str, mutations: Sequence[Mutation]) -> PublishReceipt:
         async with open_store(location) as store:
             return await store.publish(mutations)
 
-    return anyio.run(main, backend="asyncio")
+    return _run(main)
 
 
 def read(location: str, lesson_id: str) -> object:
@@ -95,7 +106,7 @@ def read(location: str, lesson_id: str) -> object:
         async with open_store(location) as store:
             return await store.get(lesson_id)
 
-    return anyio.run(main, backend="asyncio")
+    return _run(main)
 
 
 def history(location: str, lesson_id: str) -> list[object]:
@@ -105,7 +116,7 @@ def history(location: str, lesson_id: str) -> list[object]:
         async with open_store(location) as store:
             return list(await store.history(lesson_id))
 
-    return anyio.run(main, backend="asyncio")
+    return _run(main)
 
 
 def specialist_adapt(lesson_id: str, base_revision: int, title: str) -> AdaptLesson:

@@ -61,6 +61,20 @@ def _checkout(argument: str | None) -> Path | None:
         return None
 
 
+def _check_store(location: str) -> None:
+    """Open the store once before listening: a missing or broken store is a clear error
+    (exit 2), never a login link to a server that then fails."""
+    import anyio
+
+    from active_memory.store import open_store
+
+    async def main() -> None:
+        async with open_store(location, create=False):
+            pass
+
+    anyio.run(main, backend="asyncio")
+
+
 def _ui(args: argparse.Namespace) -> int:
     import sys
 
@@ -85,6 +99,7 @@ def _ui(args: argparse.Namespace) -> int:
     from active_memory.store import resolve_store_location
 
     location = resolve_store_location(args.store)
+    _check_store(location)
     checkout = _checkout(args.checkout)
     token_file = Path(args.token_file or default_token_path())
     gate = Gate(load_or_create_token(token_file))
