@@ -209,7 +209,24 @@ class Postmortem:
             effectiveness=observations,
             candidates=candidates,
             shown=shown,
+            review=self._review(),
         )
+
+    def _review(self) -> str:
+        """The run's review mode: its runtime JSON, else the settings files of its
+        checkout, else automatic. A broken settings file means manual: nothing reaches
+        recall without a person while the file cannot be read (docs/review.md)."""
+        chosen = self.settings.active_memory.review
+        if chosen is not None:
+            return chosen
+        from active_memory.settings import SettingsError, effective_settings
+
+        root = str(self.checkout.root) if self.checkout is not None else None
+        try:
+            return str(effective_settings(root, use_env=False).values["review"].value)
+        except SettingsError as exc:
+            log.warning("review: %s; keeping this run's changes for review", exc)
+            return "manual"
 
     def _candidates(self) -> list[Candidate]:
         """Each reconciled discovery's refused near-duplicates, as adaptation candidates
