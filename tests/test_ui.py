@@ -14,6 +14,9 @@ from ui_support import (
     csrf_of,
     history,
     login,
+    proposals,
+    propose,
+    proposed_lesson,
     publish,
     read,
     seed_mutations,
@@ -265,3 +268,49 @@ def test_the_lesson_page_shows_cited_lines_from_the_checkout(location: str, tmp_
             '  "openapi": "3.1",',
             '  "paths": {}',
         ]
+
+
+def test_the_review_queue_approves_edits_and_rejects_with_a_reason(location: str) -> None:
+    first, second, third = propose(
+        location,
+        [
+            proposed_lesson(f"{MARKUP} proposed", "Run `make api-client` after schema edits."),
+            proposed_lesson("Second proposal", "Run `make api-client` twice."),
+            proposed_lesson("Third proposal", "Run `make lint` before `make api-client`."),
+        ],
+    )
+    with web_client(location) as client:
+        assert client.get("/review").status_code == 401
+        assert client.get("/api/review").status_code == 401
+        login(client)
+        page = client.get("/review").text
+        assert "3 proposals waiting" in page and MARKUP not in page
+        csrf = csrf_of(page)
+        assert client.post(f"/review/{first}/approve", data={}).status_code == 403
+        assert client.post(f"/review/{first}/reject", data={"csrf": csrf}).status_code == 400
+        approved = client.post(f"/review/{first}/approve", data={"csrf": csrf})
+        assert approved.status_code == 303
+        assert "L-4 r1" in client.get(approved.headers["location"]).text
+        again = client.post(f"/review/{first}/approve", data={"csrf": csrf})
+        assert again.status_code == 400 and "already approved" in again.text
+        edited = {"csrf": csrf, "edited": "1", "title": "Second, sharper",
+                  "recommendation": "Be careful.", "files": "api/schema.json"}  # fmt: skip
+        refused = client.post(f"/review/{second}/approve", data=edited)
+        assert refused.status_code == 422 and "generic advice" in refused.text
+        edited["recommendation"] = "Run `make api-client` once after `api/schema.json` edits."
+        assert client.post(f"/review/{second}/approve", data=edited).status_code == 303
+        rejected = client.post(
+            f"/review/{third}/reject", data={"csrf": csrf, "reason": "lint is unrelated"}
+        )
+        assert rejected.status_code == 303
+        queue = client.get("/api/review", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+        assert queue["count"] == 0
+        assert [(p["seq"], p["state"]) for p in queue["decided"]] == [
+            (third, "rejected"), (second, "approved"), (first, "approved"),
+        ]  # fmt: skip
+    states = {p.seq: (p.state, p.decision_reason) for p in proposals(location)}
+    assert states[third] == ("rejected", "lint is unrelated")
+    sharper = read(location, "L-5")
+    assert isinstance(sharper, Lesson) and sharper.title == "Second, sharper"
+    assert history(location, "L-5")[0].author.specialist.startswith("person:")  # type: ignore[attr-defined]
+    assert history(location, "L-4")[0].author.specialist == "repository_discovery"  # type: ignore[attr-defined]

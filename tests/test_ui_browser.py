@@ -19,7 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_support import MARKUP, history, publish, read, seed_mutations, specialist_adapt
+from ui_support import (
+    MARKUP,
+    history,
+    proposals,
+    propose,
+    proposed_lesson,
+    publish,
+    read,
+    seed_mutations,
+    specialist_adapt,
+)
 
 from active_memory.lessons import Lesson, Tombstone
 
@@ -50,6 +60,10 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """`active-memory ui` on a free loopback port over a seeded store: (login link, store)."""
     store = str(tmp_path / "lessons.sqlite3")
     publish(store, seed_mutations())
+    propose(store, [
+        proposed_lesson("Regenerate the SDK after schema edits", "Run `make sdk` after `api/schema.json` edits."),
+        proposed_lesson("Run the linter first", "Run `make lint` before `make api-client`."),
+    ])  # fmt: skip
     command = Path(sys.executable).with_name("active-memory")
     log = tmp_path / "ui.log"
     with log.open("w") as sink:
@@ -106,13 +120,31 @@ def test_review_edit_conflict_revert_and_retire_in_chromium(
             assert page.locator("#count").inner_text() == "3 lessons"
             page.screenshot(path=str(shots / "lessons.png"), full_page=True)
 
+            # The review queue: approve one proposal, reject the other with a reason.
+            page.click("text=Review")
+            assert page.locator("#waiting").inner_text() == "2 proposals waiting"
+            page.screenshot(path=str(shots / "review.png"), full_page=True)
+            page.click("#approve-1")
+            assert "proposal 1 approved: L-4 r1" in page.locator("#saved").inner_text()
+            page.fill("#reject-reason-2", "lint has nothing to do with the client")
+            page.click("#reject-2")
+            assert "proposal 2 rejected" in page.locator("#saved").inner_text()
+            assert page.locator("#waiting").inner_text() == "0 proposals waiting"
+            approved = read(store, "L-4")
+            assert isinstance(approved, Lesson)
+            assert approved.title == "Regenerate the SDK after schema edits"
+            decided = {p.seq: (p.state, p.decision_reason) for p in proposals(store)}
+            assert decided[2] == ("rejected", "lint has nothing to do with the client")
+            page.goto(base + "/")
+            assert page.locator("#count").inner_text() == "4 lessons"
+
             # Search and filters are a plain GET form.
             page.fill("#q", "linter")
             page.click("#filter")
             assert page.locator("#count").inner_text() == "1 lesson"
             assert page.locator("#lessons tbody tr").inner_text().startswith("L-3")
             page.goto(base + "/?kind=repository")
-            assert page.locator("#count").inner_text() == "2 lessons"
+            assert page.locator("#count").inner_text() == "3 lessons"
 
             # Markup in every card field renders as text and runs nothing.
             page.goto(base + "/lessons/L-2")
@@ -177,5 +209,6 @@ def test_review_edit_conflict_revert_and_retire_in_chromium(
     assert alerts == []
     assert sorted(p.name for p in shots.iterdir()) == [
         "conflict.png", "lesson-edited.png", "lesson-markup.png", "lessons.png", "retired.png",
+        "review.png",
     ]  # fmt: skip
     print(f"screenshots: {shots}")

@@ -6,7 +6,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from conftest import AUTHOR, GRAPH_HASH, NAMESPACE
@@ -97,6 +97,40 @@ def publish(location: str, mutations: Sequence[Mutation]) -> PublishReceipt:
             return await store.publish(mutations)
 
     return _run(main)
+
+
+def propose(location: str, mutations: Sequence[CreateLesson | AdaptLesson]) -> list[int]:
+    """Keep proposals as a manual-review postmortem would."""
+
+    async def main() -> list[int]:
+        async with open_store(location) as store:
+            return await store.propose(mutations)
+
+    return _run(main)
+
+
+def proposals(location: str) -> list[Any]:
+    """Every proposal as the store has it now."""
+
+    async def main() -> list[Any]:
+        async with open_store(location) as store:
+            return list(await store.proposals())
+
+    return _run(main)
+
+
+def proposed_lesson(title: str, recommendation: str) -> CreateLesson:
+    """A discovery's new repository lesson, as a manual-review postmortem keeps it."""
+    return CreateLesson(
+        scope=RepositoryScope(repository=NAMESPACE),
+        card=Card(
+            title=title,
+            recommendation=recommendation,
+            associations=Associations(files=["api/schema.json"]),
+        ),
+        author=Author(specialist="repository_discovery", run_id="run-7", model="m"),
+        reason="seen in run-7",
+    )
 
 
 def read(location: str, lesson_id: str) -> object:

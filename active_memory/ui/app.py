@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -29,7 +30,14 @@ from active_memory.lessons import Author, Lesson
 from active_memory.store.protocol import LessonStore
 from active_memory.ui import views
 from active_memory.ui.auth import COOKIE, Gate, Session, csrf_ok
-from active_memory.ui.edits import CardForm, EditRefused, edit_lesson, retire_lesson, revert_lesson
+from active_memory.ui.edits import (
+    CardForm,
+    EditRefused,
+    decide_proposal,
+    edit_lesson,
+    retire_lesson,
+    revert_lesson,
+)
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]", "::1"]
 """Host headers accepted: a page reached under any other name (DNS rebinding) is refused."""
@@ -296,6 +304,48 @@ class WebView:
 
         return await self._write(request, session, act)
 
+    # --- review ---------------------------------------------------------------------
+
+    async def review_queue(self, request: Request, session: Session) -> Response:
+        """Proposals waiting for a person, and the latest decided."""
+        document = await views.review_page(self._store())
+        done = request.query_params.get("done", "")
+        return self._render(request, session, "review.html", {**document, "done": done})
+
+    async def _decide(self, request: Request, session: Session, *, approve: bool) -> Response:
+        seq = _revision(dict(request.path_params), "seq")
+        fields = await self._form(request, session)
+        if fields is None:
+            return self._error(request, session, 403, "the form's CSRF token is missing or "
+                               "wrong; reload the page and try again")  # fmt: skip
+        try:
+            async with self.write_lock:
+                message = await decide_proposal(
+                    self._store(), seq, approve=approve, author=person(),
+                    reason=fields.get("reason", ""),
+                    form=_form_of(fields) if fields.get("edited") else None,
+                    checkout=self._checkout(),
+                )  # fmt: skip
+        except RevisionConflict as exc:
+            return self._error(request, session, 409, f"proposal {seq} not approved: {exc}; "
+                               "reject it, or let the next postmortem decide again")  # fmt: skip
+        except EditRefused as exc:
+            document = await views.review_page(self._store())
+            return self._render(
+                request, session, "review.html",
+                {**document, "done": "", "problems": exc.problems}, status=422,
+            )  # fmt: skip
+        await self._after_write()
+        return RedirectResponse(f"/review?done={quote(message)}", status_code=303)
+
+    async def approve(self, request: Request, session: Session) -> Response:
+        """Approve a proposal (with the edited card, from the edit-and-approve form)."""
+        return await self._decide(request, session, approve=True)
+
+    async def reject(self, request: Request, session: Session) -> Response:
+        """Reject a proposal with a reason."""
+        return await self._decide(request, session, approve=False)
+
     # --- JSON -----------------------------------------------------------------------
 
     async def api_lessons(self, request: Request) -> Any:
@@ -307,6 +357,10 @@ class WebView:
         return await views.lesson_page(
             self._store(), request.path_params["lesson_id"], self.checkout
         )
+
+    async def api_review(self, request: Request) -> Any:
+        """`/api/review`: the review queue's data."""
+        return await views.review_page(self._store())
 
     async def api_scopes(self, request: Request) -> Any:
         """`/api/scopes`: living lessons per repository and per graph node."""
@@ -345,6 +399,10 @@ def create_app(location: str, gate: Gate, *, checkout: Path | None = None) -> St
         Route("/lessons/{lesson_id}/edit", view.page(view.edit), methods=["POST"]),
         Route("/lessons/{lesson_id}/retire", view.page(view.retire), methods=["POST"]),
         Route("/lessons/{lesson_id}/revert", view.page(view.revert), methods=["POST"]),
+        Route("/review", view.page(view.review_queue)),
+        Route("/review/{seq}/approve", view.page(view.approve), methods=["POST"]),
+        Route("/review/{seq}/reject", view.page(view.reject), methods=["POST"]),
+        Route("/api/review", view.api(view.api_review)),
         Route("/api/lessons", view.api(view.api_lessons)),
         Route("/api/lessons/{lesson_id}", view.api(view.api_lesson)),
         Route("/api/scopes", view.api(view.api_scopes)),

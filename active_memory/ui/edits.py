@@ -87,8 +87,9 @@ def parse_card(form: CardForm) -> Card:
         ) from None
 
 
-def card_problems(lesson: Lesson, card: Card, checkout: object | None) -> list[str]:
-    """What a specialist's adaptation of `lesson` into `card` would be refused for."""
+def card_problems(scope: object, card: Card, checkout: object | None) -> list[str]:
+    """What a specialist's adaptation into `card` of a lesson of `scope` would be refused
+    for."""
     from active_memory.quality.secrets import secret_reasons
     from active_memory.specialists.actionable import generic_advice
 
@@ -96,7 +97,7 @@ def card_problems(lesson: Lesson, card: Card, checkout: object | None) -> list[s
     advice = generic_advice(card.recommendation)
     if advice is not None:
         problems.append(f"recommendation: generic advice: {advice}")
-    if isinstance(lesson.scope, RepositoryScope):
+    if isinstance(scope, RepositoryScope):
         if card.associations.is_empty():
             problems.append("associations: a repository lesson needs one at least")
         elif card.associations.files and checkout is not None:
@@ -135,7 +136,7 @@ async def edit_lesson(
     lesson = await _living(store, lesson_id)
     card = parse_card(form)
     if isinstance(lesson, Lesson):
-        problems = card_problems(lesson, card, checkout)
+        problems = card_problems(lesson.scope, card, checkout)
         if problems:
             raise EditRefused(problems)
     # A tombstone (or a changed revision) is refused by the store's revision check.
@@ -193,3 +194,48 @@ async def revert_lesson(
         if found:
             raise EditRefused([f"r{to_revision} holds a credential: " + "; ".join(found)])
     return await store.revert(lesson_id, to_revision, author)
+
+
+async def decide_proposal(
+    store: LessonStore,
+    seq: int,
+    *,
+    approve: bool,
+    author: Author,
+    reason: str,
+    form: CardForm | None = None,
+    checkout: object | None = None,
+) -> str:
+    """Approve (with the form's card when it differs from the proposal's) or reject
+    proposal `seq`; what happened, for the page. An edited card passes the adaptation
+    checks first (`EditRefused`)."""
+    from active_memory.store.review import ProposalNotPending, ReviewDecision
+
+    card: Card | None = None
+    if approve and form is not None:
+        found = next((p for p in await store.proposals() if p.seq == seq), None)
+        if found is None:
+            raise ProposalNotPending(seq, None)
+        card = parse_card(form)
+        if card == found.mutation.card:
+            card = None
+        else:
+            scope = await _proposal_scope(store, found.mutation)
+            problems = card_problems(scope, card, checkout)
+            if problems:
+                raise EditRefused(problems)
+    decided = await store.decide_proposal(
+        seq, ReviewDecision(approve=approve, author=author, reason=reason, card=card)
+    )
+    if decided.state == "approved":
+        return f"proposal {seq} approved: {decided.result_id} r{decided.result_revision}"
+    return f"proposal {seq} rejected"
+
+
+async def _proposal_scope(store: LessonStore, mutation: object) -> object:
+    from active_memory.lessons import CreateLesson
+
+    if isinstance(mutation, CreateLesson):
+        return mutation.scope
+    assert isinstance(mutation, AdaptLesson)
+    return (await _living(store, mutation.id)).scope

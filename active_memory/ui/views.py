@@ -254,3 +254,57 @@ async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> 
     else:
         document["canonical"] = lesson.canonical
     return document
+
+
+REVIEW_DECIDED_SHOWN = 50
+"""Decided proposals shown under the queue: the latest."""
+
+
+def _card_lines(card: dict[str, Any]) -> list[str]:
+    a = card.get("associations", {})
+    lines = [f"title: {card['title']}", "recommendation:"]
+    lines += ["  " + line for line in str(card["recommendation"]).splitlines()]
+    for name in ("files", "folders", "identifiers"):
+        lines += [f"{name}: {value}" for value in a.get(name, [])]
+    lines += [f"keywords: {' '.join(group)}" for group in a.get("keywords", [])]
+    return lines
+
+
+async def review_page(store: LessonStore) -> dict[str, Any]:
+    """The review queue: proposals waiting (oldest first), each with the card as it would
+    be delivered and, for an adaptation, the diff against the lesson now; then the latest
+    decided ones."""
+    everything = await store.proposals()
+    waiting: list[dict[str, Any]] = []
+    for proposal in (p for p in everything if p.state == "proposed"):
+        document = proposal.to_json()
+        m = proposal.mutation
+        card = m.card
+        if m.action == "adapt":
+            current = await store.get(m.id)
+            document["agent_card"] = frame(
+                [render_card(m.id, m.base_revision + 1, card.title, card.recommendation)]
+            )
+            now = current.card().model_dump(mode="json") if isinstance(current, Lesson) else None
+            document["current_revision"] = current.revision if current else None
+            document["diff"] = list(
+                difflib.unified_diff(
+                    _card_lines(now) if now else [],
+                    _card_lines(card.model_dump(mode="json")),
+                    fromfile=f"{m.id} r{current.revision if current else '?'} (now)",
+                    tofile="proposed",
+                    lineterm="",
+                    n=1,
+                )
+            )
+        else:
+            document["agent_card"] = frame([render_card("NEW", 1, card.title, card.recommendation)])
+            document["current_revision"] = None
+            document["diff"] = []
+        waiting.append(document)
+    decided = [p.to_json() for p in everything if p.state != "proposed"]
+    return {
+        "proposed": waiting,
+        "decided": decided[-REVIEW_DECIDED_SHOWN:][::-1],
+        "count": len(waiting),
+    }
