@@ -60,8 +60,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """`active-memory ui` on a free loopback port over a seeded store: (login link, store)."""
     store = str(tmp_path / "lessons.sqlite3")
     publish(store, seed_mutations())
+    sdk = "Run `make sdk` after `api/schema.json` edits."
     propose(store, [
-        proposed_lesson("Regenerate the SDK after schema edits", "Run `make sdk` after `api/schema.json` edits."),
+        proposed_lesson("Regenerate the SDK after schema edits", sdk),
         proposed_lesson("Run the linter first", "Run `make lint` before `make api-client`."),
     ])  # fmt: skip
     command = Path(sys.executable).with_name("active-memory")
