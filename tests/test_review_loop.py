@@ -16,7 +16,7 @@ import anyio
 from test_postmortem_cli import RUN, checkout, postmortem, run_cli, state  # noqa: F401
 from ui_support import csrf_of, login, web_client
 
-from active_memory.lessons import CreateLesson, Lesson
+from active_memory.lessons import Author, CreateLesson, Lesson
 from active_memory.store import LessonQuery, open_store
 
 
@@ -100,3 +100,39 @@ def test_manual_review_publishes_proposals_only_until_a_person_approves(
     lesson = now[decided.result_id]
     assert isinstance(lesson, Lesson) and lesson.title == created.mutation.card.title
     assert decided.result_id in _recall(checkout, files[0], "session-after")
+
+
+def test_rejections_of_a_scope_reach_its_next_discovery_task_only(
+    state: Path,  # noqa: F811
+    checkout: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from active_memory.orchestrator.runners import with_rejected
+    from active_memory.runlog.record import load_run_record
+    from active_memory.specialists.tasks import build_discovery
+    from active_memory.store.review import ReviewDecision
+
+    location = _store_location(state)
+    code, _, err = postmortem(checkout, "--json", run=_manual_run(tmp_path))
+    assert code == 0, err
+    _, waiting = _lessons(location)
+    person = Author(specialist="person:ada")
+
+    async def reject_all() -> list[Any]:
+        async with open_store(location) as store:
+            for p in waiting:
+                decision = ReviewDecision(approve=False, author=person, reason=f"no #{p.seq}")
+                await store.decide_proposal(p.seq, decision)
+            return await store.proposals("rejected")
+
+    rejected = anyio.run(reject_all, backend="asyncio")
+    record = load_run_record(RUN)
+    for name, kind in (("repository_discovery", "repository"), ("graph_discovery", "graph")):
+        task = with_rejected(build_discovery(name, record), rejected)
+        mine = [p for p in rejected if p.scope_key[0] == kind]
+        assert [x["title"] for x in task.rejected] == [p.mutation.card.title for p in mine]
+        assert [x["rejected_because"] for x in task.rejected] == [f"no #{p.seq}" for p in mine]
+        assert "rejected" in task.to_json()
+    elsewhere = [p.model_copy(update={"scope_key": ("repository", "repo:other/x", "", "")})
+                 for p in rejected]  # fmt: skip
+    assert with_rejected(build_discovery("repository_discovery", record), elsewhere).rejected == ()

@@ -173,6 +173,7 @@ class Postmortem:
         with anyio.CancelScope(deadline=ctx.deadline) as scope:
             await self._freeze(active, living)
             await self._read_effectiveness(active, living, ctx)
+            await self._read_rejected(ctx)
             evidence = await self._scan(active)
             observations = await self._observe(evidence, living)
             async with anyio.create_task_group() as journalled:
@@ -306,6 +307,14 @@ class Postmortem:
             for out in active:
                 if SPECIALISTS[out.name].is_maintenance and out.status is None:
                     out.end("failed", f"cannot read the effectiveness counters: {exc}")
+
+    async def _read_rejected(self, ctx: Context) -> None:
+        """Proposals a person rejected (manual review): shown to discovery as examples of
+        what not to propose. Unreadable: discovery runs without them (logged)."""
+        try:
+            ctx.rejected.extend(await self.store.proposals("rejected"))
+        except Exception as exc:
+            log.warning("reading rejected proposals failed: %s", exc)
 
     async def _observe(
         self, evidence: ScanResult | None, living: dict[ScopeKind, list[Lesson]]

@@ -43,6 +43,7 @@ from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.mutations import discovery_mutations, maintenance_mutations
 from active_memory.specialists.providers import ProviderSession
 from active_memory.specialists.tasks import (
+    DiscoveryTask,
     MaintenanceTask,
     build_discovery,
     build_graph_maintenance,
@@ -51,6 +52,7 @@ from active_memory.specialists.tasks import (
 )
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
+from active_memory.store.review import Proposal
 
 log = logging.getLogger("active_memory.orchestrator")
 _T = TypeVar("_T")
@@ -90,6 +92,8 @@ class Context:
     effectiveness: dict[str, Effectiveness] = field(default_factory=dict)
     # Pending adaptation candidates of the frozen lessons, by ID (read with the counters).
     candidates: dict[str, list[Candidate]] = field(default_factory=dict)
+    # Proposals a person rejected (manual review), for discovery's `rejected` examples.
+    rejected: list[Proposal] = field(default_factory=list)
     # Every session's usage as it is spent (the journal records it while the run goes on).
     meter: UsageMeter = field(default_factory=UsageMeter)
 
@@ -274,6 +278,38 @@ def _maintenance_task(
     )
 
 
+REJECTED_NOTE = (
+    "\n\nThe task's `rejected` holds lessons a person rejected for this scope, each with "
+    "why (`rejected_because`): never propose them again, nor anything they were rejected for.\n"
+)
+"""Added to a discovery prompt whose task carries rejections (none: the prompt is as
+authored)."""
+
+REJECTED_SHOWN = 10
+"""Rejected proposals of its scope a discovery task shows: the latest."""
+
+
+def with_rejected(task: DiscoveryTask, rejected: Sequence[Proposal]) -> DiscoveryTask:
+    """`task` with the latest proposals a person rejected in its scope (docs/review.md):
+    the run's repository for repository discovery, the run's graph for graph discovery."""
+    run = task.run
+    if task.specialist == "repository_discovery":
+        wanted = ("repository", run.repository or "")
+    else:
+        wanted = ("graph", run.graph_hash or "")
+
+    def keep(key: tuple[str, str, str, str]) -> bool:
+        return key[0] == wanted[0] and key[1 if wanted[0] == "repository" else 2] == wanted[1]
+
+    examples = [
+        {"title": p.mutation.card.title, "recommendation": p.mutation.card.recommendation,
+         "rejected_because": p.decision_reason or ""}
+        for p in rejected
+        if keep(p.scope_key)
+    ][-REJECTED_SHOWN:]  # fmt: skip
+    return task.model_copy(update={"rejected": tuple(examples)}) if examples else task
+
+
 async def discover(
     ctx: Context, out: Outcome, evidence: ScanResult | None, living: Sequence[Lesson] = ()
 ) -> None:
@@ -291,11 +327,13 @@ async def discover(
     if not task.evidence:
         out.end("reconciled", "no evidence in this run qualifies; nothing to propose")
         return
+    task = with_rejected(task, ctx.rejected)
     async with session_for(ctx, out) as session:
         data = task.to_json()
-        reply = await session.ask(
-            ctx.prompts.render(name, task, data), answer_schema(name), input=data
-        )
+        prompt = ctx.prompts.render(name, task, data)
+        if task.rejected:
+            prompt += REJECTED_NOTE
+        reply = await session.ask(prompt, answer_schema(name), input=data)
         answer = reply.answer
         assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
         result = await in_thread(

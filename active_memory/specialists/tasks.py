@@ -196,6 +196,16 @@ class DiscoveryTask(_Task):
     """Per evidence ID, how many of its receipts were left out (`TaskLimits.receipts_max`)."""
     completions: tuple[CompletionView, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
+    rejected: tuple[dict[str, str], ...] = ()
+    """Proposals a person rejected in this scope (manual review): not to be proposed again."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The task as the specialist sees it; `rejected` only when there are some (a
+        task without any reads exactly as before manual review existed)."""
+        data = super().to_json()
+        if not self.rejected:
+            data.pop("rejected", None)
+        return data
 
     def evidence_by_id(self) -> dict[str, EvidenceItem]:
         """The citable evidence by ID."""
