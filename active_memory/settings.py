@@ -24,7 +24,7 @@ typo must never turn an opt-out into injection.
 This module is on the hook's per-call path: standard library only, no `tomllib` import
 unless a settings file exists (two `stat`s otherwise), and a parsed file is cached as a
 marshal file under the recall state dir, keyed by the file's size and modification time,
-so a warm hook never parses TOML. Issue 20 adds `review` and `exclude` as new `KEYS`.
+so a warm hook never parses TOML. Issue 20 adds `exclude` as a new entry of `KEYS`.
 """
 
 from __future__ import annotations
