@@ -109,7 +109,7 @@ def test_rejections_of_a_scope_reach_its_next_discovery_task_only(
 ) -> None:
     from active_memory.orchestrator.runners import with_rejected
     from active_memory.runlog.record import load_run_record
-    from active_memory.specialists.tasks import build_discovery
+    from active_memory.specialists.tasks import DiscoveryName, build_discovery
     from active_memory.store.review import ReviewDecision
 
     location = _store_location(state)
@@ -127,7 +127,11 @@ def test_rejections_of_a_scope_reach_its_next_discovery_task_only(
 
     rejected = anyio.run(reject_all, backend="asyncio")
     record = load_run_record(RUN)
-    for name, kind in (("repository_discovery", "repository"), ("graph_discovery", "graph")):
+    names: tuple[tuple[DiscoveryName, str], ...] = (
+        ("repository_discovery", "repository"),
+        ("graph_discovery", "graph"),
+    )
+    for name, kind in names:
         task = with_rejected(build_discovery(name, record), rejected)
         mine = [p for p in rejected if p.scope_key[0] == kind]
         assert [x["title"] for x in task.rejected] == [p.mutation.card.title for p in mine]
