@@ -22,6 +22,7 @@ TABLES = (
     "lesson_history",
     "lesson_effectiveness",
     "lesson_candidates",
+    "lesson_proposals",
 )
 
 # Index i holds the statements that create version i + 1.
