@@ -20,7 +20,9 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
+from active_memory.checkout import Checkout
 from active_memory.errors import (
     Conflict,
     DeadlineExceeded,
@@ -103,6 +105,24 @@ def _counts(pending: Sequence[AnyMutation], kept: int, proposed: int = 0) -> Pub
         kept=kept,
         proposed=proposed,
     )
+
+
+def fingerprinted(pending: Sequence[Any], checkout: Checkout | None) -> list[Any]:
+    """`pending` with each new or adapted lesson's citations fingerprinted against the
+    checkout (the hash of the cited lines, for staleness; docs/staleness.md)."""
+    if checkout is None:
+        return list(pending)
+    from active_memory.checkout.staleness import fingerprint
+
+    out: list[Any] = []
+    for m in pending:
+        if isinstance(m, CreateLesson | AdaptLesson) and m.evidence.citations:
+            cited = fingerprint(checkout, m.evidence.citations)
+            m = m.model_copy(
+                update={"evidence": m.evidence.model_copy(update={"citations": cited})}
+            )
+        out.append(m)
+    return out
 
 
 def _for_review(pending: list[AnyMutation], review: str) -> tuple[list[AnyMutation], list[Any]]:
@@ -196,7 +216,10 @@ async def publish(
     unresolved: list[ConflictReport] = []
     rounds = 0
     while True:
-        pending, proposed = _for_review(_pending(outcomes), review)
+        found = _pending(outcomes)
+        if not dry_run:  # git and file reads: off the event loop
+            found = await anyio.to_thread.run_sync(fingerprinted, found, ctx.checkout)
+        pending, proposed = _for_review(found, review)
         consumed = consumed_candidates(outcomes, shown or {})
         result = Publication(
             _counts(pending, _kept(outcomes), len(proposed)),

@@ -207,12 +207,13 @@ class WebView:
             effectiveness=q.get("effectiveness", "")
             if q.get("effectiveness", "") in views.EFFECTIVENESS_FILTERS
             else "",
+            stale=q.get("stale", "") == "1",
         )
 
     async def lessons_page(self, request: Request, session: Session) -> Response:
         """The lessons, filtered, beside the repositories and graph nodes that have some."""
         filters = self._filters(request)
-        listing = await views.lesson_list(self._store(), filters)
+        listing = await views.lesson_list(self._store(), filters, self.checkout)
         groups = await views.scope_groups(self._store())
         return self._render(
             request,
@@ -350,7 +351,7 @@ class WebView:
 
     async def api_lessons(self, request: Request) -> Any:
         """`/api/lessons?…`: the lessons page's data (same filters)."""
-        return await views.lesson_list(self._store(), self._filters(request))
+        return await views.lesson_list(self._store(), self._filters(request), self.checkout)
 
     async def api_lesson(self, request: Request) -> Any:
         """`/api/lessons/{id}`: the lesson page's data."""

@@ -37,6 +37,7 @@ class ListFilters:
     graph: str = ""
     node: str = ""
     effectiveness: str = ""
+    stale: bool = False
 
     def query(self) -> LessonQuery:
         """The store query these filters narrow to (text and counters filter after)."""
@@ -96,14 +97,38 @@ def _matches_effectiveness(counters: Effectiveness, wanted: str) -> bool:
     return True
 
 
-async def lesson_list(store: LessonStore, filters: ListFilters) -> dict[str, Any]:
-    """The lessons matching `filters`, with their scope and effectiveness counters."""
+def _stale(root: Path | None, lessons: list[Any]) -> dict[str, list[dict[str, Any]]] | None:
+    """Per stale lesson, its changed citations; None without a checkout (unknown)."""
+    if root is None:
+        return None
+    from active_memory.checkout.citations import Checkout
+    from active_memory.checkout.staleness import stale_lessons
+
+    return {
+        lesson_id: [
+            {"path": c.citation.path, "lines": list(c.citation.lines or ()) or None, "why": c.why}
+            for c in changed
+        ]
+        for lesson_id, changed in stale_lessons(Checkout(root), lessons).items()
+    }
+
+
+async def lesson_list(
+    store: LessonStore, filters: ListFilters, root: Path | None = None
+) -> dict[str, Any]:
+    """The lessons matching `filters`, with their scope and effectiveness counters, and
+    (with a checkout) whether their cited code changed since they were published."""
+    import anyio.to_thread
+
     found = await store.select(filters.query())
     if filters.status:
         found = [x for x in found if x.status == filters.status]
     words = filters.q.lower().split()
     if words:
         found = [x for x in found if _matches_text(x, words)]
+    stale = await anyio.to_thread.run_sync(_stale, root, found)
+    if filters.stale:
+        found = [x for x in found if stale is not None and x.id in stale]
     counters = await store.effectiveness([x.id for x in found])
     blank = Effectiveness()
     if filters.effectiveness:
@@ -122,9 +147,10 @@ async def lesson_list(store: LessonStore, filters: ListFilters) -> dict[str, Any
                 "title": lesson.title if isinstance(lesson, Lesson) else None,
                 "scope": scope_json(lesson),
                 "effectiveness": counters.get(lesson.id, blank).to_json(),
+                "stale": None if stale is None else stale.get(lesson.id, []),
             }
         )
-    return {"lessons": rows, "count": len(rows)}
+    return {"lessons": rows, "count": len(rows), "checkout": str(root) if root else None}
 
 
 async def scope_groups(store: LessonStore) -> dict[str, Any]:
@@ -237,6 +263,10 @@ async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> 
         "history": history_json(history),
     }
     if isinstance(lesson, Lesson):
+        import anyio.to_thread
+
+        stale = await anyio.to_thread.run_sync(_stale, root, [lesson])
+        document["stale"] = None if stale is None else stale.get(lesson.id, [])
         document["card"] = lesson.card().model_dump(mode="json")
         document["agent_card"] = agent_card(lesson)
         document["evidence"] = {
