@@ -146,3 +146,28 @@ def test_the_web_view_marks_and_filters_stale_lessons(backend: Backend, checkout
         page = client.get("/lessons/L-2").text
         assert 'id="stale"' in page and "Cited code changed" in page
         assert 'id="stale"' not in client.get("/lessons/L-1").text
+
+
+def test_maintenance_is_shown_the_changed_code_of_a_stale_lesson_only(
+    backend: Backend, checkout: Path
+) -> None:
+    from test_postmortem_cli import RUN
+
+    from active_memory.orchestrator.runners import with_changed_code
+    from active_memory.runlog.record import load_run_record
+    from active_memory.specialists.tasks import build_repository_maintenance
+
+    _seed(backend.location, checkout)
+    (checkout / "src" / "a.py").write_text(A_PY.replace("line 4\n", "line four\n"))
+    lessons = [read(backend.location, f"L-{n}") for n in (1, 2)]
+    assert all(isinstance(x, Lesson) for x in lessons)
+    repo = Checkout(checkout)
+    plain = build_repository_maintenance(load_run_record(RUN), lessons, checkout=repo)  # type: ignore[arg-type]
+    task = with_changed_code(plain, repo)
+    first, second = task.to_json()["lessons"]
+    assert "cited_code_changed" not in first
+    assert second["cited_code_changed"] == [
+        {"path": "src/a.py", "lines": [4, 5], "why": "lines changed",
+         "now": ["line four", "line 5"]},
+    ]  # fmt: skip
+    assert "cited_code_changed" not in plain.to_json()["lessons"][1]

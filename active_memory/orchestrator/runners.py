@@ -284,6 +284,8 @@ async def ask_batch(
     """One batch: build its task, ask, check the answer (all or nothing), and when the
     checks fail, ask once more with every failure listed and check that answer."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
+    if ctx.checkout is not None:
+        task = await in_thread(functools.partial(with_changed_code, task, ctx.checkout))
     data = task.to_json()
     prompt = ctx.prompts.render(name, task, data)
     reply = await session.ask(prompt, answer_schema(name), input=data)
@@ -323,6 +325,46 @@ def check_repair_prompt(failures: Sequence[str]) -> str:
         + "\nAnswer again for the same lessons with one corrected JSON object: every "
         "decision again (not only the ones listed), and nothing else."
     )
+
+
+CHANGED_LINES_SHOWN = 20
+"""Lines now of a changed citation a maintenance task shows."""
+
+
+def with_changed_code(task: MaintenanceTask, checkout: Checkout) -> MaintenanceTask:
+    """`task` with each stale lesson's changed citations and their lines now
+    (docs/staleness.md): maintenance judges whether the lesson still holds."""
+    from active_memory.checkout.staleness import changed_citations
+    from active_memory.specialists.tasks import ChangedCodeView
+
+    lessons = []
+    for lesson in task.lessons:
+        changed = changed_citations(checkout, lesson.evidence.citations)
+        if changed:
+            views = tuple(
+                ChangedCodeView(
+                    path=c.citation.path,
+                    lines=c.citation.lines,
+                    why=c.why,
+                    now=tuple(_lines_now(checkout, c.citation.path, c.citation.lines))
+                    if c.why != "file gone"
+                    else (),
+                )
+                for c in changed[:3]
+            )
+            lesson = lesson.model_copy(update={"cited_code_changed": views})
+        lessons.append(lesson)
+    return task.model_copy(update={"lessons": tuple(lessons)})
+
+
+def _lines_now(checkout: Checkout, path: str, lines: tuple[int, int] | None) -> list[str]:
+    try:
+        text = (checkout.root / path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    split = text.splitlines()
+    start, end = lines if lines is not None else (1, len(split))
+    return split[start - 1 : min(end, start - 1 + CHANGED_LINES_SHOWN)]
 
 
 def _maintenance_task(

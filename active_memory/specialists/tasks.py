@@ -172,6 +172,15 @@ class CandidateView(_Model):
         )
 
 
+class ChangedCodeView(_Model):
+    """A citation of a stale lesson: what changed, and the cited lines as they are now."""
+
+    path: str
+    lines: tuple[int, int] | None
+    why: str  # "lines changed", "lines gone", "file gone"
+    now: tuple[str, ...] = ()
+
+
 class SuppliedLesson(_Model):
     """A lesson maintenance must decide on, with the run's deliveries of it, the IDs of
     this run's evidence items that concern it (`run_evidence`, shown in the task's
@@ -192,6 +201,17 @@ class SuppliedLesson(_Model):
     run_evidence: tuple[str, ...] = ()
     effectiveness: Effectiveness = Effectiveness()
     candidates: tuple[CandidateView, ...] = ()
+    cited_code_changed: tuple[ChangedCodeView, ...] = ()
+    """Its citations whose code changed since it was published, with the lines now."""
+
+    @model_serializer(mode="wrap")
+    def _without_unchanged(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Only a stale lesson carries the field: other tasks (and their recorded-answer
+        # digests) stay as they were.
+        data = handler(self)
+        if isinstance(data, dict) and not self.cited_code_changed:
+            data.pop("cited_code_changed", None)
+        return data
 
 
 class LessonRef(_Model):
