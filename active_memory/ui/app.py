@@ -8,7 +8,7 @@ machine's recall generations up to date, as a CLI write does when it closes the 
 from __future__ import annotations
 
 import getpass
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from urllib.parse import quote
 import anyio
 import anyio.to_thread
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -28,7 +29,7 @@ from starlette.templating import Jinja2Templates
 from active_memory.errors import LessonNotFound, RevisionConflict, UsageError
 from active_memory.lessons import Author, Lesson
 from active_memory.store.protocol import LessonStore
-from active_memory.ui import views
+from active_memory.ui import charts, costs, views
 from active_memory.ui.auth import COOKIE, Gate, Session, csrf_ok
 from active_memory.ui.edits import (
     CardForm,
@@ -57,7 +58,14 @@ def person() -> Author:
 class WebView:
     """Routes and state of one web view over one store."""
 
-    def __init__(self, location: str, gate: Gate, checkout: Path | None) -> None:
+    def __init__(
+        self,
+        location: str,
+        gate: Gate,
+        checkout: Path | None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.env = env  # where the journal and recall's records are (None: os.environ)
         self.location = location
         self.gate = gate
         self.checkout = checkout
@@ -347,6 +355,32 @@ class WebView:
         """Reject a proposal with a reason."""
         return await self._decide(request, session, approve=False)
 
+    # --- postmortems and costs ------------------------------------------------------
+
+    async def postmortems(self, request: Request, session: Session) -> Response:
+        """The journal: running, failed and recent postmortems."""
+        document = await anyio.to_thread.run_sync(costs.postmortems_page, self.env)
+        return self._render(request, session, "postmortems.html", document)
+
+    async def costs(self, request: Request, session: Session) -> Response:
+        """Model usage and card bytes, with charts."""
+        document = await costs.costs_page(self._store(), self.env)
+        days = document["per_day"]
+        chart_days = charts.bar_chart(
+            "model tokens per day", [d["day"] for d in days],
+            [("input", [d["input_tokens"] for d in days]),
+             ("output", [d["output_tokens"] for d in days])],
+        )  # fmt: skip
+        runs = document["per_postmortem"][:30][::-1]
+        chart_runs = charts.bar_chart(
+            "requests per postmortem", [r["run_id"] for r in runs],
+            [("requests", [r["requests"] for r in runs])],
+        )  # fmt: skip
+        return self._render(
+            request, session, "costs.html",
+            {**document, "chart_days": Markup(chart_days), "chart_runs": Markup(chart_runs)},
+        )  # fmt: skip
+
     # --- JSON -----------------------------------------------------------------------
 
     async def api_lessons(self, request: Request) -> Any:
@@ -362,6 +396,14 @@ class WebView:
     async def api_review(self, request: Request) -> Any:
         """`/api/review`: the review queue's data."""
         return await views.review_page(self._store())
+
+    async def api_postmortems(self, request: Request) -> Any:
+        """`/api/postmortems`: the journal page's data."""
+        return await anyio.to_thread.run_sync(costs.postmortems_page, self.env)
+
+    async def api_costs(self, request: Request) -> Any:
+        """`/api/costs`: the costs page's data."""
+        return await costs.costs_page(self._store(), self.env)
 
     async def api_scopes(self, request: Request) -> Any:
         """`/api/scopes`: living lessons per repository and per graph node."""
@@ -389,9 +431,16 @@ def _form_of(fields: dict[str, str]) -> CardForm:
     )
 
 
-def create_app(location: str, gate: Gate, *, checkout: Path | None = None) -> Starlette:
-    """The web view over the store at `location`, guarded by `gate`."""
-    view = WebView(location, gate, checkout)
+def create_app(
+    location: str,
+    gate: Gate,
+    *,
+    checkout: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Starlette:
+    """The web view over the store at `location`, guarded by `gate`; the journal and
+    recall's records are found through `env` (default: the process environment)."""
+    view = WebView(location, gate, checkout, env)
     routes = [
         Route("/login", view.login, methods=["GET", "POST"]),
         Route("/logout", view.logout, methods=["POST"]),
@@ -404,6 +453,10 @@ def create_app(location: str, gate: Gate, *, checkout: Path | None = None) -> St
         Route("/review/{seq}/approve", view.page(view.approve), methods=["POST"]),
         Route("/review/{seq}/reject", view.page(view.reject), methods=["POST"]),
         Route("/api/review", view.api(view.api_review)),
+        Route("/postmortems", view.page(view.postmortems)),
+        Route("/costs", view.page(view.costs)),
+        Route("/api/postmortems", view.api(view.api_postmortems)),
+        Route("/api/costs", view.api(view.api_costs)),
         Route("/api/lessons", view.api(view.api_lessons)),
         Route("/api/lessons/{lesson_id}", view.api(view.api_lesson)),
         Route("/api/scopes", view.api(view.api_scopes)),
