@@ -65,13 +65,16 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
         proposed_lesson("Regenerate the SDK after schema edits", sdk),
         proposed_lesson("Run the linter first", "Run `make lint` before `make api-client`."),
     ])  # fmt: skip
+    from test_ui_costs import _state
+
+    env = {**os.environ, **_state(tmp_path)}
     command = Path(sys.executable).with_name("active-memory")
     log = tmp_path / "ui.log"
     with log.open("w") as sink:
         process = subprocess.Popen(
             [str(command), "ui", "--port", "0", "--store", store,
              "--token-file", str(tmp_path / "server.token")],
-            stderr=sink, cwd=tmp_path,
+            stderr=sink, cwd=tmp_path, env=env,
         )  # fmt: skip
     try:
         found = None
@@ -147,6 +150,15 @@ def test_review_edit_conflict_revert_and_retire_in_chromium(
             page.goto(base + "/?kind=repository")
             assert page.locator("#count").inner_text() == "3 lessons"
 
+            # The journal and the costs, with their charts.
+            page.goto(base + "/postmortems")
+            assert "the provider refused: bad key" in page.locator("#postmortems").inner_text()
+            page.screenshot(path=str(shots / "postmortems.png"), full_page=True)
+            page.goto(base + "/costs")
+            assert page.locator("#chart-days svg rect").count() == 6
+            assert "repository_discovery" in page.locator("#per-specialist").inner_text()
+            page.screenshot(path=str(shots / "costs.png"), full_page=True)
+
             # Markup in every card field renders as text and runs nothing.
             page.goto(base + "/lessons/L-2")
             assert MARKUP in page.locator("#agent-card").inner_text()
@@ -209,7 +221,7 @@ def test_review_edit_conflict_revert_and_retire_in_chromium(
     assert entries[-1].reason == "the wrapper is gone"  # type: ignore[attr-defined]
     assert alerts == []
     assert sorted(p.name for p in shots.iterdir()) == [
-        "conflict.png", "lesson-edited.png", "lesson-markup.png", "lessons.png", "retired.png",
-        "review.png",
+        "conflict.png", "costs.png", "lesson-edited.png", "lesson-markup.png", "lessons.png",
+        "postmortems.png", "retired.png", "review.png",
     ]  # fmt: skip
     print(f"screenshots: {shots}")
