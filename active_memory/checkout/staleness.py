@@ -26,13 +26,14 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
 def _lines_of(path: Path, lines: tuple[int, int] | None) -> bytes | None:
+    from active_memory.reader import read_file_bytes
+
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
+        # Regular files only, never blocking (a FIFO is refused), at most MAX_FILE_BYTES.
+        data = read_file_bytes(path, MAX_FILE_BYTES)
     except OSError:
         return None
-    if lines is None:
+    if data is None or lines is None:
         return data
     start, end = lines
     split = data.splitlines(keepends=True)

@@ -358,11 +358,16 @@ def with_changed_code(task: MaintenanceTask, checkout: Checkout) -> MaintenanceT
 
 
 def _lines_now(checkout: Checkout, path: str, lines: tuple[int, int] | None) -> list[str]:
+    from active_memory.checkout.staleness import MAX_FILE_BYTES
+    from active_memory.reader import read_file_bytes
+
     try:
-        text = (checkout.root / path).read_text(encoding="utf-8", errors="replace")
+        data = read_file_bytes(checkout.root / path, MAX_FILE_BYTES)  # never a FIFO
     except OSError:
         return []
-    split = text.splitlines()
+    if data is None:
+        return []
+    split = data.decode("utf-8", errors="replace").splitlines()
     start, end = lines if lines is not None else (1, len(split))
     return split[start - 1 : min(end, start - 1 + CHANGED_LINES_SHOWN)]
 

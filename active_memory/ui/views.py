@@ -226,12 +226,15 @@ def cited_lines(root: Path | None, path: str, lines: tuple[int, int] | None) -> 
     target = Path(verdict.file)
     if not target.is_absolute():
         target = root / target
+    from active_memory.reader import NotReadable, read_file_bytes
+
     try:
-        if target.stat().st_size > CITED_FILE_MAX_BYTES:
-            return {"shown": False, "why": "file larger than 1 MiB"}
-        text = target.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        return {"shown": False, "why": f"unreadable: {exc.strerror or exc}"}
+        data = read_file_bytes(target, CITED_FILE_MAX_BYTES)  # regular files only
+    except NotReadable as exc:
+        return {"shown": False, "why": f"unreadable: {exc.reason}"}
+    if data is None:
+        return {"shown": False, "why": "file larger than 1 MiB"}
+    text = data.decode("utf-8", errors="replace").splitlines()
     start, end = lines if lines is not None else (1, min(len(text), CITED_LINES_MAX))
     if start > len(text):
         return {"shown": False, "why": f"the file has {len(text)} lines now"}
