@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from active_memory.errors import LessonNotFound, RevisionConflict, UsageError
+from active_memory.errors import ActiveMemoryError, LessonNotFound, RevisionConflict, UsageError
 from active_memory.lessons import Author, Lesson
 from active_memory.store.protocol import LessonStore
 from active_memory.ui import charts, costs, views
@@ -116,6 +116,8 @@ class WebView:
                 return self._error(request, session, 404, str(exc))
             except UsageError as exc:
                 return self._error(request, session, 400, str(exc))
+            except ActiveMemoryError as exc:  # the store busy, read-only, unreachable
+                return self._error(request, session, 503, str(exc))
 
         return guarded
 
@@ -132,6 +134,8 @@ class WebView:
                 return JSONResponse({"error": str(exc)}, status_code=404)
             except UsageError as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
+            except ActiveMemoryError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=503)
 
         return guarded
 
@@ -416,7 +420,7 @@ def _revision(fields: dict[str, str], name: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise UsageError(f"{name}: expected a revision number, got {fields.get(name)!r}")
+        raise UsageError(f"{name}: expected a whole number of at least 1, got {fields.get(name)!r}")
     return value
 
 
