@@ -38,6 +38,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "init",
     "skill",
     "settings",
+    "worker",
+    "queue",
 )
 
 
@@ -138,6 +140,13 @@ def run() -> None:
     """Console-script entry point."""
     arguments = sys.argv[1:]
     if is_hook_call(arguments):
+        from active_memory.hooks import command
+
+        sys.argv = [sys.argv[0], *arguments[1:]]
+        command.run()
+    helping = "-h" in arguments or "--help" in arguments
+    if len(arguments) >= 3 and arguments[:2] == ["hook", "session-end"] and not helping:
+        # The session-end hook: as lean as the tool-call hooks, never failing the session.
         from active_memory.hooks import command
 
         sys.argv = [sys.argv[0], *arguments[1:]]

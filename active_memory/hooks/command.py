@@ -1,5 +1,8 @@
 """The command hook: one process per tool call, stdin JSON in, stdout JSON out.
 
+`active-memory-hook session-end HARNESS` enqueues a finished session instead
+(`hooks/session_end.py`).
+
 Run as `active-memory-hook claude|codex|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
@@ -30,7 +33,10 @@ LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 1024 * 1024
 """Past this the log is moved to `hook.log.1` (one generation kept)."""
 
-USAGE = "usage: active-memory-hook claude|codex|after-tool  (hook JSON on stdin)"
+USAGE = (
+    "usage: active-memory-hook claude|codex|after-tool  (hook JSON on stdin), or "
+    "active-memory-hook session-end claude|codex|opencode"
+)
 
 
 def respond(harness: str, data: bytes, env: Mapping[str, str]) -> str | None:
@@ -77,6 +83,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 
     previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
     harness = arguments[0] if arguments else ""
+    if harness == "session-end":
+        from active_memory.hooks import session_end
+
+        return session_end.main(arguments[1:], environment)
     try:
         from active_memory.reader import MAX_STDIN_BYTES, read_stream
 
