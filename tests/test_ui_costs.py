@@ -54,10 +54,32 @@ def _state(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _queue(location: str) -> None:
+    """Three sessions in the store's queue: one failed, one running, one pending."""
+    import anyio
+
+    from active_memory.store import open_store
+    from active_memory.store.opening import queue_of
+    from active_memory.store.queue import SessionEnd
+
+    async def main() -> None:
+        async with open_store(location) as store:
+            queue = queue_of(store)
+            for n in (1, 2, 3):
+                await queue.enqueue(SessionEnd(harness="claude", session_id=f"s-{n}",
+                                               transcript="", cwd=f"/w/{MARKUP}",
+                                               event="SessionEnd"))  # fmt: skip
+            first, _running = await queue.claim("w1", limit=2, lease=60, settle=0)
+            await queue.finish(first.id, "w1", "failed", reason="transcript unreadable")
+
+    anyio.run(main, backend="asyncio")
+
+
 def test_postmortems_and_costs_pages_show_the_journal_and_recall_records(
     backend: Backend, tmp_path: Path
 ) -> None:
     publish(backend.location, seed_mutations())
+    _queue(backend.location)
     env = _state(tmp_path)
     app = create_app(backend.location, Gate(TOKEN), env=env)
     with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
@@ -71,6 +93,10 @@ def test_postmortems_and_costs_pages_show_the_journal_and_recall_records(
         data = client.get("/api/postmortems").json()
         assert [p["run_id"] for p in data["postmortems"]] == [f"run-{MARKUP}", "run-a"]
         assert data["counts"] == {"running": 0, "finished": 1, "failed": 1, "cancelled": 0}
+        assert data["queue_counts"] == {"pending": 1, "running": 1, "failed": 1}
+        assert data["queue"]["failed"][0]["reason"] == "transcript unreadable"
+        assert data["queue"]["running"][0]["lease_owner"] == "w1"
+        assert "transcript unreadable" in page and "/w/&lt;script&gt;" in page
 
         costs = client.get("/api/costs").json()
         assert [(d["day"], d["tokens"], d["requests"]) for d in costs["per_day"]] == [

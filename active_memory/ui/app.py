@@ -364,6 +364,7 @@ class WebView:
     async def postmortems(self, request: Request, session: Session) -> Response:
         """The journal: running, failed and recent postmortems."""
         document = await anyio.to_thread.run_sync(costs.postmortems_page, self.env)
+        document.update(await costs.queue_page(self._store()))
         return self._render(request, session, "postmortems.html", document)
 
     async def costs(self, request: Request, session: Session) -> Response:
@@ -402,8 +403,9 @@ class WebView:
         return await views.review_page(self._store())
 
     async def api_postmortems(self, request: Request) -> Any:
-        """`/api/postmortems`: the journal page's data."""
-        return await anyio.to_thread.run_sync(costs.postmortems_page, self.env)
+        """`/api/postmortems`: the journal page's data, with the queue."""
+        document = await anyio.to_thread.run_sync(costs.postmortems_page, self.env)
+        return {**document, **await costs.queue_page(self._store())}
 
     async def api_costs(self, request: Request) -> Any:
         """`/api/costs`: the costs page's data."""

@@ -79,6 +79,24 @@ def postmortems_page(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"postmortems": rows, "counts": counts}
 
 
+QUEUE_SHOWN = 100
+"""Queue entries shown per state (pending, running, failed), oldest first."""
+
+
+async def queue_page(store: LessonStore) -> dict[str, Any]:
+    """The postmortem queue (docs/queue.md): pending, running and failed entries."""
+    from active_memory.store.opening import queue_of
+
+    entries = await queue_of(store).entries(("pending", "running", "failed"))
+    shown: dict[str, list[dict[str, Any]]] = {"pending": [], "running": [], "failed": []}
+    for entry in entries:
+        rows = shown[entry.state]
+        if len(rows) < QUEUE_SHOWN:
+            rows.append(entry.to_json())
+    return {"queue": shown, "queue_counts": {k: sum(1 for e in entries if e.state == k)
+                                             for k in shown}}  # fmt: skip
+
+
 def _ledger_bytes(recall_dir: str) -> list[dict[str, Any]]:
     from active_memory.recall.ledger import LedgerCorrupt, read_state
 
