@@ -72,6 +72,9 @@ _BOOLEAN = "a boolean (true or false)"
 _EXCLUDE = (
     "a list of at most 256 root-relative path globs (no !, no .., no backslashes; docs/settings.md)"
 )
+REVIEW_MODES = ("manual", "automatic")
+"""`review`: "manual" keeps a postmortem's creations and adaptations as proposals until a
+person approves them (docs/review.md); "automatic" publishes them."""
 
 KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
     "enabled": (_BOOLEAN, True, _is_bool),
@@ -83,6 +86,7 @@ KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
         _is_budget,
     ),
     "exclude": (_EXCLUDE, [], _is_exclude),
+    "review": ('"manual" or "automatic"', "automatic", lambda v: v in REVIEW_MODES),
 }
 """Every key the settings files may hold: what is allowed (for the error), the default,
 and the check. A new setting (issue 20: `review`) is one more entry here.
@@ -255,6 +259,9 @@ def runtime_layer(plan: Mapping[str, Any]) -> dict[str, Any]:
     values["enabled"] = repository or graph
     if _is_budget(budget):
         values["budgetBytes"] = budget
+    # Only when the run says: otherwise the repository's or the user's file decides.
+    if section.get("review") in REVIEW_MODES:
+        values["review"] = section["review"]
     return values
 
 
