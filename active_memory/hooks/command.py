@@ -1,6 +1,6 @@
 """The command hook: one process per tool call, stdin JSON in, stdout JSON out.
 
-Run as `active-memory-hook claude|codex|after-tool`, `python -m
+Run as `active-memory-hook claude|codex|gemini|copilot|pi|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
 `active_memory.recall` (pydantic, anyio and SQLite load only when a run's first call
@@ -30,7 +30,7 @@ LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 1024 * 1024
 """Past this the log is moved to `hook.log.1` (one generation kept)."""
 
-USAGE = "usage: active-memory-hook claude|codex|after-tool  (hook JSON on stdin)"
+USAGE = "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on stdin)"
 
 
 def respond(harness: str, data: bytes, env: Mapping[str, str]) -> str | None:

@@ -27,11 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from active_memory.hooks import installers
-from active_memory.hooks.installers import claude, codex, codex_trust, opencode
+from active_memory.hooks.installers import claude, codex, codex_trust, copilot, gemini, opencode, pi
 from active_memory.hooks.installers.command_path import command_executable, resolves
 from active_memory.hooks.installers.files import parse_json_object, read_text
 
-NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode"}
+NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex",
+    "opencode": "OpenCode",
+    "pi": "Pi",
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+}
 
 
 @dataclass(slots=True)
@@ -106,7 +113,16 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
         item.checks.append(Check("present", True, "plugin file (tool.execute.after)"))
         item.checks.append(_resolvable([command], env))
         return item
+    if harness == "pi":
+        if not text.startswith(pi.MARKER):
+            return None
+        command = pi.extension_command(text) or "active-memory-hook"
+        item.checks.append(Check("present", True, "extension file (tool_result)"))
+        item.checks.append(_resolvable([command], env))
+        return item
     document = parse_json_object(path, text)
+    if harness in ("gemini", "copilot"):
+        return _inspect_single(item, harness, document, env)
     pre, end = _ours(harness, document)
     if not pre and not end:
         return None
@@ -126,6 +142,47 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
     http = [h for h in pre if h.get("type") == "http"]
     if http:
         item.checks.append(_server_check(str(http[0].get("url", ""))))
+    return item
+
+
+def _inspect_single(
+    item: Installed, harness: str, document: dict[str, Any], env: Mapping[str, str]
+) -> Installed | None:
+    # Gemini CLI (AfterTool) and Copilot CLI (preToolUse): one recall hook, no session end.
+    if harness == "copilot":
+        handlers = copilot.our_handlers(document)
+        commands = [h["bash"] for h in handlers]
+        event = copilot.EVENT
+    else:
+        groups = (document.get("hooks") or {}).get(gemini.EVENT) or []
+        handlers = [
+            h
+            for g in groups
+            if isinstance(g, dict)
+            for h in g.get("hooks") or []
+            if gemini.is_ours(h)
+        ]
+        commands = [h["command"] for h in handlers]
+        event = gemini.EVENT
+    if not handlers:
+        return None
+    item.checks.append(Check("present", True, f"{event} hook"))
+    item.checks.append(_resolvable(commands, env))
+    if harness == "copilot" and item.where == "project":
+        root = item.path.parent.parent.parent
+        if installers.copilot_trusted(root, env):
+            item.checks.append(Check("trusted", True, f"{root} is a trusted folder"))
+        else:
+            item.checks.append(
+                Check(
+                    "trusted",
+                    False,
+                    f"{root} is not in trustedFolders of {installers.copilot_config_path(env)}"
+                    " (Copilot CLI ignores its .github/hooks/)",
+                    "start `copilot` there once and trust the folder, or "
+                    "`active-memory hook install copilot --user`",
+                )
+            )
     return item
 
 

@@ -1,4 +1,5 @@
-"""`active-memory hook install|uninstall claude|codex|opencode` and `hook doctor`
+"""`active-memory hook install|uninstall claude|codex|opencode|pi|gemini|copilot` and
+`hook doctor`
 (standard library at import).
 
 `register(hook_subparsers)` adds the subcommands to the `hook` command's subparsers; the
@@ -12,7 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-_NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode"}
+_NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex",
+    "opencode": "OpenCode",
+    "pi": "Pi",
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+}
 
 
 def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,7 +95,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         dest="where",
         action="store_const",
         const="user",
-        help="your user config (~/.claude, ~/.codex, ~/.config/opencode)",
+        help="your user config (~/.claude, ~/.codex, ~/.config/opencode, ~/.pi/agent, "
+        "~/.gemini, ~/.copilot)",
     )
     parser.set_defaults(where="project")
     parser.add_argument(
@@ -214,7 +223,7 @@ def _doctor(args: argparse.Namespace) -> int:
     if not found:
         print(
             "no Active Memory hook is installed for this checkout or your user; run "
-            "`active-memory hook install claude|codex|opencode`"
+            "`active-memory hook install claude|codex|opencode|pi|gemini|copilot`"
         )
         return 1
     for item in found:
@@ -243,4 +252,13 @@ def _next_steps(harness: str, http: bool, path: Path) -> list[str]:
     if harness == "opencode":
         return ["OpenCode loads the plugin at its next start (recall only: there is no "
                 "OpenCode session importer, so its sessions are not queued)."]  # fmt: skip
+    if harness == "pi":
+        return ["Pi loads the extension at its next start. In contained mode "
+                "(`pi --no-extensions`) load it explicitly:",
+                f"  pi --no-extensions -e {path}"]  # fmt: skip
+    if harness == "gemini":
+        return ["Gemini CLI runs the AfterTool hook from its next start; the lessons follow "
+                "the tool's result (its BeforeTool context never reaches the model)."]  # fmt: skip
+    if harness == "copilot":
+        return ["Copilot CLI runs the preToolUse hook from its next start."]
     return []
