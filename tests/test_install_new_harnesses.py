@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-USER_GEMINI = {
+USER_GEMINI: dict[str, Any] = {
     "security": {"auth": {"selectedType": "gemini-api-key"}},
     "hooks": {
         "AfterTool": [
@@ -161,7 +162,7 @@ def test_pi_writes_the_extension_and_uninstall_keeps_the_users(
     assert pi.extension_command(ours.read_text()) == str(HOOK)
     assert "already" in run(["install", "pi"], capsys)[1]
 
-    code, out, err = run(["uninstall", "pi", "--dry-run"], capsys)
+    code, out, _ = run(["uninstall", "pi", "--dry-run"], capsys)
     assert code == 0 and "--- " in out and ours.exists()
     assert run(["uninstall", "pi"], capsys)[0] == 0
     assert not ours.exists() and (extensions / "theirs.ts").exists()

@@ -58,5 +58,6 @@ def gemini_tool_results(body: dict[str, Any]) -> list[str]:
         parts = content.get("parts") if isinstance(content, dict) else None
         for part in parts if isinstance(parts, list) else []:
             if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
-                found.append(json.dumps(part["functionResponse"].get("response"), ensure_ascii=False))
+                response = part["functionResponse"].get("response")
+                found.append(json.dumps(response, ensure_ascii=False))
     return found
