@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from install_support import HOOK, lean_state  # noqa: F401 - autouse fixture
 
 from active_memory.errors import ActiveMemoryError
 from active_memory.hooks import install_cli
 from active_memory.hooks.installers import pi
-
-HOOK = Path(sys.executable).parent / "active-memory-hook"
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -203,6 +203,18 @@ def _ours(harness: str, document: Mapping[str, Any]) -> tuple[list[Any], list[An
 def _resolvable(commands: list[str], env: Mapping[str, str]) -> Check:
     broken = [c for c in commands if not resolves(c, env.get("PATH"))]
     if not broken:
+        for command in commands:
+            interpreter = lean_entry_interpreter(_exe(command))
+            if interpreter is not None and not (
+                os.path.isfile(interpreter) and os.access(interpreter, os.X_OK)
+            ):
+                return Check(
+                    "resolvable",
+                    False,
+                    f"the lean hook entry {_exe(command)} runs {interpreter}, which is gone",
+                    "run `active-memory hook install …` again with the active-memory you "
+                    "use (it rewrites the entry for its own interpreter)",
+                )
         return Check("resolvable", True, ", ".join(sorted({_exe(c) for c in commands})))
     return Check(
         "resolvable",
@@ -211,6 +223,21 @@ def _resolvable(commands: list[str], env: Mapping[str, str]) -> Check:
         "reinstall with the active-memory you use (`<venv>/bin/active-memory hook install "
         "…` writes its own absolute path), or pass --hook-command PATH",
     )
+
+
+def lean_entry_interpreter(executable: str) -> str | None:
+    """The interpreter a lean hook entry (hooks/lean.py) runs; None if not such an entry."""
+    from active_memory.hooks.lean import ENTRY_TEMPLATE
+
+    marker = ENTRY_TEMPLATE.splitlines()[1]
+    try:
+        with open(os.path.expanduser(executable), encoding="utf-8") as handle:
+            first, second = handle.readline(), handle.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not first.startswith("#!") or second.rstrip("\n") != marker:
+        return None
+    return first[2:].strip()
 
 
 def _exe(command: str) -> str:

@@ -116,7 +116,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, *, install: bool) -> int:
     from active_memory.errors import UsageError
     from active_memory.hooks import installers
-    from active_memory.hooks.installers.command_path import find_hook_script
+    from active_memory.hooks.installers.command_path import install_hook_entry
 
     http = bool(getattr(args, "http", False))
     port = int(getattr(args, "port", 0) or 0)
@@ -127,7 +127,11 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         raise UsageError("--trust-project: only for `hook install codex` at project level")
     # Installing needs a command that runs from the harness (an absolute path); removing
     # recognises ours however it was spelled.
-    script = find_hook_script(getattr(args, "hook_command", None)) if install else None
+    script, entry_note = (
+        install_hook_entry(getattr(args, "hook_command", None), write=not args.dry_run)
+        if install
+        else (None, None)
+    )
     path = installers.target_path(args.harness, args.where, Path.cwd())
     change = installers.plan(
         args.harness,
@@ -139,6 +143,8 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         trust_project=trust_project,
         where=args.where,
     )
+    if entry_note:
+        change.notes.insert(0, entry_note)
     if not args.dry_run:
         try:
             change.apply()
