@@ -191,3 +191,10 @@ def test_doctor_checks_each_new_harness(
         assert checks["present"] and checks["resolvable"]
     copilot_checks = {c["name"]: c["ok"] for c in found["copilot"]["checks"]}
     assert copilot_checks["trusted"] is False and code == 1
+
+
+def test_the_session_join_knows_the_tools_gemini_hooks_see() -> None:
+    from active_memory.hooks.installers import gemini
+    from active_memory.runlog.importers.harness_session import GEMINI_MATCHER
+
+    assert gemini.MATCHER == GEMINI_MATCHER
