@@ -8,7 +8,9 @@ tool's result) and in no request before it. Pi speaks Chat Completions to a cust
 `GOOGLE_GEMINI_BASE_URL` (API-key auth); Copilot CLI Chat Completions through its BYOK
 provider variables (`COPILOT_PROVIDER_BASE_URL`, `COPILOT_OFFLINE=true`: no GitHub sign
 in). `active-memory hook install` writes the hooks as a user gets them, merged into
-settings the test wrote first.
+settings the test wrote first. Then the client's own session log is imported
+(`import_harness_session`, what `import pi|gemini|copilot` and the queue's worker use):
+its run record carries the delivery the hook recorded.
 
 The binaries come from ACTIVE_MEMORY_TEST_PI / _GEMINI / _COPILOT (`.ci/run`) or PATH;
 without them these tests skip, and with CI=true they fail.
@@ -26,6 +28,8 @@ from fakes.harness import isolated_home, require_harness
 from fakes.model_server import ModelServer, Received, text, tool
 from recall_support import publish, repository_lesson
 
+from active_memory.runlog.importers.harness_session import import_harness_session
+
 RECOMMENDATION = "Run make api-client after editing api/schema.json; never edit the client."
 CLI = Path(sys.executable).parent / "active-memory"
 REAL_HOOK = Path(sys.executable).parent / "active-memory-hook"
@@ -41,12 +45,22 @@ def _world(tmp_path: Path) -> dict[str, Any]:
     store = tmp_path / "lessons.sqlite3"
     lesson = repository_lesson("Regenerate the API client", RECOMMENDATION,
                                files=["src/api/client.py"])  # fmt: skip
-    publish(store, [lesson])
+    lesson_id = publish(store, [lesson]).created[0][0]
     env = isolated_home(tmp_path) | {
         "ZEROSHOT_STATE_DIR": str(tmp_path / "state"),
         "ACTIVE_MEMORY_STORE": str(store),
     }
-    return {"checkout": checkout, "env": env, "home": Path(env["HOME"])}
+    return {"checkout": checkout, "env": env, "home": Path(env["HOME"]), "lesson": lesson_id}
+
+
+def _session_delivered(world: dict[str, Any], harness: str, pattern: str) -> None:
+    """The client's own session log (`pattern` under HOME) imports to a run record that
+    carries the delivery its hook recorded and the read's receipt."""
+    (log,) = sorted(world["home"].glob(pattern))
+    record = import_harness_session(harness, log, session_id=None, cwd=None, env=world["env"])
+    assert record.deliveries is not None
+    assert [d.lesson for d in record.deliveries] == [world["lesson"]]
+    assert any(r.paths == ("src/api/client.py",) for r in record.receipts)
 
 
 def _install(world: dict[str, Any], *args: str) -> str:
@@ -97,6 +111,7 @@ def test_pi_extension_appends_the_card_to_the_tool_result(tmp_path: Path) -> Non
         _pi_models(world["home"], server.openai_url)
         _install(world, "pi", "--user")
         _card_after_the_tool(_pi(pi, world, server))
+    _session_delivered(world, "pi", ".pi/agent/sessions/*/*.jsonl")
 
 
 def test_pi_contained_mode_loads_the_extension_only_when_named(tmp_path: Path) -> None:
@@ -135,6 +150,7 @@ def test_gemini_after_tool_hook_appends_the_card(tmp_path: Path) -> None:
              world, env)  # fmt: skip
         requests = server.model_requests()
     _card_after_the_tool(requests)
+    _session_delivered(world, "gemini", ".gemini/tmp/*/chats/session-*.jsonl")
     # Gemini CLI wraps a hook's context; it is in the tool's result itself.
     assert any(RECOMMENDATION in result for r in requests for result in r.tool_results())
 
@@ -159,6 +175,7 @@ def test_copilot_pre_tool_use_context_reaches_the_model(tmp_path: Path) -> None:
     with ModelServer() as server:
         _install(world, "copilot", "--user")
         _card_after_the_tool(_copilot(copilot, world, server))
+    _session_delivered(world, "copilot", ".copilot/session-state/*/events.jsonl")
 
 
 def test_copilot_project_hooks_run_in_a_trusted_folder(tmp_path: Path) -> None:
