@@ -37,6 +37,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "init",
     "skill",
     "settings",
+    "worker",
+    "queue",
 )
 
 
@@ -87,5 +89,12 @@ def run() -> None:
         from active_memory.hooks import command
 
         sys.argv = [sys.argv[0], arguments[1]]
+        command.run()
+    helping = "-h" in arguments or "--help" in arguments
+    if len(arguments) >= 3 and arguments[:2] == ["hook", "session-end"] and not helping:
+        # The session-end hook: as lean as the tool-call hooks, never failing the session.
+        from active_memory.hooks import command
+
+        sys.argv = [sys.argv[0], *arguments[1:]]
         command.run()
     sys.exit(main())

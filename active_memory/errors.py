@@ -228,3 +228,11 @@ class SpecialistTimedOut(SpecialistFailed):
             model=model,
         )
         self.seconds = seconds
+
+
+class QueueEntryNotFound(UsageError):
+    """No postmortem queue entry has this ID."""
+
+    def __init__(self, entry_id: int) -> None:
+        super().__init__(f"no queue entry {entry_id} in this store (see `active-memory queue`)")
+        self.entry_id = entry_id

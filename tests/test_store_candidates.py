@@ -75,6 +75,7 @@ async def test_candidates_are_written_with_the_mutations_or_not_at_all(store: An
 
 
 async def _downgrade_to_version_2(backend: Backend) -> None:
+    await backend.sql("DROP TABLE postmortem_queue")  # version 5
     await drop_change_versions(backend)
     await backend.sql("DROP TABLE lesson_candidates")
     if backend.name == "sqlite":

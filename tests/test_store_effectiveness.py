@@ -95,6 +95,7 @@ async def test_two_observations_of_one_lesson_in_one_publish_are_refused(store: 
 
 async def _downgrade_to_version_1(backend: Backend) -> None:
     """Make the store what version 1 was: the same tables without the counters."""
+    await backend.sql("DROP TABLE postmortem_queue")  # version 5
     await drop_change_versions(backend)
     await backend.sql("DROP TABLE lesson_candidates")
     await backend.sql("DROP TABLE lesson_effectiveness")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
+from active_memory.commands.common import add_store_option
+
 HOOKS = {
     "claude": "Claude Code PreToolUse hook: stdin hook JSON, stdout additionalContext",
     "codex": "Codex PreToolUse hook: stdin hook JSON, stdout additionalContext",
@@ -37,9 +39,25 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     for name, help_text in HOOKS.items():
         sub = hooks.add_parser(name, help=help_text, description=help_text)
         sub.set_defaults(handler=_answer, harness=name)
+    end = hooks.add_parser(
+        "session-end",
+        help="enqueue a finished harness session for a postmortem (stdin: its end payload)",
+        description="Put a finished Claude Code / Codex / OpenCode session in the store's "
+        "postmortem queue (see docs/queue.md). Never fails the session: errors are logged "
+        "and the exit code is 0.",
+    )
+    end.add_argument("harness", choices=("claude", "codex", "opencode"))
+    add_store_option(end)
+    end.set_defaults(handler=_session_end)
     # The installers live beside the server; registered here when present.
     if importlib.util.find_spec(INSTALL_MODULE) is not None:
         importlib.import_module(INSTALL_MODULE).register(hooks)
+
+
+def _session_end(args: argparse.Namespace) -> int:
+    from active_memory.hooks.session_end import main
+
+    return main([args.harness, *(["--store", args.store] if args.store else [])])
 
 
 def _answer(args: argparse.Namespace) -> int:

@@ -1,5 +1,8 @@
 """The command hook: one process per tool call, stdin JSON in, stdout JSON out.
 
+`active-memory-hook session-end HARNESS` enqueues a finished session instead
+(`hooks/session_end.py`).
+
 Run as `active-memory-hook claude|codex|gemini|copilot|pi|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
@@ -30,7 +33,10 @@ LOG_FILE = "hook.log"
 LOG_MAX_BYTES = 1024 * 1024
 """Past this the log is moved to `hook.log.1` (one generation kept)."""
 
-USAGE = "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on stdin)"
+USAGE = (
+    "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
+    "stdin), or active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot"
+)
 
 
 def respond(harness: str, data: bytes, env: Mapping[str, str]) -> str | None:
@@ -74,6 +80,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = os.environ if env is None else env
     harness = arguments[0] if arguments else ""
+    if harness == "session-end":
+        from active_memory.hooks import session_end
+
+        return session_end.main(arguments[1:], environment)
     try:
         data = sys.stdin.buffer.read()
         output = respond(harness, data, environment)

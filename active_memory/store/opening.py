@@ -8,14 +8,19 @@ from contextlib import asynccontextmanager
 from active_memory.errors import UsageError
 from active_memory.store.location import is_postgres_url, mask_url
 from active_memory.store.protocol import LessonStore
+from active_memory.store.queue import PostmortemQueue
 
 
 @asynccontextmanager
-async def open_store(location: str, *, create: bool = True) -> AsyncIterator[LessonStore]:
+async def open_store(
+    location: str, *, create: bool = True, busy_timeout: float | None = None
+) -> AsyncIterator[LessonStore]:
     """Open the store at `location` (a SQLite path or a `postgresql://` URL), close it after.
 
-    `create=False` refuses to create a missing store (read-only commands use it).
+    `create=False` refuses to create a missing store (read-only commands use it);
+    `busy_timeout` replaces the backend's default wait for a write lock.
     """
+    bound = {} if busy_timeout is None else {"busy_timeout": busy_timeout}
     store: LessonStore
     if is_postgres_url(location):
         try:
@@ -25,11 +30,11 @@ async def open_store(location: str, *, create: bool = True) -> AsyncIterator[Les
                 f"{mask_url(location)}: PostgreSQL stores need the `postgres` extra "
                 "(pip install 'active-memory[postgres]')"
             ) from None
-        store = await PostgresStore.open(location, create=create)
+        store = await PostgresStore.open(location, create=create, **bound)
     else:
         from active_memory.store.sqlite import SqliteStore
 
-        store = await SqliteStore.open(location, create=create)
+        store = await SqliteStore.open(location, create=create, **bound)
     try:
         before = await _version(store)
         yield store
@@ -60,3 +65,11 @@ async def _refresh_generations(location: str) -> None:
         import logging
 
         logging.getLogger(__name__).warning("refreshing recall generations failed: %s", exc)
+
+
+def queue_of(store: LessonStore) -> PostmortemQueue:
+    """The postmortem queue kept in `store` (every backend keeps one; docs/queue.md)."""
+    queue: PostmortemQueue | None = getattr(store, "queue", None)
+    if queue is None:
+        raise UsageError(f"{store.location}: this store keeps no postmortem queue")
+    return queue

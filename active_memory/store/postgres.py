@@ -72,6 +72,7 @@ from active_memory.store.planning import (
     plan_revert,
     touched_ids,
 )
+from active_memory.store.postgres_queue import PostgresQueue
 from active_memory.store.postgres_rows import (
     connect_error,
     json_citation,
@@ -138,6 +139,11 @@ class PostgresStore:
     def location(self) -> str:
         """The store's URL with its password masked."""
         return self._location
+
+    @property
+    def queue(self) -> PostgresQueue:
+        """The postmortem queue kept in this store (store/queue.py)."""
+        return PostgresQueue(self)
 
     # --- opening -------------------------------------------------------------------
 

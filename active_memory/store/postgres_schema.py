@@ -22,6 +22,7 @@ TABLES = (
     "lesson_history",
     "lesson_effectiveness",
     "lesson_candidates",
+    "postmortem_queue",
 )
 
 # Index i holds the statements that create version i + 1.
@@ -160,6 +161,41 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             ON lessons (scope_kind, repository, graph_hash, node, change_version)
         """,
         "INSERT INTO store_meta (key, value) VALUES ('change_version', 0)",
+    ),
+    # Version 5: the postmortem queue (store/queue.py), shared by the workers of every
+    # machine. Times are epoch seconds on the server's clock (clock_timestamp()).
+    (
+        """
+        CREATE TABLE postmortem_queue (
+            id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            harness        TEXT NOT NULL,
+            session_id     TEXT NOT NULL,
+            transcript     TEXT NOT NULL,
+            cwd            TEXT NOT NULL,
+            model          TEXT NOT NULL,
+            event          TEXT NOT NULL,
+            final          SMALLINT NOT NULL CHECK (final IN (0, 1)),
+            size           BIGINT,
+            processed_size BIGINT,
+            state          TEXT NOT NULL
+                CHECK (state IN ('pending', 'running', 'done', 'failed')),
+            attempts       INTEGER NOT NULL CHECK (attempts >= 0),
+            ends           INTEGER NOT NULL CHECK (ends >= 1),
+            enqueued_at    DOUBLE PRECISION NOT NULL,
+            updated_at     DOUBLE PRECISION NOT NULL,
+            last_end_at    DOUBLE PRECISION NOT NULL,
+            not_before     DOUBLE PRECISION NOT NULL,
+            lease_owner    TEXT,
+            lease_expires  DOUBLE PRECISION,
+            scope          TEXT NOT NULL,
+            holds_scope    SMALLINT NOT NULL CHECK (holds_scope IN (0, 1)),
+            reason         TEXT NOT NULL,
+            result         TEXT,
+            UNIQUE (harness, session_id),
+            CHECK ((state = 'running') = (lease_owner IS NOT NULL))
+        )
+        """,
+        "CREATE INDEX postmortem_queue_by_state ON postmortem_queue (state, not_before, id)",
     ),
 )
 

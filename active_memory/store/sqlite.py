@@ -74,6 +74,7 @@ from active_memory.store.rows import (
     row_to_history,
     row_to_model,
 )
+from active_memory.store.sqlite_queue import SqliteQueue
 from active_memory.store.sqlite_rows import load_evidence, write_changes
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
@@ -97,11 +98,19 @@ class SqliteStore:
         self._path = path
         self._conn = conn
         self._busy_timeout = busy_timeout
+        self._queue: SqliteQueue | None = None
 
     @property
     def location(self) -> str:
         """The store's file path."""
         return str(self._path)
+
+    @property
+    def queue(self) -> SqliteQueue:
+        """The postmortem queue kept in this store (store/queue.py)."""
+        if self._queue is None:
+            self._queue = SqliteQueue(self._conn, self._in_write_transaction, self._translated)
+        return self._queue
 
     # --- opening -------------------------------------------------------------------
 

@@ -117,6 +117,40 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX lesson_candidates_by_lesson ON lesson_candidates (lesson_id, seq);
     """,
     GENERATIONS_MIGRATION,
+    # Version 5: the postmortem queue (store/queue.py): one entry per harness session,
+    # enqueued by session-end hooks, claimed by workers under a lease. Times are epoch
+    # seconds on this machine's clock.
+    """
+    CREATE TABLE postmortem_queue (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        harness        TEXT NOT NULL,
+        session_id     TEXT NOT NULL,
+        transcript     TEXT NOT NULL,  -- '' when the harness named none
+        cwd            TEXT NOT NULL,
+        model          TEXT NOT NULL,
+        event          TEXT NOT NULL,  -- the last end event's name
+        final          INTEGER NOT NULL CHECK (final IN (0, 1)),
+        size           INTEGER,        -- transcript bytes at the last end event
+        processed_size INTEGER,        -- transcript bytes when the last claim began
+        state          TEXT NOT NULL
+            CHECK (state IN ('pending', 'running', 'done', 'failed')),
+        attempts       INTEGER NOT NULL CHECK (attempts >= 0),
+        ends           INTEGER NOT NULL CHECK (ends >= 1),
+        enqueued_at    REAL NOT NULL,
+        updated_at     REAL NOT NULL,
+        last_end_at    REAL NOT NULL,
+        not_before     REAL NOT NULL,
+        lease_owner    TEXT,
+        lease_expires  REAL,
+        scope          TEXT NOT NULL,  -- repository namespace, once an import found it
+        holds_scope    INTEGER NOT NULL CHECK (holds_scope IN (0, 1)),
+        reason         TEXT NOT NULL,
+        result         TEXT,           -- JSON summary of the last postmortem
+        UNIQUE (harness, session_id),
+        CHECK ((state = 'running') = (lease_owner IS NOT NULL))
+    ) STRICT;
+    CREATE INDEX postmortem_queue_by_state ON postmortem_queue (state, not_before, id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,196 @@
+"""`active-memory worker`: drain the store's postmortem queue (docs/queue.md).
+
+Exit codes: 0 the worker stopped cleanly (drained, `--once` finished, or SIGTERM/SIGINT
+after the grace) and no entry it claimed failed; 1 an entry it claimed failed (its reason
+is kept in the queue); 2 bad options; a second SIGTERM/SIGINT exits at once with 143/130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from active_memory.commands.common import add_json_option, add_store_option, print_json
+
+if TYPE_CHECKING:
+    from active_memory.worker import Processed, Worker
+
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `worker`."""
+    parser = subcommands.add_parser(
+        "worker",
+        help="run postmortems of finished harness sessions from the store's queue",
+        description="Claim settled sessions from the postmortem queue (filled by the "
+        "session-end hooks), import each and run its postmortem: at most --concurrency at "
+        "once and one per repository. SIGTERM/SIGINT stops claiming and lets running "
+        "postmortems finish within --grace; a second signal exits at once.",
+    )
+    number = parser.add_argument
+    number("--concurrency", type=_positive_int, default=2, metavar="N",
+           help="postmortems at once (default 2)")  # fmt: skip
+    number("--once", action="store_true", help="drain what is claimable now, then exit")
+    number("--lease", type=_positive, default=60.0, metavar="SECONDS",
+           help="lease of a claimed entry, renewed while it runs (default 60)")  # fmt: skip
+    number("--settle", type=_non_negative, default=120.0, metavar="SECONDS",
+           help="quiet time after a turn end (Codex Stop) before a session is taken "
+           "(default 120)")  # fmt: skip
+    number("--grace", type=_non_negative, default=30.0, metavar="SECONDS",
+           help="on SIGTERM/SIGINT, time running postmortems get to finish "
+           "(default 30)")  # fmt: skip
+    number("--poll", type=_positive, default=1.0, metavar="SECONDS",
+           help="how often to look for new entries (default 1)")  # fmt: skip
+    number("--retries", type=_non_negative_int, default=2, metavar="N",
+           help="retries of a transient failure, with exponential backoff (default 2)")  # fmt: skip
+    number("--lane", choices=("api", "claude", "codex", "replay", "exchange"), default=None,
+           help="the specialists' lane (default: the session's harness CLI)")  # fmt: skip
+    number("--replay", type=Path, metavar="RECORDINGS.json",
+           help="recorded answers for --lane replay")  # fmt: skip
+    number("--exchange-dir", type=Path, metavar="DIR",
+           help="task and answer files for --lane exchange")  # fmt: skip
+    number("--model", default=None, help="the specialists' model (default: the session's)")
+    number("--config", type=Path, metavar="RUNTIME.json",
+           help="runtime JSON whose activeMemory / globalAgents (and lane) apply to every "
+           "session's postmortem")  # fmt: skip
+    add_json_option(parser)
+    add_store_option(parser)
+    parser.set_defaults(handler=_worker)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import anyio
+
+    from active_memory.config import read_json_file
+    from active_memory.errors import UsageError
+    from active_memory.store import resolve_store_location
+    from active_memory.worker import LaneChoice, Worker, WorkerOptions
+    from active_memory.worker.display import WorkerDisplay
+
+    lane = LaneChoice(lane=args.lane, replay=args.replay, exchange_dir=args.exchange_dir)
+    lane.check()
+    if args.replay is not None:
+        from active_memory.specialists.providers.replay import load_recordings
+
+        anyio.run(load_recordings, args.replay)  # a bad file exits 2 before any claim
+    overrides = None
+    if args.config is not None:
+        overrides = read_json_file(args.config, "runtime JSON")
+        if not isinstance(overrides, dict):
+            raise UsageError(f"{args.config}: the runtime JSON is not an object")
+    options = WorkerOptions(
+        concurrency=args.concurrency, lease=args.lease, settle=args.settle, grace=args.grace,
+        poll=args.poll, once=args.once, retries=args.retries, model=args.model,
+        overrides=overrides, lane=lane,
+    )  # fmt: skip
+    display = WorkerDisplay()
+    worker = Worker(resolve_store_location(args.store), options, progress=display.event)
+    try:
+        processed = anyio.run(_run, worker, backend="asyncio")
+    finally:
+        display.close()
+    if args.json:
+        print_json(_document(worker, processed))
+    else:
+        _summary(processed)
+    return 1 if any(p.state == "failed" for p in processed) else 0
+
+
+async def _run(worker: Worker) -> list[Processed]:
+    import anyio
+
+    from active_memory.store import open_store, queue_of
+    from active_memory.worker import QUEUE_BUSY_TIMEOUT
+
+    location = worker.location
+    async with (
+        open_store(location, busy_timeout=QUEUE_BUSY_TIMEOUT) as store,
+        anyio.create_task_group() as watchers,
+    ):
+        watchers.start_soon(_watch_signals, worker)
+        processed = await worker.run(queue_of(store))
+        watchers.cancel_scope.cancel()
+    return processed
+
+
+async def _watch_signals(worker: Worker) -> None:
+    """First SIGINT/SIGTERM: drain; a second: exit at once (leases expire, others reclaim)."""
+    import anyio
+
+    if sys.platform == "win32":
+        return
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for signum in received:
+            if worker.stopping:
+                sys.stderr.write("active-memory: worker stopped at once; running entries "
+                                 "return to the queue when their leases expire\n")  # fmt: skip
+                sys.stderr.flush()
+                os._exit(SIGNAL_EXIT.get(signal.Signals(signum), 130))
+            print(
+                f"active-memory: {signal.Signals(signum).name}: draining (running postmortems "
+                f"get {worker.options.grace:g} s; a second signal exits at once)",
+                file=sys.stderr,
+            )
+            worker.stop()
+
+
+def _document(worker: Worker, processed: list[Processed]) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for item in processed:
+        counts[item.state] = counts.get(item.state, 0) + 1
+    return {
+        "worker": worker.options.owner,
+        "stopped": worker.stopping,
+        "counts": counts,
+        "processed": [item.to_json() for item in processed],
+    }
+
+
+def _summary(processed: list[Processed]) -> None:
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not processed:
+        console.print("nothing to do: no settled session in the queue")
+        return
+    counts: dict[str, int] = {}
+    for item in processed:
+        counts[item.state] = counts.get(item.state, 0) + 1
+    console.print(
+        "worker: "
+        + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        + " (see `active-memory queue`)"
+    )
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be greater than 0")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more")
+    return value

@@ -1,0 +1,124 @@
+"""`active-memory-hook session-end claude|codex|opencode [--store PATH_OR_URL]`: put a
+finished harness session in the store's postmortem queue.
+
+Stdin is the harness's own end-of-session payload:
+
+- Claude Code `SessionEnd`: `session_id`, `transcript_path`, `cwd`, `hook_event_name`,
+  `reason` (clear, logout, prompt_input_exit, other).
+- Codex (0.17x): `Stop`, fired after every turn: `session_id`, `transcript_path` (may be
+  null), `cwd`, `model`, `turn_id`, `last_assistant_message`, `stop_hook_active`,
+  `permission_mode`; and `SessionEnd`: `session_id`, `transcript_path` (may be null),
+  `cwd`, `reason`. A `Stop` is a turn end: the worker waits for the session to settle.
+- OpenCode (our plugin): `sessionID`, `cwd`, and when known `transcriptPath`, `event`,
+  `model`.
+
+Like every hook it never fails or delays the session: on any problem it prints nothing,
+exits 0 and writes one line to `<state dir>/active-memory/recall/hook.log`. It imports
+the standard library and `active_memory.store.enqueue` only (a SQLite store is written
+with `sqlite3`; a PostgreSQL store loads asyncpg).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from active_memory.store.queue import SessionEnd
+
+HARNESSES = ("claude", "codex", "opencode")
+USAGE = (
+    "usage: active-memory-hook session-end claude|codex|opencode [--store PATH_OR_URL] "
+    "(session-end JSON on stdin)"
+)
+MAX_ID = 256
+
+
+def parse_arguments(arguments: Sequence[str]) -> tuple[str, str | None]:
+    """(harness, --store value or None); raises ValueError with the usage."""
+    harness, store, rest = "", None, list(arguments)
+    while rest:
+        item = rest.pop(0)
+        if item == "--store" and rest:
+            store = rest.pop(0)
+        elif item.startswith("--store="):
+            store = item.split("=", 1)[1]
+        elif not harness and item in HARNESSES:
+            harness = item
+        else:
+            raise ValueError(f"unexpected argument {item!r}; {USAGE}")
+    if not harness:
+        raise ValueError(f"name the harness; {USAGE}")
+    return harness, store
+
+
+def session_end(harness: str, payload: Any) -> SessionEnd:
+    """The end event a payload describes; raises ValueError naming what is wrong."""
+    from active_memory.store.queue import SessionEnd
+
+    if not isinstance(payload, dict):
+        raise ValueError("the session-end payload is not a JSON object")
+    if harness == "opencode":
+        session_id = payload.get("sessionID") or payload.get("session_id")
+        transcript = payload.get("transcriptPath") or payload.get("transcript_path")
+        event = payload.get("event") or "session.end"
+    else:
+        session_id = payload.get("session_id")
+        transcript = payload.get("transcript_path")
+        event = payload.get("hook_event_name") or "SessionEnd"
+    cwd = payload.get("cwd")
+    model = payload.get("model")
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_ID:
+        raise ValueError(f"{harness} payload has no usable session id")
+    if not isinstance(cwd, str) or not cwd:
+        raise ValueError(f"{harness} payload has no cwd")
+    if transcript is not None and not isinstance(transcript, str):
+        raise ValueError(f"{harness} payload's transcript path is not a string")
+    path = ""
+    if transcript:
+        path = os.path.expanduser(transcript)
+        if not os.path.isabs(path):
+            path = os.path.join(cwd, path)
+    try:
+        size: int | None = os.stat(path).st_size if path else None
+    except OSError:
+        size = None  # not written yet, or gone: the worker reports it
+    return SessionEnd(
+        harness=harness,
+        session_id=session_id.strip(),
+        transcript=path,
+        cwd=cwd,
+        event=str(event)[:64],
+        model=model if isinstance(model, str) else "",
+        size=size,
+    )
+
+
+def respond(arguments: Sequence[str], data: bytes, env: Mapping[str, str]) -> None:
+    """Enqueue the end `data` describes; raises on any problem (the caller logs it)."""
+    import json
+
+    from active_memory.store.enqueue import enqueue
+    from active_memory.store.location import resolve_store_location
+
+    harness, option = parse_arguments(arguments)
+    end = session_end(harness, json.loads(data.decode("utf-8")))
+    enqueue(resolve_store_location(option, env), end)
+
+
+def main(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> int:
+    """Read the payload from stdin and enqueue it; always 0 (errors are logged)."""
+    import sys
+
+    environment = os.environ if env is None else env
+    try:
+        respond(arguments, sys.stdin.buffer.read(), environment)
+    except BaseException as exc:  # a hook must never fail the session
+        from active_memory.hooks.command import log_error
+
+        name = "session-end " + (arguments[0] if arguments else "-")
+        log_error(name, exc, environment)
+    return 0

@@ -1,0 +1,112 @@
+"""Enqueue one session end from the session-end hook, importing as little as possible.
+
+A SQLite store at the current schema version is written with the standard library's
+`sqlite3` in one `BEGIN IMMEDIATE` transaction, waiting at most `BUSY_TIMEOUT` for the
+lock (the harness is waiting for the hook). Anything else (no store yet, an older
+schema to migrate, a PostgreSQL URL) goes through the full store (`open_store`), which
+creates or migrates it first. The decisions are `store/queue.py`'s either way.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+from active_memory.errors import StoreError
+from active_memory.store.location import is_postgres_url
+from active_memory.store.queue import (
+    QUEUE_COLUMNS,
+    QueueEntry,
+    SessionEnd,
+    plan_enqueue,
+    row_to_entry,
+)
+from active_memory.store.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
+
+BUSY_TIMEOUT = 1.5
+"""Seconds the hook waits for another writer's lock before giving up (and logging)."""
+FULL_PATH_TIMEOUT = 2.2
+"""The slow path's whole budget (open, create or migrate, write). Codex clamps a
+SessionEnd hook's timeout to 3 s and kills it after: the hook must log before that."""
+
+
+def enqueue(location: str, end: SessionEnd) -> QueueEntry:
+    """Insert or refresh `end`'s entry in the store at `location`; raises on any problem."""
+    if not is_postgres_url(location) and os.path.isfile(location):
+        try:
+            entry = _fast_sqlite(location, end)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{location}: {exc}") from None
+        if entry is not None:
+            return entry
+    return _full(location, end)
+
+
+def _fast_sqlite(path: str, end: SessionEnd) -> QueueEntry | None:
+    """The stdlib path; None when the file needs the full store (not ours yet, old schema)."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+    try:
+        app_id, version = conn.execute(
+            "SELECT (SELECT application_id FROM pragma_application_id), "
+            "(SELECT user_version FROM pragma_user_version)"
+        ).fetchone()
+        if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+            return None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            entry = _write(conn, end, time.time())
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return entry
+    finally:
+        conn.close()
+
+
+def _write(conn: sqlite3.Connection, end: SessionEnd, now: float) -> QueueEntry:
+    key = (end.harness, end.session_id)
+    select = f"SELECT {QUEUE_COLUMNS} FROM postmortem_queue WHERE harness = ? AND session_id = ?"
+    row = conn.execute(select, key).fetchone()
+    current = row_to_entry(row) if row else None
+    values = plan_enqueue(end, current, now)
+    if current is None and values is not None:
+        marks = ", ".join("?" * len(values))
+        conn.execute(
+            f"INSERT INTO postmortem_queue ({', '.join(values)}) VALUES ({marks})",
+            tuple(values.values()),
+        )
+    elif current is not None and values is not None:
+        names = ", ".join(f"{name} = ?" for name in values)
+        conn.execute(
+            f"UPDATE postmortem_queue SET {names} WHERE id = ?", (*values.values(), current.id)
+        )
+    return row_to_entry(conn.execute(select, key).fetchone())
+
+
+def _full(location: str, end: SessionEnd) -> QueueEntry:
+    import anyio
+
+    async def write() -> QueueEntry:
+        # One bound for the whole slow path: connecting, migrating, the write.
+        with anyio.fail_after(FULL_PATH_TIMEOUT):
+            if is_postgres_url(location):
+                from active_memory.store.postgres import PostgresStore
+
+                pg = await PostgresStore.open(
+                    location, busy_timeout=BUSY_TIMEOUT, connect_timeout=BUSY_TIMEOUT
+                )
+                try:
+                    return await pg.queue.enqueue(end)
+                finally:
+                    await pg.aclose()
+            from active_memory.store.sqlite import SqliteStore
+
+            lite = await SqliteStore.open(location, busy_timeout=BUSY_TIMEOUT)
+            try:
+                return await lite.queue.enqueue(end)
+            finally:
+                await lite.aclose()
+
+    return anyio.run(write)

@@ -1,0 +1,308 @@
+"""The postmortem queue kept in the lesson store: what an entry is, and every decision
+about it, the same for every backend (a backend only reads rows and runs the SQL).
+
+Time model. Every time is seconds since the epoch on the *store's* clock: the machine's
+clock for SQLite (one machine), the server's `clock_timestamp()` for PostgreSQL (so the
+workers of many machines agree on when a lease expires). A backend reads `now` once per
+transaction and hands it to the functions here.
+
+- An end event (`SessionEnd`) inserts or refreshes the one entry of (harness, session).
+  A *final* event (Claude Code / Codex `SessionEnd`, OpenCode's session end) makes the
+  entry claimable at once; a *turn* event (Codex `Stop`, after every turn) only once no
+  other end arrived for the worker's settle delay.
+- A claim moves `pending` → `running` with a lease (`lease_owner`, `lease_expires`) and
+  counts an attempt. A `running` entry whose lease expired is claimable by any worker
+  (its worker died); past `MAX_CLAIMS` claims it is `failed` instead (a poisoned entry
+  cannot crash every worker forever).
+- A worker holds a repository scope while it runs a postmortem (`bind_scope`): a second
+  entry of a held scope goes back to `pending` for `SCOPE_WAIT` seconds, uncounted.
+- Finishing needs the lease: `done` (with a result summary), `failed` (with its reason),
+  or `pending` again (released by a draining worker, uncounted). A `done` entry whose
+  session grew after its postmortem started (a later end with a bigger transcript) goes
+  back to `pending` instead, and so does a `done` or `failed` entry on such an end.
+
+Nothing here drops an entry; only `queue drop ID` deletes one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+QueueState = Literal["pending", "running", "done", "failed"]
+STATES: tuple[QueueState, ...] = ("pending", "running", "done", "failed")
+
+MAX_CLAIMS = 5
+"""Claims of one entry (crashes included) before it is failed instead of claimed again."""
+SCOPE_WAIT = 5.0
+"""How long an entry whose repository scope another worker holds waits before a retry."""
+DEFAULT_LEASE = 60.0
+DEFAULT_SETTLE = 120.0
+"""Quiet time after a turn event (Codex `Stop`) before the session counts as settled."""
+
+FINAL_EVENTS = frozenset({"SessionEnd", "session.end", "session.deleted", "session.idle.final"})
+
+QUEUE_COLUMNS = (
+    "id, harness, session_id, transcript, cwd, model, event, final, size, processed_size, "
+    "state, attempts, ends, enqueued_at, updated_at, last_end_at, not_before, lease_owner, "
+    "lease_expires, scope, holds_scope, reason, result"
+)
+_NAMES = tuple(name.strip() for name in QUEUE_COLUMNS.split(","))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnd:
+    """One end event of a harness session, as a session-end hook saw it."""
+
+    harness: str
+    session_id: str
+    transcript: str  # '' when the harness named none
+    cwd: str
+    event: str
+    model: str = ""
+    size: int | None = None  # transcript bytes at the event (None: unknown)
+
+    @property
+    def final(self) -> bool:
+        """The session is over (not only a turn)."""
+        return self.event in FINAL_EVENTS
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    """One queued session, as stored."""
+
+    id: int
+    harness: str
+    session_id: str
+    transcript: str
+    cwd: str
+    model: str
+    event: str
+    final: bool
+    size: int | None
+    processed_size: int | None
+    state: QueueState
+    attempts: int
+    ends: int
+    enqueued_at: float
+    updated_at: float
+    last_end_at: float
+    not_before: float
+    lease_owner: str | None
+    lease_expires: float | None
+    scope: str
+    holds_scope: bool
+    reason: str
+    result: dict[str, Any] | None = field(default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry in `queue --json` (times as epoch seconds)."""
+        data = {name: getattr(self, name) for name in _NAMES}
+        data["final"] = bool(self.final)
+        data["holds_scope"] = bool(self.holds_scope)
+        return data
+
+
+def row_to_entry(row: Sequence[Any]) -> QueueEntry:
+    """A `postmortem_queue` row (QUEUE_COLUMNS order) as an entry."""
+    values = dict(zip(_NAMES, row, strict=True))
+    values["final"] = bool(values["final"])
+    values["holds_scope"] = bool(values["holds_scope"])
+    values["result"] = json.loads(values["result"]) if values["result"] else None
+    return QueueEntry(**values)
+
+
+Values = dict[str, Any]
+
+
+def plan_enqueue(end: SessionEnd, current: QueueEntry | None, now: float) -> Values | None:
+    """The columns to insert (no `current`) or update; None leaves the entry as it is.
+
+    A later end refreshes a pending entry; it marks a running one (its size: `finish`
+    re-opens it if the session grew); it re-opens a done or failed entry only when the
+    transcript grew past what its last postmortem read.
+    """
+    seen: Values = {
+        "transcript": end.transcript or (current.transcript if current else ""),
+        "cwd": end.cwd or (current.cwd if current else ""),
+        "model": end.model or (current.model if current else ""),
+        "event": end.event,
+        "final": int(end.final),
+        "last_end_at": now,
+        "updated_at": now,
+    }
+    if end.size is not None:
+        seen["size"] = end.size
+    if current is None:
+        return {
+            **seen,
+            "harness": end.harness,
+            "session_id": end.session_id,
+            "size": end.size,
+            "state": "pending",
+            "attempts": 0,
+            "ends": 1,
+            "enqueued_at": now,
+            "not_before": now,
+            "scope": "",
+            "holds_scope": 0,
+            "reason": "",
+        }
+    seen["ends"] = current.ends + 1
+    if current.state in ("pending", "running"):
+        return seen
+    if not _grew(end.size, current.processed_size):
+        return None  # the same session ending again: already handled
+    return {
+        **seen,
+        "state": "pending",
+        "attempts": 0,
+        "not_before": now,
+        "reason": f"re-opened: the session grew after its {current.state} postmortem",
+    }
+
+
+def claimable(entry: QueueEntry, now: float, settle: float, busy: set[str]) -> bool:
+    """May a worker claim `entry` now? `busy`: scopes another worker holds."""
+    if entry.state == "running":
+        return entry.lease_expires is not None and entry.lease_expires <= now
+    if entry.state != "pending" or entry.not_before > now:
+        return False
+    if not entry.final and entry.last_end_at + settle > now:
+        return False
+    return not (entry.scope and entry.scope in busy)
+
+
+def plan_claim(entry: QueueEntry, owner: str, now: float, lease: float) -> Values:
+    """The columns of a claim by `owner`, or of a failure when claimed too often."""
+    attempts = entry.attempts + 1
+    if attempts > MAX_CLAIMS:
+        return {
+            **_released(now),
+            "state": "failed",
+            "reason": f"claimed {entry.attempts} times without finishing (a worker crashed or "
+            f"was killed each time); last: {entry.reason or 'no reason recorded'}",
+        }
+    return {
+        "state": "running",
+        "attempts": attempts,
+        "lease_owner": owner,
+        "lease_expires": now + lease,
+        "processed_size": entry.size,
+        "holds_scope": 0,
+        "updated_at": now,
+    }
+
+
+def plan_bind_scope(
+    entry: QueueEntry, scope: str, now: float, held_by: str | None
+) -> tuple[bool, Values]:
+    """Hold `scope` for a running entry, or send the entry back (uncounted) to wait."""
+    if held_by is None:
+        return True, {"scope": scope, "holds_scope": 1, "updated_at": now}
+    return False, {
+        **_released(now),
+        "state": "pending",
+        "attempts": max(entry.attempts - 1, 0),
+        "scope": scope,
+        "not_before": now + SCOPE_WAIT,
+        "reason": f"waiting: {scope} is in a postmortem by {held_by}",
+    }
+
+
+Outcome = Literal["done", "failed", "released"]
+
+
+def plan_finish(
+    entry: QueueEntry, outcome: Outcome, now: float, *, reason: str = "",
+    result: dict[str, Any] | None = None, retry_in: float = 0.0,
+) -> Values:  # fmt: skip
+    """The columns that end a running entry's attempt.
+
+    `released`: back to pending, the attempt uncounted (a drained worker). `done` goes
+    back to pending instead when a later end showed the session grew meanwhile.
+    """
+    base = _released(now)
+    if outcome == "released":
+        return {**base, "state": "pending", "not_before": now + retry_in, "reason": reason,
+                "attempts": max(entry.attempts - 1, 0)}  # fmt: skip
+    if outcome == "failed":
+        return {**base, "state": "failed", "reason": reason}
+    values = {**base, "result": json.dumps(result or {}, sort_keys=True), "reason": reason}
+    if _grew(entry.size, entry.processed_size):
+        return {**values, "state": "pending", "attempts": 0, "not_before": now,
+                "reason": "re-opened: the session grew during its postmortem"}  # fmt: skip
+    return {**values, "state": "done"}
+
+
+def plan_retry(entry: QueueEntry, now: float) -> Values:
+    """`queue retry ID`: back to pending at once, attempts reset."""
+    return {**_released(now), "state": "pending", "attempts": 0, "not_before": now,
+            "reason": f"retried by hand (was {entry.state})"}  # fmt: skip
+
+
+def lease_live(entry: QueueEntry, now: float) -> bool:
+    """A running entry whose worker still holds its lease."""
+    return entry.state == "running" and (entry.lease_expires or 0) > now
+
+
+def applied(entry: QueueEntry, values: Values) -> QueueEntry:
+    """`entry` as it is once `values` are written."""
+    changed = {k: v for k, v in values.items() if k in QueueEntry.__dataclass_fields__}
+    for flag in ("final", "holds_scope"):
+        if flag in changed:
+            changed[flag] = bool(changed[flag])
+    return replace(entry, **changed)
+
+
+def _released(now: float) -> Values:
+    return {"lease_owner": None, "lease_expires": None, "holds_scope": 0, "updated_at": now}
+
+
+def _grew(size: int | None, processed: int | None) -> bool:
+    return size is not None and processed is not None and size > processed
+
+
+class PostmortemQueue(Protocol):
+    """The queue of settled sessions waiting for a postmortem, kept in the lesson store."""
+
+    async def enqueue(self, end: SessionEnd) -> QueueEntry:
+        """Insert or refresh the one entry of (harness, session_id); see `plan_enqueue`."""
+        ...
+
+    async def claim(
+        self, owner: str, *, limit: int, lease: float, settle: float
+    ) -> list[QueueEntry]:
+        """Claim up to `limit` claimable entries for `owner` (oldest first)."""
+        ...
+
+    async def renew(self, entry_id: int, owner: str, lease: float) -> bool:
+        """Extend `owner`'s lease; False when the entry is no longer `owner`'s."""
+        ...
+
+    async def bind_scope(self, entry_id: int, owner: str, scope: str) -> bool:
+        """Hold a repository scope for a running entry; False: another worker holds it and
+        the entry went back to pending (or the lease was lost)."""
+        ...
+
+    async def finish(
+        self, entry_id: int, owner: str, outcome: Outcome, *, reason: str = "",
+        result: dict[str, Any] | None = None, retry_in: float = 0.0,
+    ) -> bool:  # fmt: skip
+        """End `owner`'s attempt (see `plan_finish`); False when the lease was lost."""
+        ...
+
+    async def entries(self, states: Sequence[QueueState] = STATES) -> list[QueueEntry]:
+        """Every entry in the given states, by ID."""
+        ...
+
+    async def retry(self, entry_id: int) -> QueueEntry:
+        """Make an entry pending again; `QueueEntryNotFound` or `UsageError` (running)."""
+        ...
+
+    async def drop(self, entry_id: int) -> QueueEntry:
+        """Delete an entry; `QueueEntryNotFound` or `UsageError` (running)."""
+        ...

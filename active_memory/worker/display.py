@@ -1,0 +1,56 @@
+"""The worker's progress on stderr: a live rich display on a terminal, plain lines
+otherwise (and in CI)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from active_memory.worker.engine import WorkerEvent
+
+_DONE_STYLE = {"done": "green", "failed": "red", "lost": "yellow", "error": "red"}
+
+
+class WorkerDisplay:
+    """Receives `WorkerEvent`s (on the event loop: never blocks long)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False)
+        self.live = self.console.is_terminal and not os.environ.get("CI")
+        self._tasks: dict[int, Any] = {}
+        self._progress: Any = None
+        if self.live:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                console=self.console, transient=True,
+            )  # fmt: skip
+            self._progress.start()
+
+    def event(self, event: WorkerEvent) -> None:
+        """Show one step."""
+        entry = event.entry
+        if entry is None:
+            self.console.print(f"worker: {event.detail}", soft_wrap=True, markup=False)
+            return
+        name = f"#{entry.id} {entry.harness} {entry.session_id[:12]}"
+        if event.stage == "claimed" and self.live:
+            self._tasks[entry.id] = self._progress.add_task(f"{name}: postmortem", total=None)
+            return
+        task = self._tasks.pop(entry.id, None)
+        if task is not None:
+            self._progress.remove_task(task)
+        if event.stage == "claimed":
+            line = f"{name}: claimed (attempt {entry.attempts})"
+        else:
+            line = f"{name}: {event.stage}" + (f": {event.detail}" if event.detail else "")
+        style = _DONE_STYLE.get(event.stage, "")
+        self.console.print(line, style=style, soft_wrap=True, markup=False)
+
+    def close(self) -> None:
+        """Stop the live display."""
+        if self._progress is not None:
+            self._progress.stop()
