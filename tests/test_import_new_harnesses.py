@@ -113,3 +113,23 @@ def test_the_cli_refuses_a_missing_log(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 2 and "cannot read the session log" in done.stderr
+
+
+def test_a_gemini_session_takes_the_postmortem_lane_the_worker_config_names(
+    tmp_path: Path,
+) -> None:
+    from active_memory.errors import UsageError
+    from active_memory.runlog.record import parse_run_record
+    from active_memory.worker.runtime import session_runtime
+
+    path, _ = session_log("gemini", tmp_path)
+    (run,) = import_session_log("gemini", path).runs
+    record = parse_run_record(run.record, str(path))
+    with pytest.raises(UsageError, match=r"no postmortem lane of its own.*--config"):
+        session_runtime(record, active_memory={})
+    with pytest.raises(UsageError, match="names no model"):
+        session_runtime(record, overrides={"harness": "claude"}, active_memory={})
+    config = session_runtime(
+        record, model="claude-sonnet-5", overrides={"harness": "claude"}, active_memory={}
+    )
+    assert (config.settings.harness, config.settings.provider) == ("claude", "anthropic")

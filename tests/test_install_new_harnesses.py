@@ -70,6 +70,9 @@ def test_gemini_merges_into_the_users_settings_and_uninstall_restores_them(
     ours = groups[1]["hooks"][0]
     assert ours["command"] == f"{HOOK} gemini" and ours["timeout"] == 10_000
     assert "read_file" in groups[1]["matcher"].split("|")
+    (end,) = document["hooks"]["SessionEnd"]
+    assert end["hooks"] == [{"name": "active-memory-session-end", "type": "command",
+                             "command": f"{HOOK} session-end gemini", "timeout": 5000}]  # fmt: skip
 
     installed = settings.read_text()
     assert run(["install", "gemini"], capsys)[1].startswith("the Gemini CLI hooks are already")
@@ -108,7 +111,12 @@ def test_copilot_writes_its_own_hooks_file_beside_the_users(
     ours = hooks / "active-memory.json"
     assert json.loads(ours.read_text()) == {
         "version": 1,
-        "hooks": {"preToolUse": [{"type": "command", "bash": f"{HOOK} copilot", "timeoutSec": 10}]},
+        "hooks": {
+            "preToolUse": [{"type": "command", "bash": f"{HOOK} copilot", "timeoutSec": 10}],
+            "sessionEnd": [
+                {"type": "command", "bash": f"{HOOK} session-end copilot", "timeoutSec": 5}
+            ],
+        },
     }
     text = ours.read_text()
     assert "already" in run(["install", "copilot", "--user"], capsys)[1]

@@ -54,13 +54,24 @@ def _world(tmp_path: Path) -> dict[str, Any]:
 
 
 def _session_delivered(world: dict[str, Any], harness: str, pattern: str) -> None:
-    """The client's own session log (`pattern` under HOME) imports to a run record that
-    carries the delivery its hook recorded and the read's receipt."""
+    """The session-end hook queued the session with the client's own log (`pattern`
+    under HOME), and that log imports to a run record that carries the delivery the
+    recall hook recorded and the read's receipt."""
     (log,) = sorted(world["home"].glob(pattern))
-    record = import_harness_session(harness, log, session_id=None, cwd=None, env=world["env"])
+    done = subprocess.run([str(CLI), "queue", "--json"], env=world["env"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    entries = [e for e in json.loads(done.stdout)["entries"] if e["harness"] == harness]
+    assert len(entries) == 1, done.stdout
+    assert Path(entries[0]["transcript"]) == log
+    record = import_harness_session(harness, log, session_id=entries[0]["session_id"],
+                                    cwd=None, env=world["env"])  # fmt: skip
     assert record.deliveries is not None
     assert [d.lesson for d in record.deliveries] == [world["lesson"]]
     assert any(r.paths == ("src/api/client.py",) for r in record.receipts)
+    # No hook call went wrong (each would have left one line here).
+    log = Path(world["env"]["ZEROSHOT_STATE_DIR"]) / "active-memory" / "recall" / "hook.log"
+    assert not log.exists(), log.read_text()
 
 
 def _install(world: dict[str, Any], *args: str) -> str:

@@ -2,10 +2,12 @@
 
 For every harness and place (project, user) whose configuration holds a hook of ours:
 
-- `present`: our PreToolUse hook (recall) and, for Claude Code and Codex, our SessionEnd
-  hook (enqueue the session) are in the file;
+- `present`: our recall hook (PreToolUse; Gemini CLI AfterTool; Copilot CLI preToolUse;
+  the OpenCode plugin; the Pi extension) and, except for OpenCode, our session-end hook
+  (enqueue the session) are in the file;
 - `resolvable`: every command of ours names an executable that exists (an absolute path
   that is an executable file, or a name on PATH);
+- `trusted` (Copilot CLI, project): the repository is in Copilot's `trustedFolders`;
 - `trusted` (Codex): each hook of ours has a `[hooks.state]` entry whose hash matches,
   and a project install's project is trusted (codex_trust.py);
 - `server` (Claude Code HTTP hook): the recall server answers its health check;
@@ -117,7 +119,7 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
         if not text.startswith(pi.MARKER):
             return None
         command = pi.extension_command(text) or "active-memory-hook"
-        item.checks.append(Check("present", True, "extension file (tool_result)"))
+        item.checks.append(Check("present", True, "extension file (tool_result, session_shutdown)"))
         item.checks.append(_resolvable([command], env))
         return item
     document = parse_json_object(path, text)
@@ -148,25 +150,35 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
 def _inspect_single(
     item: Installed, harness: str, document: dict[str, Any], env: Mapping[str, str]
 ) -> Installed | None:
-    # Gemini CLI (AfterTool) and Copilot CLI (preToolUse): one recall hook, no session end.
+    # Gemini CLI (AfterTool + SessionEnd) and Copilot CLI (preToolUse + sessionEnd).
+    found: dict[str, list[Any]] = {}
+    hooks = document.get("hooks")
+    hooks = hooks if isinstance(hooks, dict) else {}
     if harness == "copilot":
-        handlers = copilot.our_handlers(document)
-        commands = [h["bash"] for h in handlers]
-        event = copilot.EVENT
+        key = "bash"
+        for event in (copilot.EVENT, copilot.SESSION_END):
+            handlers = hooks.get(event)
+            found[event] = [h for h in handlers or [] if copilot.is_ours(h)]
     else:
-        groups = (document.get("hooks") or {}).get(gemini.EVENT) or []
-        handlers = [
-            h
-            for g in groups
-            if isinstance(g, dict)
-            for h in g.get("hooks") or []
-            if gemini.is_ours(h)
-        ]
-        commands = [h["command"] for h in handlers]
-        event = gemini.EVENT
-    if not handlers:
+        key = "command"
+        for event, test in ((gemini.EVENT, gemini.is_ours),
+                            (gemini.SESSION_END, gemini.is_our_session_end)):  # fmt: skip
+            groups = hooks.get(event) or []
+            found[event] = [
+                h for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if test(h)
+            ]
+    if not any(found.values()):
         return None
-    item.checks.append(Check("present", True, f"{event} hook"))
+    missing = [event for event, handlers in found.items() if not handlers]
+    item.checks.append(
+        Check(
+            "present",
+            not missing,
+            " and ".join(found) + " hooks" if not missing else f"missing: {', '.join(missing)}",
+            None if not missing else f"run `active-memory hook install {harness}` again",
+        )
+    )
+    commands = [h[key] for handlers in found.values() for h in handlers]
     item.checks.append(_resolvable(commands, env))
     if harness == "copilot" and item.where == "project":
         root = item.path.parent.parent.parent

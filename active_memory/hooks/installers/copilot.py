@@ -5,7 +5,8 @@ and, in a folder listed in `trustedFolders` of `$COPILOT_HOME/config.json`, ever
 `.github/hooks/*.json` of the repository. Each file is `{"version": 1, "hooks": {event:
 [handler, …]}}`. Since hooks from all files are combined, ours lives in a file of its own:
 the user's files are never touched. A file of that name that we did not write (no hook of
-ours in it) is never overwritten or removed.
+ours in it) is never overwritten or removed. Its `sessionEnd` hook runs
+`active-memory-hook session-end copilot`, which queues the session for its postmortem.
 
 `preToolUse`'s `additionalContext` reaches the model in Copilot CLI 1.0.102 (checked with
 the binary: it follows the tool's result as a user message); docs/harnesses.md says why
@@ -29,11 +30,14 @@ from active_memory.hooks.installers.files import (
 
 HOOKS_FILE = "active-memory.json"
 EVENT = "preToolUse"
+SESSION_END = "sessionEnd"
 COMMAND = "active-memory-hook copilot"
 TIMEOUT_SEC = 10
+SESSION_END_TIMEOUT_SEC = 5
 
 _OUR_COMMAND = re.compile(
-    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)\s+copilot\b"""
+    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
+    r"""\s+(session-end\s+)?copilot\b"""
 )
 
 
@@ -67,6 +71,16 @@ def handler(script: Path | None) -> dict[str, Any]:
     return {"type": "command", "bash": command, "timeoutSec": TIMEOUT_SEC}
 
 
+def session_end_handler(script: Path | None) -> dict[str, Any]:
+    """Our sessionEnd handler: enqueue the session (returns in milliseconds)."""
+    command = (
+        shell_command(script, "session-end", "copilot")
+        if script
+        else "active-memory-hook session-end copilot"
+    )
+    return {"type": "command", "bash": command, "timeoutSec": SESSION_END_TIMEOUT_SEC}
+
+
 def our_handlers(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Every handler of ours in a hooks file."""
     hooks = document.get("hooks")
@@ -88,7 +102,10 @@ def plan(path: Path, install: bool, script: Path | None = None) -> FileChange:
         raise ForeignHooksFile(path)
     if not install:
         return FileChange(path, before, None)
-    document = {"version": 1, "hooks": {EVENT: [handler(script)]}}
+    document = {
+        "version": 1,
+        "hooks": {EVENT: [handler(script)], SESSION_END: [session_end_handler(script)]},
+    }
     after = dump_json(document, 2)
     if before is not None and parse_json_object(path, before) == document:
         after = before  # the same hooks: leave the text exactly as it is

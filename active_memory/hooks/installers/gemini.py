@@ -6,8 +6,9 @@ the tool's result inside `<hook_context>` (docs/harnesses.md). So recall answers
 tool. The settings file has Claude Code's hook shape (event → matcher groups → handlers),
 so the merge is hook_settings.py's; a handler's `timeout` is in milliseconds here.
 
-No SessionEnd hook is installed yet: enqueuing a session needs the postmortem queue's
-`active-memory-hook session-end` entry point (docs/harnesses.md, "Session end").
+A `SessionEnd` hook runs `active-memory-hook session-end gemini`, which puts the session
+in the postmortem queue (docs/queue.md); Gemini CLI names the session's JSONL log in
+`transcript_path`.
 """
 
 from __future__ import annotations
@@ -28,9 +29,17 @@ MATCHER = (
 """Gemini CLI's tools whose arguments carry recall signals (a regular expression)."""
 COMMAND = "active-memory-hook gemini"
 TIMEOUT_MS = 10_000
+SESSION_END = "SessionEnd"
+SESSION_END_TIMEOUT_MS = 5_000
 
 _OUR_COMMAND = re.compile(
     r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)\s+gemini\b"""
+)
+
+
+_OUR_SESSION_END = re.compile(
+    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
+    r"""\s+session-end\s+gemini\b"""
 )
 
 
@@ -47,6 +56,25 @@ def is_ours(handler: Any) -> bool:
     return isinstance(command, str) and bool(_OUR_COMMAND.search(command))
 
 
+def is_our_session_end(handler: Any) -> bool:
+    """True for a SessionEnd handler this installer wrote."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and bool(_OUR_SESSION_END.search(command))
+
+
+def session_end_handler(script: Path | None) -> dict[str, Any]:
+    """Our SessionEnd handler: enqueue the session (returns in milliseconds)."""
+    command = (
+        shell_command(script, "session-end", "gemini")
+        if script
+        else "active-memory-hook session-end gemini"
+    )
+    return {"name": "active-memory-session-end", "type": "command", "command": command,
+            "timeout": SESSION_END_TIMEOUT_MS}  # fmt: skip
+
+
 def handler(script: Path | None) -> dict[str, Any]:
     """Our AfterTool handler (`name` shows in Gemini CLI's hook list and warnings)."""
     command = shell_command(script, "gemini") if script else COMMAND
@@ -55,8 +83,11 @@ def handler(script: Path | None) -> dict[str, Any]:
 
 
 def entries(script: Path | None) -> list[HookEntry]:
-    """Our one hook: AfterTool (recall)."""
-    return [HookEntry(EVENT, handler(script), MATCHER, is_ours)]
+    """Our hooks: AfterTool (recall) and SessionEnd (enqueue the session)."""
+    return [
+        HookEntry(EVENT, handler(script), MATCHER, is_ours),
+        HookEntry(SESSION_END, session_end_handler(script), None, is_our_session_end),
+    ]
 
 
 def plan(path: Path, install: bool, script: Path | None = None) -> FileChange:

@@ -5,18 +5,20 @@
 // sees), asks `active-memory-hook pi` which lessons from earlier runs match the call and
 // appends their framed text to the tool's result. Any failure (command missing, slow,
 // non-zero exit, unreadable answer) leaves the result unchanged: recall must never break
-// a tool call. Plain JavaScript, so that Pi loads it without type checks.
+// a tool call. When the session ends (`session_shutdown`), runs `active-memory-hook
+// session-end pi`, which queues the session for its postmortem. Plain JavaScript, so that
+// Pi loads it without type checks.
 
 import { spawn } from "node:child_process";
 
 const COMMAND = process.env.ACTIVE_MEMORY_HOOK_COMMAND || "active-memory-hook";
 const TIMEOUT_MS = 5000;
 
-function askActiveMemory(payload, cwd) {
+function askActiveMemory(payload, cwd, args = ["pi"]) {
   return new Promise((resolve) => {
     let child;
     try {
-      child = spawn(COMMAND, ["pi"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
+      child = spawn(COMMAND, args, { cwd, stdio: ["pipe", "pipe", "ignore"] });
     } catch {
       resolve("");
       return;
@@ -63,6 +65,14 @@ function sessionIdOf(ctx) {
   }
 }
 
+function sessionFileOf(ctx) {
+  try {
+    return ctx.sessionManager.getSessionFile();
+  } catch {
+    return undefined;
+  }
+}
+
 export default function activeMemory(pi) {
   pi.on("tool_result", async (event, ctx) => {
     try {
@@ -80,6 +90,23 @@ export default function activeMemory(pi) {
       return { content: [...content, { type: "text", text: appendix }] };
     } catch {
       return undefined; // never fail the tool call
+    }
+  });
+  pi.on("session_shutdown", async (event, ctx) => {
+    try {
+      const transcriptPath = sessionFileOf(ctx);
+      if (!transcriptPath) return; // an ephemeral session (--no-session): nothing to learn from
+      const cwd = ctx.cwd || process.cwd();
+      const reason = (event && event.reason) || "quit";
+      const payload = {
+        sessionID: sessionIdOf(ctx),
+        cwd,
+        transcriptPath,
+        event: `session_shutdown:${reason}`,
+      };
+      await askActiveMemory(payload, cwd, ["session-end", "pi"]);
+    } catch {
+      // never fail the session
     }
   });
 }
