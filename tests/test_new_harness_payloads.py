@@ -106,3 +106,33 @@ def test_the_real_process_answers_each_harness(world: dict[str, Any]) -> None:
         done = run_hook(harness, json.dumps(payload), world["env"])
         assert done.returncode == 0, done.stderr
         assert RECOMMENDATION in context_of(harness, json.loads(done.stdout))
+
+
+def test_the_captured_session_ends_name_the_session_and_its_log(tmp_path: Path) -> None:
+    from active_memory.hooks.session_end import session_end
+
+    name, _, folder = CAPTURED["gemini"]
+    lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+    (gemini,) = [json.loads(x)["input"] for x in lines if json.loads(x)["args"] == "SessionEnd"]
+    end = session_end("gemini", gemini)
+    assert (end.session_id, end.cwd, end.event) == (gemini["session_id"], folder, "SessionEnd")
+    assert end.transcript == gemini["transcript_path"]
+
+    name, _, folder = CAPTURED["copilot"]
+    lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+    (copilot,) = [json.loads(x)["input"] for x in lines if json.loads(x)["args"] == "sessionEnd"]
+    end = session_end("copilot", copilot, {"HOME": str(tmp_path)})
+    assert (end.session_id, end.cwd) == (copilot["sessionId"], folder)
+    expected = tmp_path / ".copilot" / "session-state" / copilot["sessionId"] / "events.jsonl"
+    assert end.transcript == str(expected)
+    end = session_end("copilot", copilot, {"COPILOT_HOME": str(tmp_path / "ch")})
+    assert end.transcript.startswith(str(tmp_path / "ch" / "session-state"))
+
+
+def test_a_session_end_without_a_session_is_refused() -> None:
+    from active_memory.hooks.session_end import session_end
+
+    with pytest.raises(ValueError, match="no usable session id"):
+        session_end("copilot", {"cwd": "/x", "reason": "complete"}, {})
+    with pytest.raises(ValueError, match="no usable session id"):
+        session_end("pi", {"cwd": "/x", "transcriptPath": "/x/s.jsonl"}, {})
