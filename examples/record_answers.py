@@ -2,10 +2,10 @@
 
     python3 examples/record_answers.py [OUT]
 
-The four specialists' tasks are built by the real builders from `examples/run.json`,
-`examples/lessons.jsonl` and a fresh checkout (`make_checkout.py`), exactly as the
-postmortem builds them, and asked through `RecordingSession`, so every recording is
-keyed by the digest the postmortem will compute. The answers are scripted here, as a
+The four specialists are asked by the postmortem itself (`run_postmortem`, dry, on a
+store holding `examples/lessons.jsonl`, with a fresh checkout from `make_checkout.py`),
+through `RecordingSession`, so every recording is keyed by the digest of the very task
+the postmortem builds (same batching, bounds and views). The answers are scripted here, as a
 careful model would write them for this run:
 
 - repository maintenance keeps L-1 (the Makefile still regenerates the client that way)
@@ -17,6 +17,9 @@ careful model would write them for this run:
 - repository discovery proposes one lesson citing `src/checkout/currencies.py` (why both
   rounds were rejected) and one that cites a file the repository does not have, which
   the checks refuse.
+
+Discovery is shown the scope's stored lessons, so its tasks are recorded twice: with the
+example's lessons in the store, and from an empty store (a dry run before any import).
 
 Re-run it after changing the run, the lessons, the checkout or a task builder: a changed
 task has a new digest and the old recording no longer replays.
@@ -177,64 +180,69 @@ SCRIPTS = {
 async def record(out: Path, checkout_dir: Path) -> int:
     from active_memory.checkout import Checkout
     from active_memory.commands.files import read_lesson_lines
-    from active_memory.lessons import Lesson
-    from active_memory.orchestrator.batching import cut_by_serialized_size
-    from active_memory.prompts import load_prompts
+    from active_memory.lessons import Author
+    from active_memory.orchestrator import config_from_record, run_postmortem
+    from active_memory.orchestrator.preview import CaptureSessions
     from active_memory.runlog.record import load_run_record
-    from active_memory.specialists.answers import answer_schema
+    from active_memory.specialists.kinds import SpecialistName
+    from active_memory.specialists.providers import ProviderSession
     from active_memory.specialists.providers.base import Request, Usage
     from active_memory.specialists.providers.function import FunctionSession
     from active_memory.specialists.providers.replay import RecordingSession
-    from active_memory.specialists.tasks import (
-        build_discovery,
-        build_graph_maintenance,
-        build_repository_maintenance,
-        manifest,
-    )
+    from active_memory.store import open_store
 
     make_checkout(checkout_dir)
     checkout = Checkout(checkout_dir)
     record_ = load_run_record(HERE / "run.json")
-    living = [x for x in read_lesson_lines(str(HERE / "lessons.jsonl")) if isinstance(x, Lesson)]
-    prompts = load_prompts()
-    count = 0
-
-    async def ask(task: Any) -> None:
-        nonlocal count
+    config = config_from_record(record_)
+    lessons = read_lesson_lines(str(HERE / "lessons.jsonl"))
+    async with open_store(str(checkout_dir.parent / "lessons.sqlite3"), create=True) as store:
+        await store.import_lessons(list(lessons), Author(specialist="example"))
+        # First, what each specialist is asked, exactly as the postmortem asks it (the
+        # same engine, the same batching and bounds), to size each turn's usage.
+        capture = CaptureSessions()
+        await run_postmortem(
+            record_, config, store, checkout=checkout, sessions=capture, dry_run=True
+        )
+        usage: dict[str, Usage] = {}
+        for asked in capture.captured:
+            answer_text = json.dumps(SCRIPTS[asked.specialist](asked.input))  # type: ignore[arg-type]
+            # What a live turn of this size costs, roughly (4 characters a token), so the
+            # replayed report shows plausible usage rather than zeros.
+            usage[asked.specialist] = Usage(
+                input_tokens=(len(asked.prompt) + len(asked.system)) // 4,
+                output_tokens=len(answer_text) // 4,
+                requests=1,
+            )
 
         async def scripted(request: Request) -> Any:
             assert isinstance(request.input, dict)
-            return SCRIPTS[task.specialist](request.input)
+            return SCRIPTS[request.specialist](request.input)
 
-        prompt = prompts.render(task.specialist, task)
-        # What a live turn of this size costs, roughly (4 characters a token), so the
-        # replayed report shows plausible usage rather than zeros.
-        answer_text = json.dumps(SCRIPTS[task.specialist](task.to_json()))
-        usage = Usage(
-            input_tokens=len(prompt) // 4 + 900,  # + the answer contract and schema
-            output_tokens=len(answer_text) // 4,
-            requests=1,
-        )
-        session = RecordingSession(
-            FunctionSession(task.specialist, scripted, model=MODEL, usage_per_turn=usage), out
-        )
-        await session.ask(prompt, answer_schema(task.specialist), input=task.to_json())
-        count += 1
+        def sessions(specialist: SpecialistName, *, deadline: float) -> ProviderSession:
+            inner = FunctionSession(
+                specialist,
+                scripted,
+                model=MODEL,
+                deadline=deadline,
+                usage_per_turn=usage.get(specialist),
+            )
+            return RecordingSession(inner, out)  # type: ignore[return-value]
 
-    for name in ("repository_maintenance", "graph_maintenance"):
-        lessons = manifest(name, record_, living) or []
-        scope = [x for x in living if x.scope.kind == name.split("_")[0]]
-        for batch in cut_by_serialized_size(lessons):
-            if name == "repository_maintenance":
-                task: Any = build_repository_maintenance(
-                    record_, batch, checkout=checkout, living=scope
-                )
-            else:
-                task = build_graph_maintenance(record_, batch, living=scope)
-            await ask(task)
-    for discovery in ("graph_discovery", "repository_discovery"):
-        await ask(build_discovery(discovery, record_))
-    return count
+        # Then the same postmortem again, answered by the scripts and recorded.
+        await run_postmortem(
+            record_, config, store, checkout=checkout, sessions=sessions, dry_run=True
+        )
+    # And from an empty store (a dry run before any lesson exists): discovery sees the
+    # scope's lessons, so its tasks differ there and are recorded too.
+    async with open_store(str(checkout_dir.parent / "empty.sqlite3"), create=True) as empty:
+        await run_postmortem(
+            record_, config, empty, checkout=checkout, sessions=capture, dry_run=True
+        )
+        await run_postmortem(
+            record_, config, empty, checkout=checkout, sessions=sessions, dry_run=True
+        )
+    return len(capture.captured)
 
 
 def main(argv: list[str]) -> int:
@@ -242,6 +250,11 @@ def main(argv: list[str]) -> int:
     out.unlink(missing_ok=True)  # recorded afresh: stale digests would linger otherwise
     with tempfile.TemporaryDirectory() as temporary:
         count = anyio.run(record, out, Path(temporary) / "acme-api")
+    # The specialists answer concurrently, so the file's order is the order they finished
+    # in; sort it, so that the same tasks always give the same file.
+    document = json.loads(out.read_text(encoding="utf-8"))
+    document["recordings"].sort(key=lambda r: (r["specialist"], r["digest"]))
+    out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {count} recordings to {out}")
     return 0
 

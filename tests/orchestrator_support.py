@@ -133,9 +133,12 @@ async def snapshot(store: SqliteStore) -> list[Any]:
 
 
 def supplied(request: Request) -> list[dict[str, Any]]:
-    """The lessons a maintenance request supplied (its task's `lessons`)."""
+    """The lessons a maintenance request supplied (its task's `lessons`; a check-repair
+    turn carries its task under `task`)."""
     assert isinstance(request.input, dict)
-    lessons = request.input["lessons"]
+    task = request.input.get("task", request.input)
+    assert isinstance(task, dict)
+    lessons = task["lessons"]
     assert isinstance(lessons, list)
     return lessons  # type: ignore[return-value]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -65,6 +66,13 @@ def tasks(tmp_path: Path) -> dict[str, MaintenanceTask | DiscoveryTask]:
     }
 
 
+def framed(prompt: str) -> str:
+    """The text between the prompt's two frame lines (exactly one frame)."""
+    found = re.findall(r"^<(task-data-[0-9a-f]{16})>\n(.*)\n</\1>$", prompt, re.S | re.M)
+    assert len(found) == 1, "exactly one task-data frame"
+    return str(found[0][1])
+
+
 def test_every_template_ships_as_package_data() -> None:
     folder = resources.files("active_memory.prompts")
     for kind in SPECIALISTS.values():
@@ -81,8 +89,8 @@ def test_a_rendered_prompt_carries_the_contract_limits_and_task(
     assert f"at most {TITLE_MAX_BYTES} bytes" in text
     assert f"at most {RECOMMENDATION_MAX_BYTES}" in text
     assert "$" not in text.replace("$$", "")  # every placeholder filled
-    assert json.loads(text.split("## Task", 1)[1]) == task.to_json()
-    example = text.split("## Answer", 1)[1].split("## Task", 1)[0]
+    assert json.loads(framed(text)) == task.to_json()
+    example = text.split("## Answer", 1)[1].split("## Task data", 1)[0]
     shown = json.loads(example[example.index("{") : example.rindex("}") + 1])
     answer_schema(name).model_validate(shown)
     assert "generic advice" in text and "never follow instructions" in text
@@ -101,7 +109,7 @@ def test_the_example_answer_passes_the_content_checks(name: str) -> None:
         return
     assert isinstance(example, GraphDiscoveryAnswer | RepositoryDiscoveryAnswer)
     for proposal in example.lessons:
-        checked = Proposal.model_validate(proposal.model_dump(exclude={"node"}))
+        checked = Proposal.model_validate(proposal.model_dump(exclude={"node", "adapts"}))
         assert generic_advice(checked.recommendation) is None
 
 
@@ -165,3 +173,26 @@ def test_templates_load_from_an_installed_copy(tmp_path: Path) -> None:
     folder = _package_templates(tmp_path)
     loaded = Prompts.load(folder)
     assert loaded.render("repository_discovery", _discovery(tmp_path)).startswith("You are")
+
+
+@pytest.mark.parametrize("name", list(SPECIALISTS))
+def test_a_prompt_reads_in_order_with_one_rejected_example_and_character_guidance(
+    name: str, tasks: dict[str, MaintenanceTask | DiscoveryTask]
+) -> None:
+    text = render(name, tasks[name])
+    flat = " ".join(text.split())
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## What you are given, in reading order"
+    assert headings[-2:] == ["## Answer", "## Task data"]
+    assert (
+        flat.count("A rejected example, and why") + flat.count("A rejected decision, and why") == 1
+    )
+    assert "an ASCII character is one byte" in flat and "at most a few" not in flat
+    if name.endswith("discovery"):
+        assert flat.count("There is no quota") == 1 and "`adapts`" in flat
+    else:
+        assert "`defer`: the lesson becomes inactive" in flat and "`retire` it instead" in flat
+    if name.startswith("repository"):
+        assert "*before* it makes the mistake" in flat and "nearly every task touches" in flat
+    # The template's own text names no run: the run ID is only inside the frame.
+    assert tasks[name].run.run_id not in text.split("## Task data", 1)[0]

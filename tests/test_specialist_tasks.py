@@ -20,11 +20,14 @@ from specialist_builders import (
     write_record,
 )
 
+from active_memory.evidence import scan
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
-from active_memory.specialists.authority import TaskLimits
+from active_memory.specialists.authority import FileAuthority, TaskLimits
+from active_memory.specialists.choosing import MANIFESTS
 from active_memory.specialists.kinds import SPECIALISTS, kind_of
 from active_memory.specialists.tasks import (
+    MaintenanceTask,
     RunEssentials,
     build_discovery,
     build_graph_maintenance,
@@ -32,6 +35,11 @@ from active_memory.specialists.tasks import (
     canonical_json,
     manifest,
 )
+
+
+def own(task: MaintenanceTask) -> list[FileAuthority]:
+    """The files a task shows for its lessons, without the root's build files after them."""
+    return [f for f in task.files if f.path not in MANIFESTS]
 
 
 @pytest.fixture
@@ -80,11 +88,13 @@ def test_repository_maintenance_reads_the_files_its_lessons_name(
     )
     task = build_repository_maintenance(record, [lesson], checkout=checkout(repo))
     files = {f.path: f for f in task.files}
-    assert list(files) == ["Makefile", "api/schema.json", "gone.py", "link.js"]
+    # The lesson's associations first, then its citations: the most relevant first.
+    assert list(files) == ["api/schema.json", "gone.py", "link.js", "Makefile"]
     assert files["api/schema.json"].current and files["api/schema.json"].content == (
-        '{"openapi": "3.1.0"}\n'
+        '1: {"openapi": "3.1.0"}',
     )
-    assert files["Makefile"].content is not None and "api-client" in files["Makefile"].content
+    makefile = files["Makefile"].content
+    assert makefile is not None and any("api-client" in line for line in makefile)
     assert files["gone.py"].status == "missing" and files["gone.py"].content is None
     assert not files["link.js"].current and "ignored" in files["link.js"].reason
     assert [(f.path, f.exists) for f in task.folders] == [("docs", False), ("src", True)]
@@ -98,40 +108,48 @@ def test_a_symlink_to_a_tracked_file_shows_the_target_content(
     task = build_repository_maintenance(
         record, [repo_lesson(files=("schema-link.json",))], checkout=checkout(repo)
     )
-    [file] = task.files
-    assert file.current and file.target == "api/schema.json" and "openapi" in (file.content or "")
+    [file] = own(task)
+    assert file.current and file.target == "api/schema.json" and file.content is not None
+    assert "openapi" in file.content[0]
 
 
 def test_file_content_is_cut_per_file_at_a_character_boundary(
     record: RunRecord, repo: Path
 ) -> None:
-    (repo / "big.txt").write_text("é" * 100)  # 200 bytes
+    (repo / "big.txt").write_text("é" * 100)  # 200 bytes, one line
     limits = TaskLimits(file_bytes=51)
     task = build_repository_maintenance(
         record, [repo_lesson(files=("big.txt",))], checkout=checkout(repo), limits=limits
     )
-    [file] = task.files
+    [file] = own(task)
     assert file.truncated and file.size == 200
-    assert file.content == "é" * 25  # 50 bytes: the 51st byte would split a character
+    # 50 bytes: the 51st byte would split a character; the cut is said in the content.
+    assert file.content == (
+        "1: " + "é" * 25,
+        "[cut: 150 more bytes of this 200-byte file are not shown]",
+    )
 
 
 def test_files_past_the_total_budget_are_listed_without_content(
     record: RunRecord, repo: Path
 ) -> None:
     for name in ("a.txt", "b.txt", "c.txt"):
-        (repo / name).write_text("x" * 40)
-    limits = TaskLimits(file_bytes=30, files_total_bytes=50)
+        (repo / name).write_text("".join(f"line {n}\n" for n in range(40)))  # 270 bytes
+    limits = TaskLimits(file_bytes=100, files_total_bytes=800)
     task = build_repository_maintenance(
         record,
         [repo_lesson(files=("a.txt", "b.txt", "c.txt"))],
         checkout=checkout(repo),
         limits=limits,
     )
-    a, b, c = task.files
-    assert (a.content, a.truncated) == ("x" * 30, True)
-    assert (b.content, b.truncated) == ("x" * 20, True)
-    assert c.omitted and c.content is None and c.current
-    assert sum(len((f.content or "").encode()) for f in task.files) <= 50
+    a, b, c = own(task)
+    assert a.truncated and a.content is not None
+    assert a.content[:2] == ("1: line 0", "2: line 1") and a.content[-1].startswith("[cut: ")
+    assert b.truncated and b.content is not None and b.content[0] == "1: line 0"
+    # The third does not fit: listed, current, without content, and the reason says why.
+    assert c.omitted and c.content is None and c.current and "size bound" in c.reason
+    shown = [line for f in (a, b) for line in f.content or ()]
+    assert sum(len(json.dumps(line, ensure_ascii=False)) + 12 for line in shown) <= 800
 
 
 def test_a_binary_file_is_marked_and_not_shown(record: RunRecord, repo: Path) -> None:
@@ -139,13 +157,13 @@ def test_a_binary_file_is_marked_and_not_shown(record: RunRecord, repo: Path) ->
     task = build_repository_maintenance(
         record, [repo_lesson(files=("logo.png",))], checkout=checkout(repo)
     )
-    [file] = task.files
+    [file] = own(task)
     assert file.binary and file.content is None and file.current
 
 
 def test_without_a_checkout_no_file_is_current(record: RunRecord) -> None:
     task = build_repository_maintenance(record, [repo_lesson()], checkout=None)
-    [file] = task.files
+    [file] = own(task)
     assert file.status == "no_checkout" and not file.current and file.content is None
 
 
@@ -365,4 +383,43 @@ def test_exploration_receipts_are_bounded_first_and_latest(tmp_path: Path, repo:
         "src/file_8.py",
         "src/file_9.py",
     ]
-    assert task.receipts_omitted == {item.id: 6} and item.count == 10
+    assert item.receipts_omitted == 6 and item.count == 10
+
+
+def test_the_root_build_files_follow_the_lessons_files(record: RunRecord, repo: Path) -> None:
+    task = build_repository_maintenance(
+        record, [repo_lesson(files=("api/schema.json",))], checkout=checkout(repo)
+    )
+    assert [f.path for f in task.files] == ["api/schema.json", "Makefile"]
+    assert [x.folder for x in task.listing] == ["", "api"]
+    root = next(x for x in task.listing if x.folder == "")
+    assert "Makefile" in root.entries and "notes.md" in root.entries  # untracked, not ignored
+    assert not any(e.startswith("build") for e in root.entries)  # ignored: never listed
+
+
+def test_maintenance_sees_the_evidence_and_texts_that_concern_each_lesson(
+    tmp_path: Path, repo: Path
+) -> None:
+    record = timeouts_record(
+        tmp_path, repo, completions=None, exploration=True
+    )  # worker timeouts ("gave up reading the schema"), exploration of api/ and src/
+    scanned = scan(record)
+    graph = build_graph_maintenance(
+        record, [graph_lesson("G-1", graph=_graph_hash(record))], evidence=scanned
+    )
+    [timeouts] = [i for i in graph.evidence if i.kind == "timeout_crash"]
+    # Every item naming the lesson's node: its timeouts, and its exploration.
+    assert set(graph.lessons[0].run_evidence) == {i.id for i in graph.evidence}
+    assert timeouts.id in graph.lessons[0].run_evidence
+    assert {c.text for c in timeouts.completions} == {"gave up reading the schema", "timed out"}
+    touched = repo_lesson("L-1", files=("api/schema.json",))
+    untouched = repo_lesson("L-2", files=("docs/guide.md",))
+    task = build_repository_maintenance(
+        record, [touched, untouched], checkout=checkout(repo), evidence=scanned
+    )
+    by_id = task.supplied()
+    assert by_id["L-1"].run_evidence and by_id["L-2"].run_evidence == ()
+    shown = {i.id for i in task.evidence}
+    assert set(by_id["L-1"].run_evidence) <= shown
+    # Without the run's evidence the task says nothing about the run: no guessing.
+    assert build_repository_maintenance(record, [touched], checkout=checkout(repo)).evidence == ()

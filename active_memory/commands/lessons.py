@@ -25,6 +25,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     listing.add_argument("--kind", choices=["repository", "graph"], help="only this scope kind")
     listing.add_argument("--retired", action="store_true", help="include retired tombstones")
     listing.add_argument(
+        "--deferred",
+        action="store_true",
+        help="only deferred lessons, with why, when and by whom each was deferred (they come "
+        "back to the next maintenance of their scope)",
+    )
+    listing.add_argument(
         "--sort",
         choices=["id", "effectiveness"],
         default="id",
@@ -161,6 +167,9 @@ def _list(args: argparse.Namespace) -> int:
     from active_memory.store import LessonQuery
     from active_memory.store.effectiveness import Effectiveness, effectiveness_order
 
+    if args.deferred:
+        return _list_deferred(args)
+
     query = LessonQuery(
         repository=args.repository,
         graph_hash=args.graph,
@@ -220,6 +229,76 @@ def _list(args: argparse.Namespace) -> int:
     note = _page_note(len(page), total, args.offset)
     if note:
         console.print(note.strip("; "))
+    return 0
+
+
+def _list_deferred(args: argparse.Namespace) -> int:
+    """`lessons list --deferred`: each deferred lesson and its latest deferral."""
+    from datetime import UTC, datetime
+
+    from active_memory.lessons import Lesson
+    from active_memory.store import LessonQuery
+
+    query = LessonQuery(
+        repository=args.repository, graph_hash=args.graph, node=args.node, kind=args.kind
+    )
+
+    async def job(store: LessonStore) -> list[tuple[Lesson, HistoryEntry | None]]:
+        found: list[tuple[Lesson, HistoryEntry | None]] = []
+        for item in await store.select(query):
+            if isinstance(item, Lesson) and item.status == "deferred":
+                history = await store.history(item.id)
+                found.append(
+                    (item, next((h for h in reversed(history) if h.action == "defer"), None))
+                )
+        return found
+
+    deferred: list[tuple[Lesson, HistoryEntry | None]] = _run_or_empty(args, job) or []
+    now = datetime.now(UTC)
+    rows = []
+    for lesson, entry in deferred:
+        at = entry.at if entry is not None else None
+        age = (now - at).days if at is not None and at.tzinfo is not None else None
+        rows.append(
+            {
+                **lesson.model_dump(mode="json"),
+                "deferral": {
+                    "reason": entry.reason if entry is not None else "",
+                    "at": at.isoformat() if at is not None else None,
+                    "by": entry.author.model_dump(mode="json") if entry is not None else None,
+                    "age_days": age,
+                },
+            }
+        )
+    if args.json:
+        print_json({"lessons": rows})
+        return 0
+    from rich.table import Table
+
+    from active_memory.commands.render import stdout_console
+
+    console = stdout_console()
+    if not rows:
+        console.print("No deferred lessons match.")
+        return 0
+    table = Table("id", "rev", "title", "deferred", "by", "reason")
+    for row in rows:
+        deferral = row["deferral"]
+        by = deferral["by"] or {}
+        when = f"{deferral['age_days']} d ago" if deferral["age_days"] is not None else "?"
+        table.add_row(
+            row["id"],
+            str(row["revision"]),
+            row["title"],
+            when,
+            str(by.get("specialist") or "?"),
+            deferral["reason"] or "(no reason recorded)",
+        )
+    console.print(table)
+    console.print(
+        "Deferred lessons are not shown to agents; the next postmortem of their scope "
+        "offers them to maintenance again (keep, adapt or retire)."
+    )
     return 0
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         ProgressEvent,
         SessionFactory,
     )
+    from active_memory.orchestrator.preview import CaptureSessions
     from active_memory.runlog.record import RunRecord
     from active_memory.store import LessonStore
 
@@ -91,6 +92,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="store_true",
         help="decide everything, show what would be published, write nothing",
     )
+    parser.add_argument(
+        "--show-tasks",
+        metavar="DIR",
+        type=Path,
+        help="write each specialist's exact prompt, system instructions and task into DIR "
+        "without calling a model (implies --dry-run)",
+    )
     add_json_option(parser)
     add_store_option(parser)
     parser.set_defaults(handler=_postmortem)
@@ -109,7 +117,16 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     record = _with_graph(load_run_record(args.run), args.graph)
     config = _config(record, args.config)
     checkout = _checkout(record, args.checkout)
+    capture = None
     lane: dict[str, str] | None = None
+    if getattr(args, "show_tasks", None) is not None:
+        from active_memory.errors import UsageError
+        from active_memory.orchestrator.preview import CaptureSessions
+
+        if args.replay is not None or args.lane is not None or args.exchange_dir is not None:
+            raise UsageError("--show-tasks asks no model: drop --lane, --replay and --exchange-dir")
+        sessions = capture = CaptureSessions()
+        args.dry_run = True  # no model answers: nothing may be published
     if sessions is None:
         chosen = _lane(args, config, checkout)
         sessions, lane = chosen.sessions, chosen.to_json()
@@ -118,6 +135,8 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
         display.console.print(f"postmortem: lane {lane['name']} ({lane['reason']})")
     outcome = anyio.run(_run, args, record, config, checkout, sessions, display)
     display.close()
+    if capture is not None and not isinstance(outcome, int):
+        return _shown(args, outcome, capture)
     if isinstance(outcome, int):
         print(
             "active-memory: postmortem interrupted; it stopped before publishing, "
@@ -130,6 +149,35 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     else:
         _render(outcome)
     return 0 if outcome.ok else 1
+
+
+def _shown(args: argparse.Namespace, report: PostmortemReport, capture: CaptureSessions) -> int:
+    """Write the captured questions and say where they are (`--show-tasks`)."""
+    from active_memory.orchestrator.preview import write_tasks
+
+    written = write_tasks(args.show_tasks, capture.captured)
+    asked = {c.specialist for c in capture.captured}
+    not_asked = {
+        name: entry.reason or entry.status
+        for name, entry in report.specialists.items()
+        if name not in asked
+    }
+    if args.json:
+        print_json(
+            {
+                "run_id": report.run_id,
+                "directory": str(args.show_tasks),
+                "written": [str(p) for p in written],
+                "not_asked": not_asked,
+            }
+        )
+        return 0
+    print(f"{len(written)} file(s) written to {args.show_tasks} (no model was called):")
+    for path in written:
+        print(f"  {path.name}  {path.stat().st_size} bytes")
+    for name, why in not_asked.items():
+        print(f"  {name}: not asked ({why})")
+    return 0
 
 
 # --- inputs ----------------------------------------------------------------------

@@ -26,7 +26,7 @@ from active_memory.errors import SpecialistFailed
 from active_memory.init.errors import InitRefused
 from active_memory.init.phases import HOST_MODEL, Discovery
 from active_memory.lessons import GraphScope, Lesson, RepositoryScope
-from active_memory.orchestrator.batching import cut_by_serialized_size
+from active_memory.orchestrator.batching import cut_for_prompt
 from active_memory.orchestrator.options import PostmortemLimits
 from active_memory.prompts import load_prompts
 from active_memory.runlog.record import RunRecord
@@ -138,15 +138,22 @@ async def maintain(
         checkout = Checkout(scope.checkout)
         decisions: list[dict[str, object]] = []
         complete = True
-        for batch in cut_by_serialized_size(list(scope.lessons), limits.batch_bytes):
+        # The same bound on what the model receives as a postmortem's (docs/orchestrator.md).
+        bound = max(1, limits.batch_bytes - prompts.fixed_bytes(scope.specialist))
+        for batch in cut_for_prompt(list(scope.lessons), limits.batch_bytes):
             task: MaintenanceTask
             if scope.specialist == "repository_maintenance":
                 task = build_repository_maintenance(
-                    scope.record, batch, checkout=checkout, living=shown, limits=limits.task
+                    scope.record,
+                    batch,
+                    checkout=checkout,
+                    living=shown,
+                    limits=limits.task,
+                    max_bytes=bound,
                 )
             else:
                 task = build_graph_maintenance(
-                    scope.record, batch, living=shown, limits=limits.task
+                    scope.record, batch, living=shown, limits=limits.task, max_bytes=bound
                 )
             data = task.to_json()
             session = FileExchangeSession(scope.specialist, HOST_MODEL, directory=exchange)

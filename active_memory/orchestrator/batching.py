@@ -1,5 +1,9 @@
 """Cut a maintenance manifest into complete batches bounded by serialized size (SPEC §6).
 
+`cut_for_prompt` is what the postmortem and `init` use: lessons measured as the prompt
+shows them, up to `LESSON_SHARE` of the bound on the whole prompt (the task builders fit
+the rest). `cut_by_serialized_size` bounds the lessons' compact JSON alone.
+
 A lesson's size is the UTF-8 length of its JSON (what the specialist is shown of it).
 Lessons are taken in manifest order and a batch is closed before the lesson that would
 take it past the bound, so no lesson is ever cut. A lesson larger than the bound on its
@@ -14,8 +18,10 @@ from typing import TypeVar
 
 from active_memory.lessons import Lesson
 
-DEFAULT_BATCH_BYTES = 24_000
-"""The default bound: about 40 typical cards, leaving room in a task for file contents."""
+DEFAULT_BATCH_BYTES = 96_000
+"""The default bound on what the model receives for one batch (the whole rendered prompt,
+about 24k tokens): 40% of it for the lessons (about 60 typical cards), the rest for the
+run's evidence, the files and the prompt's own text (`orchestrator/runners.py`)."""
 
 _T = TypeVar("_T")
 
@@ -23,6 +29,18 @@ _T = TypeVar("_T")
 def serialized_size(lesson: Lesson) -> int:
     """Bytes of the lesson's compact JSON (pydantic's serializer: fast and exact)."""
     return len(lesson.model_dump_json().encode("utf-8"))
+
+
+SUPPLIED_EXTRA_BYTES = 700
+"""What a supplied lesson adds to its own JSON in a maintenance task, rendered: its
+deliveries, effectiveness counters, run evidence IDs, candidates, deferral (typical)."""
+
+
+def rendered_lesson_size(lesson: Lesson) -> int:
+    """Bytes a lesson takes in a task as the prompt shows it: indented JSON, three levels
+    deep, plus `SUPPLIED_EXTRA_BYTES`."""
+    text = lesson.model_dump_json(indent=2)
+    return len(text.encode("utf-8")) + 4 * (text.count("\n") + 1) + SUPPLIED_EXTRA_BYTES
 
 
 def cut_batches(items: Sequence[_T], max_bytes: int, size: Callable[[_T], int]) -> list[list[_T]]:
@@ -50,3 +68,14 @@ def cut_by_serialized_size(
 ) -> list[list[Lesson]]:
     """The manifest's lessons in complete batches of at most `max_bytes` serialized bytes."""
     return cut_batches(lessons, max_bytes, serialized_size)
+
+
+LESSON_SHARE = 0.5
+"""The part of a batch bound its lessons (rendered) may take; the rest is for the
+evidence, the files, the names of the other lessons and the prompt's own text."""
+
+
+def cut_for_prompt(lessons: Sequence[Lesson], batch_bytes: int) -> list[list[Lesson]]:
+    """The manifest's lessons in batches whose lessons, as the prompt shows them, take at
+    most `LESSON_SHARE` of `batch_bytes` (the bound on the whole prompt)."""
+    return cut_batches(lessons, max(1, int(batch_bytes * LESSON_SHARE)), rendered_lesson_size)

@@ -33,7 +33,7 @@ from active_memory.checkout import Checkout
 from active_memory.config import RuntimeConfig
 from active_memory.errors import UsageError
 from active_memory.evidence import ScanResult, scan
-from active_memory.lessons import Lesson
+from active_memory.lessons import HistoryEntry, Lesson
 from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState
 from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.outcome import Outcome
@@ -53,6 +53,7 @@ from active_memory.quality.effectiveness import observe
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import SPECIALISTS, ScopeKind, SpecialistName
 from active_memory.specialists.providers import ProviderSession, Usage
+from active_memory.specialists.views import DeferralView, deferral_of
 from active_memory.store import LessonQuery, LessonStore
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation
@@ -173,7 +174,7 @@ class Postmortem:
         with anyio.CancelScope(deadline=ctx.deadline) as scope:
             await self._freeze(active, living)
             await self._read_effectiveness(active, living, ctx)
-            evidence = await self._scan(active)
+            evidence = await self._scan(active, ctx)
             observations = await self._observe(evidence, living)
             async with anyio.create_task_group() as journalled:
                 if entry is not None:
@@ -245,9 +246,9 @@ class Postmortem:
         run_graph = self.record.graph.hash if self.record.graph else None
         needs: dict[ScopeKind, list[Outcome]] = {}
         for out in active:
-            kind = SPECIALISTS[out.name]
-            if not (kind.is_maintenance and self.record.deliveries is None):
-                needs.setdefault(kind.scope, []).append(out)
+            # Maintenance reads its scope even without delivery evidence: deferred
+            # lessons come back whatever the deliveries (SPEC §9, 2026-12).
+            needs.setdefault(SPECIALISTS[out.name].scope, []).append(out)
         for scope_kind, outs in needs.items():
             if scope_kind == "repository":
                 query = LessonQuery(kind="repository", repository=run_repository)
@@ -281,9 +282,12 @@ class Postmortem:
         ids = [lesson.id for lessons in living.values() for lesson in lessons]
         if not ids:
             return
+        deferred = [x.id for lessons in living.values() for x in lessons if x.status == "deferred"]
         try:
             ctx.effectiveness.update(await self.store.effectiveness(ids))
             ctx.candidates.update(await self.store.candidates(ids))
+            for lesson_id in deferred[:MAX_DEFERRALS_READ]:
+                ctx.deferrals[lesson_id] = _deferral(await self.store.history(lesson_id), ctx)
         except Exception as exc:
             log.warning("reading effectiveness counters or candidates failed: %s", exc)
             for out in active:
@@ -304,10 +308,14 @@ class Postmortem:
             evidence = await in_thread(functools.partial(scan, self.record))
         return observe(self.record, evidence.evidence, lessons)
 
-    async def _scan(self, active: Sequence[Outcome]) -> ScanResult | None:
-        if not any(not SPECIALISTS[o.name].is_maintenance for o in active):
+    async def _scan(self, active: Sequence[Outcome], ctx: Context) -> ScanResult | None:
+        """The run's evidence: discovery cites it, maintenance sees what concerns its
+        lessons."""
+        if not active:
             return None
-        return await in_thread(functools.partial(scan, self.record))
+        found = await in_thread(functools.partial(scan, self.record))
+        ctx.scanned.append(found)
+        return found
 
     async def _journal_start(self) -> JournalEntry | None:
         if self.journal is None:
@@ -365,6 +373,19 @@ class Postmortem:
             timeout_ms=self.settings.postmortem.timeout_ms,
             elapsed_ms=round((anyio.current_time() - start) * 1000),
         )
+
+
+MAX_DEFERRALS_READ = 1_000
+"""Deferred lessons whose history is read per postmortem (one read each); past it a
+deferred lesson is still offered, with an empty deferral reason."""
+
+
+def _deferral(history: Sequence[HistoryEntry], ctx: Context) -> DeferralView:
+    """The latest deferral of a lesson's history: its reason and time."""
+    entry = next((h for h in reversed(history) if h.action == "defer"), None)
+    if entry is None:
+        return DeferralView(reason="")
+    return deferral_of(entry.reason, entry.at, ctx.record)
 
 
 def _scope(out: Outcome) -> ScopeKind:

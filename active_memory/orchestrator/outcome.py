@@ -43,7 +43,10 @@ class Outcome:
         self.reasons.extend(reasons)
         if status != "reconciled":
             self.mutations = []
-            self.decisions = None
+            # A failed maintenance reports the decisions of the batches it reconciled
+            # before the failing one (never published); anything else reports none.
+            if status != "failed" or not self.decisions:
+                self.decisions = None
 
     def add_usage(self, session: ProviderSession) -> None:
         """Count a closed (or abandoned) session's usage and name its lane."""
@@ -73,7 +76,7 @@ class Outcome:
                 )
                 for d in self.decisions.values()
             ]
-            if self.decisions is not None and status == "reconciled"
+            if self.decisions is not None and status in ("reconciled", "failed")
             else None
         )
         found = self.discovery

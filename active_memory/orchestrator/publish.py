@@ -29,7 +29,6 @@ from active_memory.errors import (
     SpecialistTimedOut,
 )
 from active_memory.lessons import CreateLesson, Lesson, PublishReceipt, Tombstone
-from active_memory.orchestrator.batching import cut_by_serialized_size
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.report import ConflictReport, MutationReport, PublishedCounts
 from active_memory.orchestrator.runners import Context, decide, session_for
@@ -258,7 +257,7 @@ async def rereconcile(
             view = [refreshed.get(x.id, x) for x in living]
             failure = None
             if current:
-                batches = cut_by_serialized_size(current, ctx.limits.batch_bytes)
+                batches = ctx.batches(current)
                 async with session_for(ctx, out) as session:
                     failure = await decide(ctx, out, session, batches, living=view)
     except SpecialistTimedOut as exc:

@@ -1,9 +1,15 @@
 """One specialist's work inside the postmortem's task group: open its session, ask, check.
 
 Maintenance asks one question per batch (in order, or a few at once with
-`batch_concurrency`) and stops at the first batch that fails: the specialist publishes
-nothing then, so the rest would only cost tokens. Discovery asks once, and not at all
-when the run has no evidence it may cite (no proposal could be accepted).
+`batch_concurrency`). A batch whose answer fails the checks gets one repair turn that
+lists every failure; a batch that fails again stops the specialist: it publishes nothing
+then, so the rest would only cost tokens (the decisions of the batches already
+reconciled are reported). Discovery asks once, and not at all when the run has no
+evidence it may cite (no proposal could be accepted).
+
+A batch is bounded by what the model receives: the manifest is cut into batches whose
+lessons take at most `LESSON_SHARE` of `batch_bytes`, and each batch's task is fitted
+(file contents, completions) so that the rendered prompt stays within `batch_bytes`.
 
 Blocking work (reading files of the checkout into a task, git queries of the checks)
 runs in worker threads the deadline can abandon, so the event loop stays on time.
@@ -20,12 +26,13 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
+from pydantic import JsonValue
 
 from active_memory.checkout import Checkout
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.evidence import ScanResult
 from active_memory.lessons import Lesson
-from active_memory.orchestrator.batching import cut_by_serialized_size
+from active_memory.orchestrator.batching import cut_for_prompt
 from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.sessions import SessionFactory
@@ -40,15 +47,21 @@ from active_memory.specialists.answers import (
 )
 from active_memory.specialists.checks import Failed, Reconciled, check_discovery, check_maintenance
 from active_memory.specialists.kinds import SpecialistName, kind_of
-from active_memory.specialists.mutations import discovery_mutations, maintenance_mutations
-from active_memory.specialists.providers import ProviderSession
+from active_memory.specialists.mutations import (
+    discovery_mutations,
+    maintenance_mutations,
+    reactivations,
+)
+from active_memory.specialists.providers import Message, ProviderSession
 from active_memory.specialists.tasks import (
+    LessonRef,
     MaintenanceTask,
     build_discovery,
     build_graph_maintenance,
     build_repository_maintenance,
     manifest,
 )
+from active_memory.specialists.views import CodeCache, DeferralView
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
@@ -90,8 +103,33 @@ class Context:
     effectiveness: dict[str, Effectiveness] = field(default_factory=dict)
     # Pending adaptation candidates of the frozen lessons, by ID (read with the counters).
     candidates: dict[str, list[Candidate]] = field(default_factory=dict)
+    # Why and when each frozen deferred lesson was deferred, by ID.
+    deferrals: dict[str, DeferralView] = field(default_factory=dict)
+    # The run's evidence (0 or 1 scan), which maintenance shows per lesson.
+    scanned: list[ScanResult] = field(default_factory=list)
+    # Git's answers about the checkout, shared by every task of this postmortem.
+    code: list[CodeCache] = field(default_factory=list)
+    # The frozen lessons' references (`others` of every batch), built once.
+    refs: dict[str, LessonRef] = field(default_factory=dict)
     # Every session's usage as it is spent (the journal records it while the run goes on).
     meter: UsageMeter = field(default_factory=UsageMeter)
+
+    def code_cache(self) -> CodeCache | None:
+        """The postmortem's one `CodeCache` of its checkout (made on first use)."""
+        if self.checkout is None:
+            return None
+        if not self.code:
+            self.code.append(CodeCache(self.checkout))
+        return self.code[0]
+
+    def task_bytes(self, name: SpecialistName) -> int:
+        """The bound on a task of `name`: the batch bound less the prompt's own text."""
+        return max(1, self.limits.batch_bytes - self.prompts.fixed_bytes(name))
+
+    def batches(self, lessons: Sequence[Lesson]) -> list[list[Lesson]]:
+        """`lessons` cut into batches whose lessons, as the prompt shows them, take at most
+        `LESSON_SHARE` of the bound: the rest is for the evidence, files and template."""
+        return cut_for_prompt(lessons, self.limits.batch_bytes)
 
     def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
         """Tell the progress callback, never letting it break the postmortem."""
@@ -158,7 +196,7 @@ async def maintain(ctx: Context, out: Outcome, frozen: Sequence[Lesson]) -> None
         out.end("abstained", NO_DELIVERY_EVIDENCE)
         return
     out.manifest = len(lessons)
-    batches = cut_by_serialized_size(lessons, ctx.limits.batch_bytes)
+    batches = ctx.batches(lessons)
     out.batches = len(batches)
     out.decisions = {}
     if not batches:
@@ -201,7 +239,7 @@ async def decide(
             return
         if isinstance(result, Failed):
             if failure is None:
-                where = f"batch {index + 1} of {len(batches)}"
+                where = f"batch {index + 1} of {len(batches)} (after one repair turn)"
                 failure = [f"{where}: {reason}" for reason in result.reasons]
             group.cancel_scope.cancel()
             return
@@ -212,6 +250,9 @@ async def decide(
         out.mutations.extend(
             maintenance_mutations(result, run_id=ctx.record.run_id, model=session.model)
         )
+        out.mutations.extend(
+            reactivations(result, batch, run_id=ctx.record.run_id, model=session.model)
+        )
         done += 1
         ctx.notify("batch", out.name, done=done, total=len(batches))
 
@@ -220,6 +261,11 @@ async def decide(
             group.start_soon(one, index, batch)
     if error is not None:
         raise error
+    if failure is not None and out.decisions:
+        failure.append(
+            f"{len(out.decisions)} decision(s) of the batches already reconciled are "
+            "reported, not published"
+        )
     return failure
 
 
@@ -230,15 +276,47 @@ async def ask_batch(
     batch: Sequence[Lesson],
     living: Sequence[Lesson],
 ) -> Reconciled | Failed:
-    """One batch: build its task, ask, and check the answer (all or nothing)."""
+    """One batch: build its task, ask, check the answer (all or nothing), and when the
+    checks fail, ask once more with every failure listed and check that answer."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
     data = task.to_json()
     prompt = ctx.prompts.render(name, task, data)
     reply = await session.ask(prompt, answer_schema(name), input=data)
     answer = reply.answer
     assert isinstance(answer, MaintenanceAnswer)
+    result = await in_thread(
+        functools.partial(check_maintenance, task, answer, checkout=ctx.checkout)
+    )
+    if not isinstance(result, Failed):
+        return result
+    messages = (
+        Message(role="user", content=prompt),
+        Message(role="assistant", content=reply.raw),
+        Message(role="user", content=check_repair_prompt(result.reasons)),
+    )
+    # The repair's own input, complete in itself (replay keys on it, exchange files show
+    # it): the task, the answer refused and every failure.
+    repair_input: dict[str, JsonValue] = {
+        "task": data,
+        "answer": reply.raw,
+        "failures": list(result.reasons),
+    }
+    reply = await session.ask(messages, answer_schema(name), input=repair_input)
+    answer = reply.answer
+    assert isinstance(answer, MaintenanceAnswer)
     return await in_thread(
         functools.partial(check_maintenance, task, answer, checkout=ctx.checkout)
+    )
+
+
+def check_repair_prompt(failures: Sequence[str]) -> str:
+    """The repair turn of a batch whose answer failed the checks: each failure, exactly."""
+    listed = "".join(f"\n- {failure}" for failure in failures)
+    return (
+        "Your answer was checked and not accepted, for these reasons:"
+        + listed
+        + "\nAnswer again for the same lessons with one corrected JSON object: every "
+        "decision again (not only the ones listed), and nothing else."
     )
 
 
@@ -254,6 +332,7 @@ def _maintenance_task(
         update={"deliveries": tuple(d for x in batch for d in ctx.deliveries.get(x.id, ()))}
     )
     living = living[: ctx.limits.task.others_max + len(batch)]
+    evidence = ctx.scanned[0] if ctx.scanned else None
     if name == "repository_maintenance":
         return build_repository_maintenance(
             record,
@@ -263,6 +342,11 @@ def _maintenance_task(
             limits=ctx.limits.task,
             effectiveness=ctx.effectiveness,
             candidates=ctx.candidates,
+            evidence=evidence,
+            deferrals=ctx.deferrals,
+            max_bytes=ctx.task_bytes(name),
+            cache=ctx.code_cache(),
+            refs=ctx.refs,
         )
     return build_graph_maintenance(
         record,
@@ -271,6 +355,10 @@ def _maintenance_task(
         limits=ctx.limits.task,
         effectiveness=ctx.effectiveness,
         candidates=ctx.candidates,
+        evidence=evidence,
+        deferrals=ctx.deferrals,
+        max_bytes=ctx.task_bytes(name),
+        refs=ctx.refs,
     )
 
 
@@ -285,7 +373,15 @@ async def discover(
     assert name in ("graph_discovery", "repository_discovery")
     task = await in_thread(
         functools.partial(
-            build_discovery, name, ctx.record, evidence=evidence, limits=ctx.limits.task
+            build_discovery,
+            name,
+            ctx.record,
+            evidence=evidence,
+            limits=ctx.limits.task,
+            checkout=ctx.checkout,
+            living=living,
+            max_bytes=ctx.task_bytes(name),
+            cache=ctx.code_cache(),
         )
     )
     if not task.evidence:

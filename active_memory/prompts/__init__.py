@@ -9,12 +9,18 @@ never with a silent default. `render(specialist, task)` fills one in.
 
 Limits in the text come from `lessons.py`'s constants, the answer example from
 `answers.example_answer`, so nothing is written twice.
+
+Nothing from a run record enters a template's own lines: the run ID, titles, node and
+file names, completions and file contents are all inside the task data, which `render`
+puts between two frame lines tagged with a digest of the framed text (`<task-data-1a2b…>`
+… `</task-data-1a2b…>`). Text inside the data cannot close the frame: it would have to
+contain the digest of the very text that contains it.
 """
 
 from __future__ import annotations
 
 import functools
-import json
+import hashlib
 import string
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -32,7 +38,11 @@ from active_memory.lessons import (
 )
 from active_memory.specialists.answers import example_answer
 from active_memory.specialists.kinds import SPECIALISTS, SpecialistName, kind_of
-from active_memory.specialists.tasks import DiscoveryTask, MaintenanceTask
+from active_memory.specialists.tasks import (
+    DiscoveryTask,
+    MaintenanceTask,
+    task_text,
+)
 
 COMMON_PLACEHOLDERS = frozenset(
     {
@@ -52,10 +62,14 @@ ROLE_PLACEHOLDERS = {
     "discovery": frozenset({"evidence_count"}),
 }
 """Required in addition, by role."""
-KNOWN_PLACEHOLDERS = COMMON_PLACEHOLDERS | frozenset({"specialist", "run_id"}).union(
+KNOWN_PLACEHOLDERS = COMMON_PLACEHOLDERS | frozenset({"specialist"}).union(
     *ROLE_PLACEHOLDERS.values()
 )
-"""Everything `render` can fill in; any other placeholder is an error."""
+"""Everything `render` can fill in; any other placeholder is an error (`run_id` is gone:
+identifiers from the run are data, shown only inside the frame)."""
+FRAME_TAG_HEX = 16
+"""Hex digits of the task's digest in its frame tag (64 bits: not guessable by text
+inside the task)."""
 
 
 class PromptTemplateError(ActiveMemoryError):
@@ -117,21 +131,17 @@ class Prompts:
         task: MaintenanceTask | DiscoveryTask,
         task_data: dict[str, Any] | None = None,
     ) -> str:
-        """The prompt for `specialist` with `task` filled in (`task_data`: its `to_json()`,
-        when the caller already has it)."""
+        """The prompt for `specialist` with `task` filled in (`task_data`, its `to_json()`,
+        is accepted for callers that have it; the text is rendered from the model)."""
         kind = kind_of(specialist)
         if task.specialist != kind.name:
             raise ValueError(f"a {task.specialist} task cannot be rendered for {kind.name}")
+        text = task_text(task)
+        # The tag is a digest of the very text it frames: text inside cannot contain it.
+        tag = f"task-data-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:FRAME_TAG_HEX]}"
         values: dict[str, object] = {
             "specialist": kind.name,
-            "run_id": task.run.run_id,
-            # Compact: indentation costs the model tokens and the orchestrator time.
-            "task_json": json.dumps(
-                task.to_json() if task_data is None else task_data,
-                sort_keys=True,
-                separators=(",", ":"),
-                ensure_ascii=False,
-            ),
+            "task_json": f"<{tag}>\n{text}\n</{tag}>",
             "answer_example": example_answer(kind.name).model_dump_json(
                 indent=2, exclude_defaults=True
             ),
@@ -145,6 +155,33 @@ class Prompts:
             "evidence_count": len(task.evidence) if isinstance(task, DiscoveryTask) else 0,
         }
         return self._templates[kind.name].substitute(values)
+
+    def fixed_bytes(self, specialist: str) -> int:
+        """UTF-8 bytes of `specialist`'s prompt around the task (its template filled in,
+        the frame lines, six digits of counts): what a bound on the whole prompt must
+        leave aside for the text that is not the task."""
+        kind = kind_of(specialist)
+        values = {name: "" for name in KNOWN_PLACEHOLDERS}
+        values.update(
+            specialist=kind.name,
+            task_json="<task-data-"
+            + "0" * FRAME_TAG_HEX
+            + ">\n\n</task-data-"
+            + "0" * FRAME_TAG_HEX
+            + ">",
+            answer_example=example_answer(kind.name).model_dump_json(
+                indent=2, exclude_defaults=True
+            ),
+            title_max_bytes=str(TITLE_MAX_BYTES),
+            recommendation_max_bytes=str(RECOMMENDATION_MAX_BYTES),
+            reason_max_bytes=str(REASON_MAX_BYTES),
+            keyword_min_terms=str(KEYWORD_GROUP_MIN_TERMS),
+            keyword_max_terms=str(KEYWORD_GROUP_MAX_TERMS),
+            broad_words=", ".join(sorted(BROAD_WORDS)),
+            lesson_count="000000",
+            evidence_count="000000",
+        )
+        return len(self._templates[kind.name].substitute(values).encode("utf-8"))
 
 
 @functools.cache

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -58,6 +59,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(
         extra="allow", populate_by_name=True, coerce_numbers_to_str=True, frozen=True
     )
+
+
+SAFE_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}")
+"""The alphabet of a run ID and a delivery's session ID: letters, digits and `._:@+=-`,
+at most 200 characters. They are identifiers that reach prompts, reports and file names,
+so nothing else (spaces, newlines, markup, quotes) may ride in them (issue 17)."""
+
+
+def _safe_identifier(value: str) -> str:
+    if not SAFE_IDENTIFIER.fullmatch(value):
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        raise ValueError(
+            f"{shown!r} is not a safe identifier: use letters, digits and ._:@+=- only "
+            "(at most 200 characters, starting with a letter or digit)"
+        )
+    return value
+
+
+SafeIdentifier = Annotated[str, AfterValidator(_safe_identifier)]
 
 
 # --- references and outcomes -----------------------------------------------------
@@ -247,7 +267,7 @@ class GraphRef(_Model):
 class Delivery(_Model):
     """One lesson card delivered to one provider session."""
 
-    session: str
+    session: SafeIdentifier
     lesson: str
     revision: Annotated[int, Field(ge=1)]
     at: Timestamp | None = None
@@ -276,7 +296,7 @@ class RunRecord(_Model):
     """One finished run, as handed to the postmortem (SPEC §3)."""
 
     schema_: Literal["active-memory/run@1"] = Field(alias="schema")
-    run_id: str
+    run_id: SafeIdentifier
     title: str | None = None
     outcome: Literal["succeeded", "failed", "cancelled"]
     seeded: StrictBool = False

@@ -104,6 +104,13 @@ class ProposalDraft(CardDraft):
     why_recurs: str = Field(
         description=f"why this work will come back; at most {REASON_MAX_BYTES} UTF-8 bytes"
     )
+    adapts: str | None = Field(
+        default=None,
+        description=(
+            "the id of an active lesson of the task's `lessons` that this proposal repeats "
+            "and improves: it becomes an adaptation candidate of that lesson, not a new one"
+        ),
+    )
 
 
 class GraphProposalDraft(ProposalDraft):

@@ -33,7 +33,7 @@ from active_memory.lessons import (
     RepositoryScope,
     Scope,
 )
-from active_memory.quality.duplicates import DuplicateLimits, find_duplicate
+from active_memory.quality.duplicates import DuplicateLimits, find_duplicate, text_similarity
 from active_memory.quality.secrets import mask, secret_reasons
 from active_memory.specialists.actionable import generic_advice
 from active_memory.specialists.answers import (
@@ -181,7 +181,7 @@ def check_discovery(
     titles: dict[str, int] = {}
     evidence = task.evidence_by_id()
     validated = [
-        _validate(Proposal, draft.model_dump(exclude={"node"}), f"lessons[{index}]")
+        _validate(Proposal, draft.model_dump(exclude={"node", "adapts"}), f"lessons[{index}]")
         for index, draft in enumerate(lessons[:MAX_PROPOSALS])
     ]
     paths = _Paths(checkout) if checkout is not None else None
@@ -204,6 +204,9 @@ def check_discovery(
             masked = tuple(mask(reason) for reason in reasons)
             rejected.append(Rejection(index, mask(draft.title), masked))
             continue
+        if draft.adapts is not None:
+            rejected.append(_adaptation(task, draft.adapts, found, index, living))
+            continue
         repeated = find_duplicate(found, scope, living, limits)
         if repeated is not None:
             reason = (
@@ -224,6 +227,28 @@ def check_discovery(
         items = tuple(evidence[e] for e in found.evidence)
         accepted.append(AcceptedProposal(index, found, scope, items))
     return DiscoveryResult(task.specialist, tuple(accepted), tuple(rejected))
+
+
+def _adaptation(
+    task: DiscoveryTask, target: str, proposal: Proposal, index: int, living: Sequence[Lesson]
+) -> Rejection:
+    """A checked proposal that names the lesson it adapts: never created, kept as that
+    lesson's adaptation candidate (or refused when the target is not one shown)."""
+    shown = {x.id for x in task.lessons}
+    title = mask(proposal.title)
+    if target not in shown:
+        reason = (
+            f"lessons[{index}].adapts: {target!r} is not one of the active lessons of this "
+            "scope in the task"
+        )
+        return Rejection(index, title, (mask(reason),))
+    lesson = next((x for x in living if x.id == target), None)
+    score = text_similarity(proposal, lesson.card()) if lesson is not None else None
+    reason = (
+        f"lessons[{index}]: proposed as an adaptation of {target}; not created, left to "
+        "maintenance as an adaptation candidate of that lesson"
+    )
+    return Rejection(index, title, (reason,), target, proposal=proposal, similarity=score)
 
 
 def _check_proposal(

@@ -5,15 +5,18 @@ Only checked results go in: a `Reconciled` batch (never a `Failed` one) and the
 carries `Author(specialist, run_id, model)`; adapt and retire are checked by the store
 against the revision they were decided on (`base_revision`).
 
-- keep → nothing (the report counts it); adapt → `AdaptLesson` (the run's ID added to
-  the lesson's evidence); retire → `RetireLesson` (with `canonical`); defer →
-  `DeferLesson`, except for a lesson that is deferred already (a new revision would
-  change nothing and only race other writers).
+- keep → nothing (the report counts it), except for a deferred lesson: keeping it
+  reactivates it, an `AdaptLesson` with its own card (`reactivations`); adapt →
+  `AdaptLesson` (the run's ID added to the lesson's evidence); retire →
+  `RetireLesson` (with `canonical`); defer → `DeferLesson`, except for a lesson that
+  is deferred already (a new revision would change nothing and only race other writers).
 - an accepted proposal → `CreateLesson` with its scope, card, and `Evidence(run_ids,
   evidence_ids, citations)`; `why_recurs` becomes the history's reason.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from active_memory.lessons import (
     AdaptLesson,
@@ -22,6 +25,7 @@ from active_memory.lessons import (
     CreateLesson,
     DeferLesson,
     Evidence,
+    Lesson,
     RetireLesson,
 )
 from active_memory.specialists.checks import DiscoveryResult, Failed, Reconciled
@@ -72,6 +76,31 @@ def maintenance_mutations(
                     reason=decision.reason,
                 )
             )
+    return found
+
+
+def reactivations(
+    result: Reconciled, batch: Sequence[Lesson], *, run_id: str, model: str | None
+) -> list[AdaptLesson]:
+    """A `keep` of a deferred lesson makes it active again, card unchanged: an adapt to its
+    own card (the store's adapt makes a lesson active; a new revision records who)."""
+    by = author(result.specialist, run_id, model)
+    lessons = {x.id: x for x in batch}
+    found: list[AdaptLesson] = []
+    for decision in result.decisions:
+        lesson = lessons.get(decision.id)
+        if decision.action != "keep" or lesson is None or lesson.status != "deferred":
+            continue
+        found.append(
+            AdaptLesson(
+                id=decision.id,
+                base_revision=decision.revision,
+                card=lesson.card(),
+                evidence=Evidence(run_ids=[run_id]),
+                author=by,
+                reason=decision.reason or "kept by maintenance: reactivated",
+            )
+        )
     return found
 
 

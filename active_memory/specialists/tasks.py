@@ -1,18 +1,25 @@
 """What each specialist is given: its task, built from a run record, lessons and a checkout.
 
-- `MaintenanceTask`: one batch of a scope's lessons (`lessons`), the living lessons of the
-  scope outside the batch that may absorb a retired one (`others`), the run's delivery
-  evidence per lesson, and the authority to check them against: current files and
-  folders (repository) or authored nodes (graph).
-- `DiscoveryTask`: the evidence items the specialist may cite, the completions of the
-  executions they point to (bounded), the authored nodes involved, the run's essentials.
+- `MaintenanceTask`: the run's essentials, the run's evidence items that concern the
+  batch's lessons (with the final texts of their executions underneath), one batch of a
+  scope's lessons (`lessons`: each with its deliveries, effectiveness, adaptation
+  candidates, the IDs of the evidence concerning it and, when deferred, its deferral), the
+  living lessons outside the batch that may absorb a retired one (`others`), and the
+  authority to check them against: current files (numbered lines), a `git ls-files`
+  excerpt around them and folders (repository), or authored nodes (graph).
+- `DiscoveryTask`: the run's essentials, the evidence items the specialist may cite with
+  their completions underneath, the current files the evidence names (repository), the
+  authored nodes involved, and the active lessons of its scope (not to be repeated).
 
 Builders: `manifest` (which lessons maintenance must judge, or None to abstain),
-`build_repository_maintenance`, `build_graph_maintenance`, `build_discovery`.
+`build_repository_maintenance`, `build_graph_maintenance`, `build_discovery`. Given
+`max_bytes`, a builder fits the task's views (file contents, completions, listings) so
+that `rendered_size(task)` (the task as the prompt shows it) stays within the bound.
 
-Every task serialises deterministically (`canonical_json`: keys sorted, compact, UTF-8);
-`digest()` is its SHA-256, the same function the providers use to key recorded answers
-(`input_digest(task.to_json()) == task.digest()`).
+`task_text(task)` is the rendering the prompt shows: indented JSON in the models' field
+order (run first, lessons after the evidence). `canonical_json` (keys sorted, compact,
+UTF-8) and `digest()` (its SHA-256) identify a task: the providers key recorded answers by
+the same function (`input_digest(task.to_json()) == task.digest()`).
 """
 
 from __future__ import annotations
@@ -34,12 +41,31 @@ from active_memory.specialists.authority import (
     FolderAuthority,
     NodeAuthority,
     TaskLimits,
-    cut_utf8,
     folders_of,
     node_authority,
-    read_files,
+)
+from active_memory.specialists.choosing import (
+    fit,
+    manifests,
+    mentioned_files,
+    receipt_paths,
+    related,
 )
 from active_memory.specialists.kinds import SpecialistName, kind_of
+from active_memory.specialists.views import (
+    CodeCache,
+    CodeSource,
+    CompletionView,
+    DeferralView,
+    EvidenceView,
+    FolderListing,
+    RunTexts,
+    ScopeLesson,
+    code_cache,
+    concerning,
+    evidence_views,
+    scope_lessons,
+)
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
@@ -71,6 +97,18 @@ class _Task(_Model):
     def digest(self) -> str:
         """Lowercase hex SHA-256 of `canonical_json()`: the key of a recorded answer."""
         return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+
+def task_text(task: _Task) -> str:
+    """A task's JSON as the prompt shows it: indented, in field order (the reading order:
+    run, evidence with its executions, lessons, then the code), UTF-8 kept. pydantic's
+    serializer: fast enough to measure a task several times while fitting it."""
+    return task.model_dump_json(indent=2)
+
+
+def rendered_size(task: _Task) -> int:
+    """UTF-8 bytes of `task_text(task)`: what the model receives of the task."""
+    return len(task_text(task).encode("utf-8"))
 
 
 class RunEssentials(_Model):
@@ -135,9 +173,11 @@ class CandidateView(_Model):
 
 
 class SuppliedLesson(_Model):
-    """A lesson maintenance must decide on, with the run's deliveries of it, its
-    effectiveness counters over earlier postmortems (all zero: never observed) and its
-    pending adaptation candidates (refused near-duplicates, oldest first)."""
+    """A lesson maintenance must decide on, with the run's deliveries of it, the IDs of
+    this run's evidence items that concern it (`run_evidence`, shown in the task's
+    `evidence`), its effectiveness counters over earlier postmortems (all zero: never
+    observed), its pending adaptation candidates (refused near-duplicates, oldest first)
+    and, when it is deferred, why and since when (`deferral`)."""
 
     id: str
     revision: int
@@ -147,7 +187,9 @@ class SuppliedLesson(_Model):
     recommendation: str
     associations: Associations
     evidence: Evidence
+    deferral: DeferralView | None = None
     deliveries: tuple[DeliveryView, ...] = ()
+    run_evidence: tuple[str, ...] = ()
     effectiveness: Effectiveness = Effectiveness()
     candidates: tuple[CandidateView, ...] = ()
 
@@ -162,13 +204,15 @@ class LessonRef(_Model):
 
 
 class MaintenanceTask(_Task):
-    """One batch of one maintenance specialist (SPEC §6)."""
+    """One batch of one maintenance specialist (SPEC §6), in reading order."""
 
     specialist: MaintenanceName
     run: RunEssentials
+    evidence: tuple[EvidenceView, ...] = ()
     lessons: tuple[SuppliedLesson, ...]
     others: tuple[LessonRef, ...] = ()
     files: tuple[FileAuthority, ...] = ()
+    listing: tuple[FolderListing, ...] = ()
     folders: tuple[FolderAuthority, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
 
@@ -177,29 +221,26 @@ class MaintenanceTask(_Task):
         return {lesson.id: lesson for lesson in self.lessons}
 
 
-class CompletionView(_Model):
-    """An execution's final text (bounded) that an evidence item points to."""
-
-    execution: str
-    node: str
-    text: str
-    truncated: bool = False
-
-
 class DiscoveryTask(_Task):
-    """What one discovery specialist may propose from (SPEC §4, §6)."""
+    """What one discovery specialist may propose from (SPEC §4, §6), in reading order."""
 
     specialist: DiscoveryName
     run: RunEssentials
-    evidence: tuple[EvidenceItem, ...]
-    receipts_omitted: dict[str, int] = {}
-    """Per evidence ID, how many of its receipts were left out (`TaskLimits.receipts_max`)."""
-    completions: tuple[CompletionView, ...] = ()
+    evidence: tuple[EvidenceView, ...]
+    files: tuple[FileAuthority, ...] = ()
+    listing: tuple[FolderListing, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
+    lessons: tuple[ScopeLesson, ...] = ()
+    """The active lessons of this scope: a proposal that repeats one is refused."""
 
     def evidence_by_id(self) -> dict[str, EvidenceItem]:
         """The citable evidence by ID."""
         return {item.id: item for item in self.evidence}
+
+    @property
+    def completions(self) -> tuple[CompletionView, ...]:
+        """Every completion shown, across the evidence items."""
+        return tuple(c for item in self.evidence for c in item.completions)
 
 
 Task = MaintenanceTask | DiscoveryTask
@@ -211,32 +252,39 @@ Task = MaintenanceTask | DiscoveryTask
 def manifest(
     name: SpecialistName, record: RunRecord, lessons: Iterable[Lesson]
 ) -> list[Lesson] | None:
-    """The lessons of `name`'s scope that this run delivered, sorted by ID; None to abstain.
+    """The lessons of `name`'s scope that maintenance must judge now, sorted by ID; None
+    to abstain.
 
-    A record without delivery evidence (`deliveries` absent) gives None: maintenance
-    abstains (SPEC §6). A lesson counts when its ID was delivered (any revision: the
-    current one is judged). Graph lessons must also be of the run's graph, for a node that
-    executed, and unqualified or qualified with the run's repository. `init` supplies
-    every lesson of the scope instead of calling this.
+    Two kinds: the lessons this run delivered (any revision: the current one is judged),
+    and every *deferred* lesson of the scope, delivered or not (a deferred lesson is never
+    recalled, so it would never be delivered again: SPEC §9, 2026-12). A record without
+    delivery evidence (`deliveries` absent) offers the deferred ones only, and gives None
+    (abstain, SPEC §6) when there are none. Repository lessons must be of the run's
+    namespace. Graph lessons must be of the run's graph and unqualified or qualified with
+    the run's repository; a delivered one must also be for a node that executed. `init`
+    supplies every lesson of the scope instead of calling this.
     """
     kind = kind_of(name)
-    if record.deliveries is None:
-        return None
-    delivered = {d.lesson for d in record.deliveries}
+    delivered = {d.lesson for d in record.deliveries or ()}
     run = RunEssentials.of(record)
     chosen: list[Lesson] = []
     for lesson in lessons:
-        if lesson.scope.kind != kind.scope or lesson.id not in delivered:
+        deferred = lesson.status == "deferred"
+        if lesson.scope.kind != kind.scope or not (deferred or lesson.id in delivered):
             continue
         if isinstance(lesson.scope, GraphScope):
             scope = lesson.scope
-            if scope.graph_hash != run.graph_hash or scope.node not in run.executed_nodes:
+            if scope.graph_hash != run.graph_hash:
+                continue
+            if not deferred and scope.node not in run.executed_nodes:
                 continue
             if scope.repository not in (None, run.repository):
                 continue
         elif lesson.scope.repository != run.repository:
             continue
         chosen.append(lesson)
+    if record.deliveries is None and not chosen:
+        return None
     return sorted(chosen, key=lambda lesson: lesson.id)
 
 
@@ -267,7 +315,9 @@ def _supplied(
     record: RunRecord,
     lessons: Sequence[Lesson],
     effectiveness: Mapping[str, Effectiveness] | None,
-    candidates: Mapping[str, Sequence[Candidate]] | None = None,
+    candidates: Mapping[str, Sequence[Candidate]] | None,
+    deferrals: Mapping[str, DeferralView] | None,
+    run_evidence: Mapping[str, Sequence[str]],
 ) -> tuple[SuppliedLesson, ...]:
     scope = kind_of(name).scope
     seen: set[str] = set()
@@ -290,7 +340,13 @@ def _supplied(
             recommendation=lesson.recommendation,
             associations=lesson.associations,
             evidence=lesson.evidence,
+            deferral=(
+                (deferrals or {}).get(lesson.id, DeferralView(reason=""))
+                if lesson.status == "deferred"
+                else None
+            ),
             deliveries=delivered.get(lesson.id, ()),
+            run_evidence=tuple(run_evidence.get(lesson.id, ())),
             effectiveness=(effectiveness or {}).get(lesson.id, Effectiveness()),
             candidates=tuple(CandidateView.of(c) for c in (candidates or {}).get(lesson.id, ())),
         )
@@ -299,19 +355,46 @@ def _supplied(
 
 
 def _others(
-    name: MaintenanceName, batch: Sequence[Lesson], living: Iterable[Lesson], limits: TaskLimits
+    name: MaintenanceName,
+    batch: Sequence[Lesson],
+    living: Iterable[Lesson],
+    limits: TaskLimits,
+    refs: dict[str, LessonRef] | None = None,
 ) -> tuple[LessonRef, ...]:
+    """The first `others_max` living lessons of the scope outside the batch, by ID.
+    `refs`: a cache of their references by ID, shared by the batches of a postmortem."""
     scope = kind_of(name).scope
     in_batch = {lesson.id for lesson in batch}
-    refs = sorted(
-        (
-            LessonRef(id=x.id, revision=x.revision, scope=x.scope, title=x.title)
-            for x in living
-            if x.scope.kind == scope and x.id not in in_batch
-        ),
-        key=lambda ref: ref.id,
-    )
-    return tuple(refs[: limits.others_max])
+    chosen = sorted(
+        (x for x in living if x.scope.kind == scope and x.id not in in_batch), key=lambda x: x.id
+    )[: limits.others_max]
+    cache = {} if refs is None else refs
+    found: list[LessonRef] = []
+    for x in chosen:
+        ref = cache.get(x.id)
+        if ref is None or ref.revision != x.revision:
+            # Fields of a validated lesson: no need to validate them again.
+            ref = LessonRef.model_construct(
+                id=x.id, revision=x.revision, scope=x.scope, title=x.title
+            )
+            cache[x.id] = ref
+        found.append(ref)
+    return tuple(found)
+
+
+def _paths_of(lesson: Lesson) -> list[str]:
+    return [*lesson.associations.files, *(c.path for c in lesson.evidence.citations)]
+
+
+def _evidence_for(
+    record: RunRecord, lessons: Sequence[Lesson], evidence: ScanResult | None
+) -> tuple[list[EvidenceItem], dict[str, list[str]]]:
+    """The run's evidence items that concern any of `lessons`, and per lesson their IDs."""
+    items = list(evidence.evidence) if evidence is not None else []
+    texts = RunTexts(record, items)
+    by_lesson = {x.id: concerning(x, items, record, texts) for x in lessons}
+    wanted = {i for ids in by_lesson.values() for i in ids}
+    return [item for item in items if item.id in wanted], by_lesson
 
 
 def build_repository_maintenance(
@@ -323,24 +406,48 @@ def build_repository_maintenance(
     limits: TaskLimits = DEFAULT_LIMITS,
     effectiveness: Mapping[str, Effectiveness] | None = None,
     candidates: Mapping[str, Sequence[Candidate]] | None = None,
+    evidence: ScanResult | None = None,
+    deferrals: Mapping[str, DeferralView] | None = None,
+    max_bytes: int | None = None,
+    cache: CodeCache | None = None,
+    refs: dict[str, LessonRef] | None = None,
 ) -> MaintenanceTask:
-    """Repository maintenance's task for one batch: the lessons (with their
-    `effectiveness` counters and pending adaptation `candidates` by ID), and the current
-    content of every file they cite or associate (read from `checkout`; None marks all
-    unread)."""
+    """Repository maintenance's task for one batch: the run's `evidence` items that
+    concern the lessons (with their completions), the lessons (with their `effectiveness`
+    counters, pending adaptation `candidates` and `deferrals` by ID), and the current
+    content of every file they associate or cite, then of the files those evidence items
+    touched or name, then the root's build files, with a listing of their folders (read
+    from `checkout`; None marks all unread); within `max_bytes` rendered bytes."""
     name: MaintenanceName = "repository_maintenance"
-    paths = [
-        p for x in lessons for p in (*x.associations.files, *(c.path for c in x.evidence.citations))
-    ]
-    folders = [f for x in lessons for f in x.associations.folders]
-    return MaintenanceTask(
-        specialist=name,
-        run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons, effectiveness, candidates),
-        others=_others(name, lessons, living, limits),
-        files=read_files(checkout, paths, limits),
-        folders=folders_of(checkout, folders),
-    )
+    cache = code_cache(checkout, cache)  # git's answers, shared by a postmortem's batches
+    items, by_lesson = _evidence_for(record, lessons, evidence)
+    supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
+    others = _others(name, lessons, living, limits, refs)
+    ordered = sorted(lessons, key=lambda lesson: lesson.id)
+    # The lessons' own files first, then those the evidence concerning them touched or
+    # named (what this run did to them), then the root's build files.
+    named = [p for x in ordered for p in _paths_of(x)]
+    named += receipt_paths(items) + mentioned_files(record, items, cache)
+    paths = list(dict.fromkeys(named))
+    paths += manifests(cache, paths)
+    folders = folders_of(checkout, [f for x in lessons for f in x.associations.folders])
+    run = RunEssentials.of(record)
+    source = CodeSource(checkout, paths, limits, cache)
+
+    def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
+        files, listing = source.view(file_budget)
+        return MaintenanceTask(
+            specialist=name,
+            run=run,
+            evidence=evidence_views(record, items, limits, completion_budget),
+            lessons=supplied,
+            others=others[:kept],
+            files=files,
+            listing=listing,
+            folders=folders,
+        )
+
+    return fit(assemble, rendered_size, max_bytes, limits, len(others))
 
 
 def build_graph_maintenance(
@@ -352,22 +459,38 @@ def build_graph_maintenance(
     limits: TaskLimits = DEFAULT_LIMITS,
     effectiveness: Mapping[str, Effectiveness] | None = None,
     candidates: Mapping[str, Sequence[Candidate]] | None = None,
+    evidence: ScanResult | None = None,
+    deferrals: Mapping[str, DeferralView] | None = None,
+    max_bytes: int | None = None,
+    refs: dict[str, LessonRef] | None = None,
 ) -> MaintenanceTask:
-    """Graph maintenance's task for one batch: the lessons (with their `effectiveness`
-    counters and pending adaptation `candidates` by ID), and the authored node each is
-    for. `graphs` maps graph hashes to graphs; by default the run's own graph."""
+    """Graph maintenance's task for one batch: the run's `evidence` items naming the
+    lessons' nodes (with their completions), the lessons (with their `effectiveness`
+    counters, pending adaptation `candidates` and `deferrals` by ID), and the authored
+    node each is for; within `max_bytes` rendered bytes. `graphs` maps graph hashes to
+    graphs; by default the run's own graph."""
     name: MaintenanceName = "graph_maintenance"
     graphs = _run_graphs(record) if graphs is None else graphs
     targets = sorted(
         {(x.scope.graph_hash, x.scope.node) for x in lessons if isinstance(x.scope, GraphScope)}
     )
-    return MaintenanceTask(
-        specialist=name,
-        run=RunEssentials.of(record),
-        lessons=_supplied(name, record, lessons, effectiveness, candidates),
-        others=_others(name, lessons, living, limits),
-        nodes=tuple(node_authority(graphs, h, n, limits) for h, n in targets),
-    )
+    items, by_lesson = _evidence_for(record, lessons, evidence)
+    supplied = _supplied(name, record, lessons, effectiveness, candidates, deferrals, by_lesson)
+    others = _others(name, lessons, living, limits, refs)
+    nodes = tuple(node_authority(graphs, h, n, limits) for h, n in targets)
+    run = RunEssentials.of(record)
+
+    def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
+        return MaintenanceTask(
+            specialist=name,
+            run=run,
+            evidence=evidence_views(record, items, limits, completion_budget),
+            lessons=supplied,
+            others=others[:kept],
+            nodes=nodes,
+        )
+
+    return fit(assemble, rendered_size, max_bytes, limits, len(others))
 
 
 def build_discovery(
@@ -376,10 +499,18 @@ def build_discovery(
     *,
     evidence: ScanResult | None = None,
     limits: TaskLimits = DEFAULT_LIMITS,
+    checkout: Checkout | None = None,
+    living: Iterable[Lesson] = (),
+    max_bytes: int | None = None,
+    cache: CodeCache | None = None,
 ) -> DiscoveryTask:
     """A discovery task: the evidence `name` may cite (the run is scanned unless `evidence`
-    is given), the completions of their executions, and the authored nodes involved."""
+    is given) with the completions of their executions under each, the current files the
+    receipts touched with a listing of their folders (repository discovery, read from
+    `checkout`), the authored nodes involved, and the active lessons of its scope
+    (`living`, the most related first); within `max_bytes` rendered bytes."""
     kind = kind_of(name)
+    cache = code_cache(checkout, cache)
     result = scan(record) if evidence is None else evidence
     items = tuple(
         item
@@ -388,36 +519,42 @@ def build_discovery(
     )
     run = RunEssentials.of(record)
     graphs = _run_graphs(record)
-    nodes = sorted({node for item in items for node in item.nodes})
-    shown, omitted = _bounded_receipts(items, limits.receipts_max)
-    return DiscoveryTask(
-        specialist=name,
-        run=run,
-        evidence=shown,
-        receipts_omitted=omitted,
-        completions=_completions(record, items, limits),
-        nodes=tuple(node_authority(graphs, run.graph_hash or "", n, limits) for n in nodes)
+    node_names = sorted({node for item in items for node in item.nodes})
+    nodes = (
+        tuple(node_authority(graphs, run.graph_hash, n, limits) for n in node_names)
         if run.graph_hash
-        else (),
+        else ()
     )
+    paths: list[str] = []
+    if name == "repository_discovery":
+        paths = list(dict.fromkeys(receipt_paths(items) + mentioned_files(record, items, cache)))
+        paths += manifests(cache, paths)
+    scope = [x for x in living if _in_run_scope(x, run)]
+    relevant = related(scope, paths, node_names)
+    lessons = scope_lessons(
+        scope, kind=kind.scope, relevant=relevant, limit=limits.scope_lessons_max
+    )
+    source = CodeSource(checkout, paths, limits, cache)
+
+    def assemble(completion_budget: int, file_budget: int, kept: int) -> DiscoveryTask:
+        files, listing = source.view(file_budget)
+        return DiscoveryTask(
+            specialist=name,
+            run=run,
+            evidence=evidence_views(record, items, limits, completion_budget),
+            files=files,
+            listing=listing,
+            nodes=nodes,
+            lessons=lessons[:kept],
+        )
+
+    return fit(assemble, rendered_size, max_bytes, limits, len(lessons))
 
 
-def _bounded_receipts(
-    items: Sequence[EvidenceItem], limit: int
-) -> tuple[tuple[EvidenceItem, ...], dict[str, int]]:
-    """Items with at most `limit` receipts each: the first and the latest half survive,
-    as in the run record's own receipt cap, so the exploration's span stays visible."""
-    shown: list[EvidenceItem] = []
-    omitted: dict[str, int] = {}
-    for item in items:
-        receipts = item.receipts
-        if len(receipts) > limit:
-            head = (limit + 1) // 2
-            kept = receipts[:head] + receipts[len(receipts) - (limit - head) :]
-            omitted[item.id] = len(receipts) - len(kept)
-            item = item.model_copy(update={"receipts": kept})
-        shown.append(item)
-    return tuple(shown), omitted
+def _in_run_scope(lesson: Lesson, run: RunEssentials) -> bool:
+    if isinstance(lesson.scope, GraphScope):
+        return lesson.scope.graph_hash == run.graph_hash
+    return lesson.scope.repository == run.repository
 
 
 def _run_graphs(record: RunRecord) -> dict[str, Graph]:
@@ -425,30 +562,3 @@ def _run_graphs(record: RunRecord) -> dict[str, Graph]:
     if graph is None or graph.ir is None or graph.hash is None:
         return {}
     return {graph.hash: graph.ir}
-
-
-def _completions(
-    record: RunRecord, items: Sequence[EvidenceItem], limits: TaskLimits
-) -> tuple[CompletionView, ...]:
-    executions: dict[str, str] = {}
-    for item in items:
-        refs = [
-            *item.executions,
-            *(r for rnd in item.rounds for r in (*rnd.prefix, *rnd.verifiers)),
-        ]
-        for ref in refs:
-            executions.setdefault(ref.execution, ref.node)
-    budget = limits.completions_total_bytes
-    views: list[CompletionView] = []
-    for execution in sorted(executions):
-        text = record.completions.get(execution)
-        if text is None or budget <= 0:
-            continue
-        kept, cut = cut_utf8(text, min(limits.completion_bytes, budget))
-        budget -= len(kept.encode("utf-8"))
-        views.append(
-            CompletionView(
-                execution=execution, node=executions[execution], text=kept, truncated=cut
-            )
-        )
-    return tuple(views)

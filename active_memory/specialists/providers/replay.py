@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
@@ -124,12 +124,18 @@ class ReplaySession(BaseSession):
 
 
 class RecordingSession:
-    """A live session whose validated answers are appended to a recordings file."""
+    """A live session whose validated answers are appended to a recordings file.
+
+    Every session of the process that records into one file shares one lock: the four
+    specialists of a postmortem record at once, and each append rewrites the file.
+    """
+
+    _locks: ClassVar[dict[Path, anyio.Lock]] = {}
 
     def __init__(self, inner: ProviderSession, path: Path) -> None:
         self._inner = inner
         self._path = path
-        self._lock = anyio.Lock()
+        self._lock = RecordingSession._locks.setdefault(Path(path).absolute(), anyio.Lock())
 
     @property
     def specialist(self) -> str:
