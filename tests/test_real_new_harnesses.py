@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakes.harness import isolated_home, require_harness
 from fakes.model_server import ModelServer, Received, text, tool
 from recall_support import publish, repository_lesson
@@ -166,7 +167,15 @@ def test_gemini_after_tool_hook_appends_the_card(tmp_path: Path) -> None:
     assert any(RECOMMENDATION in result for r in requests for result in r.tool_results())
 
 
-def _copilot(copilot: Path, world: dict[str, Any], server: ModelServer) -> list[Received]:
+@pytest.fixture(scope="module")
+def copilot_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One XDG cache for the module: Copilot CLI unpacks its 235 MB runtime there."""
+    return tmp_path_factory.mktemp("copilot-cache")
+
+
+def _copilot(
+    copilot: Path, world: dict[str, Any], server: ModelServer, cache: Path
+) -> list[Received]:
     target = str(world["checkout"] / "src" / "api" / "client.py")
     server.push(tool("view", {"path": target}), text("Read it."))
     env = world["env"] | {
@@ -175,21 +184,24 @@ def _copilot(copilot: Path, world: dict[str, Any], server: ModelServer) -> list[
         "COPILOT_PROVIDER_TYPE": "openai",
         "COPILOT_MODEL": "gpt-5.1",
         "COPILOT_OFFLINE": "true",
+        "XDG_CACHE_HOME": str(cache),
     }
     _run([str(copilot), "-p", "Read the API client", "--allow-all-tools"], world, env)
     return server.model_requests()
 
 
-def test_copilot_pre_tool_use_context_reaches_the_model(tmp_path: Path) -> None:
+def test_copilot_pre_tool_use_context_reaches_the_model(
+    tmp_path: Path, copilot_cache: Path
+) -> None:
     copilot = require_harness("copilot")
     world = _world(tmp_path)
     with ModelServer() as server:
         _install(world, "copilot", "--user")
-        _card_after_the_tool(_copilot(copilot, world, server))
+        _card_after_the_tool(_copilot(copilot, world, server, copilot_cache))
     _session_delivered(world, "copilot", ".copilot/session-state/*/events.jsonl")
 
 
-def test_copilot_project_hooks_run_in_a_trusted_folder(tmp_path: Path) -> None:
+def test_copilot_project_hooks_run_in_a_trusted_folder(tmp_path: Path, copilot_cache: Path) -> None:
     copilot = require_harness("copilot")
     world = _world(tmp_path)
     config = world["home"] / ".copilot" / "config.json"
@@ -197,4 +209,4 @@ def test_copilot_project_hooks_run_in_a_trusted_folder(tmp_path: Path) -> None:
     config.write_text(json.dumps({"trustedFolders": [str(world["checkout"])]}))
     with ModelServer() as server:
         _install(world, "copilot", "--project")
-        _card_after_the_tool(_copilot(copilot, world, server))
+        _card_after_the_tool(_copilot(copilot, world, server, copilot_cache))
