@@ -68,11 +68,13 @@ def parse_payload(harness: str, payload: Any) -> ToolCall:
     else:
         raise PayloadError(f"unknown harness {harness!r}; use one of {', '.join(HARNESSES)}")
     if tool is None:
-        raise PayloadError("the hook payload has no tool name ('tool_name' or 'tool')")
+        field = "'toolName'" if harness == "copilot" else "'tool_name' or 'tool'"
+        raise PayloadError(f"the hook payload has no tool name ({field})")
     if tool_input is None:
         tool_input = {}
     if not isinstance(tool_input, dict):
-        raise PayloadError("the tool's arguments ('tool_input' or 'args') must be an object")
+        field = "'toolArgs'" if harness == "copilot" else "'tool_input' or 'args'"
+        raise PayloadError(f"the tool's arguments ({field}) must be an object")
     return ToolCall(
         name,
         tool,
