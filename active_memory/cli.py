@@ -60,6 +60,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if is_hook_call(arguments):
+        from active_memory.hooks import command
+
+        return command.main(arguments[1:])
+
+    import os
+
+    from active_memory.private import use_private_umask
+
+    # Everything this command creates is the owner's only (docs/security.md); restored
+    # after, for callers that run commands in-process.
+    previous_umask = use_private_umask()
+    try:
+        return _dispatch(argv)
+    finally:
+        os.umask(previous_umask)
+
+
+INTERNAL_ERROR = 70
+"""Exit code of a failure that is a bug of ours (EX_SOFTWARE), never of the input."""
+
+DEBUG_ENV = "ACTIVE_MEMORY_DEBUG"
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
+    import os
+
     from active_memory.errors import ActiveMemoryError
     from active_memory.settings import SettingsError
 
@@ -69,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except ActiveMemoryError as exc:
-        print(f"active-memory: {exc}", file=sys.stderr)
+        print(f"active-memory: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except SettingsError as exc:  # an invalid settings file met outside `load_settings`
         print(f"active-memory: {exc}; fix the file or move it away", file=sys.stderr)
@@ -80,15 +108,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # Output piped into a closed reader (e.g. `| head`): not an error of ours.
         return 0
+    except Exception as exc:
+        # A bug, not bad input: one line, and the traceback only when asked for.
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(
+            f"active-memory: internal error ({type(exc).__name__}: {_one_line(str(exc))[:300]}); "
+            f"run again with {DEBUG_ENV}=1 for the traceback and report it",
+            file=sys.stderr,
+        )
+        return INTERNAL_ERROR
+
+
+def _one_line(message: str) -> str:
+    # Multi-line messages (a list of bad lines) stay as they are; only text that cannot
+    # be printed (a lone surrogate from somewhere) is escaped.
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def is_hook_call(arguments: Sequence[str]) -> bool:
+    """`hook claude|codex|after-tool …`: the never-fail path, whatever follows.
+
+    A harness treats exit 2 as "block the tool call", so a stray argument after the
+    harness name must not reach the argument parser (it would exit 2).
+    """
+    return len(arguments) >= 2 and arguments[0] == "hook" and arguments[1] in HOOK_HARNESSES
 
 
 def run() -> None:
     """Console-script entry point."""
     arguments = sys.argv[1:]
-    if len(arguments) == 2 and arguments[0] == "hook" and arguments[1] in HOOK_HARNESSES:
+    if is_hook_call(arguments):
         from active_memory.hooks import command
 
-        sys.argv = [sys.argv[0], arguments[1]]
+        sys.argv = [sys.argv[0], *arguments[1:]]
         command.run()
     helping = "-h" in arguments or "--help" in arguments
     if len(arguments) >= 3 and arguments[:2] == ["hook", "session-end"] and not helping:
@@ -97,4 +150,24 @@ def run() -> None:
 
         sys.argv = [sys.argv[0], *arguments[1:]]
         command.run()
-    sys.exit(main())
+    code = main()
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit as soon as the report is out.
+
+    Interpreter teardown would wait for worker threads a deadline abandoned (a provider
+    SDK still importing, a store thread) and cost 0.2-0.7 s after the report; every
+    file a command writes is closed by then, so flush the streams and logs and go.
+    """
+    import logging
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # a closed pipe: nothing more to say
+        pass
+    logging.shutdown()
+    os._exit(code)

@@ -27,7 +27,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from active_memory.errors import ConfigError, InvalidRecord, UsageError
+from active_memory.errors import ConfigError, UsageError
 from active_memory.runlog.graph import Graph, GraphIndex, StepNode, VerifierNode
 from active_memory.validation import json_path
 
@@ -368,22 +368,9 @@ class RuntimeConfig(BaseModel):
 
 def read_json_file(path: Path, what: str) -> Any:
     """Parse one JSON file; a missing, unreadable or malformed file is a usage error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such {what} file; check the path") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory, not a {what} file") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the {what} file: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidRecord(
-            str(path), f"column {exc.colno}: not valid JSON: {exc.msg}", exc.lineno
-        ) from None
+    from active_memory.reader import load_json
+
+    return load_json(path, f"{what} file")
 
 
 # -- validation -------------------------------------------------------------------------

@@ -265,16 +265,30 @@ def read_settings_file(path: str, cache_dir: str | None = None) -> dict[str, Any
     return values
 
 
+SETTINGS_MAX_BYTES = 1024 * 1024
+"""A settings file past this is refused (a few lines in practice)."""
+
+
 def _parse(path: str) -> dict[str, Any]:
     import tomllib
 
+    from active_memory.reader import NotReadable, read_file_bytes
+
+    # The bounded reader: a regular file only (a FIFO never blocks a hook), at most 1 MiB.
     try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
-    except OSError as exc:
-        raise SettingsError(path, None, f"cannot read ({exc.strerror})") from None
+        data = read_file_bytes(path, SETTINGS_MAX_BYTES)
+    except NotReadable as exc:
+        raise SettingsError(path, None, f"cannot read ({exc.reason})") from None
+    if data is None:
+        raise SettingsError(path, None, f"larger than {SETTINGS_MAX_BYTES} bytes")
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SettingsError(path, None, f"not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(path, None, f"not valid TOML ({exc})") from None
+    except RecursionError:
+        raise SettingsError(path, None, "not valid TOML (nested too deeply)") from None
     values: dict[str, Any] = {}
     for key, value in document.items():
         if key not in KEYS:

@@ -78,7 +78,7 @@ def test_import_with_a_bad_line_imports_nothing_and_names_the_line(
     assert main(["lessons", "import", source, "--store", store]) == 2
     err = capsys.readouterr().err
     assert "line 2: title: is 98 bytes in UTF-8; the limit is 96 bytes" in err
-    assert "line 3: not valid JSON" in err
+    assert "line 3: not JSON" in err
     assert "line 4: associations.files[0]: '/etc/passwd' is absolute" in err
     assert "nothing was imported" in err
     assert not Path(store).exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -636,7 +637,7 @@ def test_missing_graph_file_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_directory_is_not_a_config_file(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="is a directory"):
+    with pytest.raises(UsageError, match="is a folder, not a runtime JSON file"):
         load_runtime_config(tmp_path, SOFTWARE_CHANGE)
 
 
@@ -644,15 +645,15 @@ def test_unreadable_config_file_is_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(tmp_path, "locked.json", "{}")
-    real_read_text = Path.read_text
+    real_open = os.open
 
-    def denied(self: Path, *args: Any, **kwargs: Any) -> str:
-        # chmod 000 does not stop root (CI containers), so refuse the read here
-        if self == path:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read_text(self, *args, **kwargs)
+    def denied(name: Any, *args: Any, **kwargs: Any) -> int:
+        # chmod 000 does not stop root (CI containers), so refuse the open here
+        if os.fspath(name) == str(path):
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_open(name, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", denied)
+    monkeypatch.setattr(os, "open", denied)
     with pytest.raises(UsageError) as caught:
         load_runtime_config(path, SOFTWARE_CHANGE)
     assert str(caught.value) == f"{path}: cannot read the runtime JSON file: Permission denied"

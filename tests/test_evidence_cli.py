@@ -78,7 +78,7 @@ def test_a_bad_file_exits_2_with_the_path_and_no_traceback(tmp_path: Path) -> No
 
 def test_a_missing_file_exits_2(tmp_path: Path) -> None:
     code, _, err = run_cli("evidence", str(tmp_path / "nope.json"))
-    assert code == 2 and "cannot read the run record" in err
+    assert code == 2 and "no such run record" in err
 
 
 # --- fuzzing: malformed files always give a clear error ---------------------------

@@ -197,3 +197,120 @@ async def test_a_killed_postmortem_is_reported_interrupted_and_published_nothing
     assert json.loads(found.path.read_text())["state"] == "running"
     assert await snapshot(store) == before
     assert await store.integrity_check() == ["ok"]
+
+
+KILLED_AFTER_COMMIT = """
+import os, signal, sys, anyio
+sys.path[:0] = [{tests!r}]
+from pathlib import Path
+from orchestrator_support import FakeSessions, config, decisions, run_record
+from active_memory.orchestrator import run_postmortem
+from active_memory.store.sqlite import SqliteStore
+
+CARD = {{"title": "Regenerate the api client after schema edits",
+         "recommendation": "After editing `api/schema.json` run `make api-client`.",
+         "associations": {{"folders": ["api"]}}}}
+
+class KilledAfterCommit:
+    def __init__(self, inner):
+        self.inner = inner
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+    async def publish(self, *args, **kwargs):
+        await self.inner.publish(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)  # after COMMIT, before the journal's end
+
+async def adapt(request):
+    return decisions(request, "adapt", lesson=CARD)
+
+async def main():
+    store = await SqliteStore.open({store!r})
+    record = run_record(Path({folder!r}), ["L-1"], timeouts=True)
+    await run_postmortem(record, config(), KilledAfterCommit(store),
+                         sessions=FakeSessions({{"repository_maintenance": adapt}}),
+                         journal_dir=Path({journal!r}))
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.asyncio
+async def test_a_postmortem_killed_after_its_commit_is_recorded_published_not_interrupted(
+    tmp_path: Path, store: SqliteStore, store_path: Path
+) -> None:
+    from active_memory.orchestrator.journal import settled_interrupted_postmortems
+
+    await seed(store, repo_lessons(2))
+    journal = tmp_path / "journal"
+    script = KILLED_AFTER_COMMIT.format(
+        tests=str(REPO_ROOT / "tests"),
+        store=str(store_path),
+        folder=str(tmp_path),
+        journal=str(journal),
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests")])}
+    child = await anyio.run_process([sys.executable, "-c", script], env=env, check=False)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    # The publish committed: L-1 moved to r2.
+    adapted = await store.get("L-1")
+    assert adapted is not None and adapted.revision == 2
+    # The journal alone cannot tell; with the store it knows the publish happened.
+    (unsettled,) = interrupted_postmortems(journal)
+    assert unsettled.run_id == "run-1"
+    assert await settled_interrupted_postmortems(store, journal) == []
+    entry = Journal(journal).read("run-1")
+    assert entry is not None and entry.state == "finished"
+    assert entry.reason is not None and "published" in entry.reason
+    assert interrupted_postmortems(journal) == []
+
+
+@pytest.mark.asyncio
+async def test_a_postmortem_killed_before_its_commit_stays_interrupted_after_settling(
+    tmp_path: Path, store: SqliteStore
+) -> None:
+    from active_memory.orchestrator.journal import settled_interrupted_postmortems
+
+    journal = Journal(tmp_path)
+    entry = journal.started("run-9", "succeeded")
+    gone = entry.model_copy(update={"pid": _dead_pid()})
+    journal.write(gone)
+    (found,) = await settled_interrupted_postmortems(store, tmp_path)
+    assert found.run_id == "run-9"
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_postmortems_lists_a_run_killed_after_its_commit_as_finished(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    from active_memory.cli import main
+
+    store_file = tmp_path / "lessons.sqlite3"
+
+    async def seeded() -> None:
+        async with await SqliteStore.open(store_file) as opened:
+            await seed(opened, repo_lessons(2))
+
+    anyio.run(seeded)
+    journal = tmp_path / "journal"
+    script = KILLED_AFTER_COMMIT.format(
+        tests=str(REPO_ROOT / "tests"),
+        store=str(store_file),
+        folder=str(tmp_path),
+        journal=str(journal),
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests")])}
+    child = subprocess.run([sys.executable, "-c", script], env=env, check=False, timeout=120)
+    assert child.returncode == -signal.SIGKILL
+    code = main(["postmortems", "--journal", str(journal), "--store", str(store_file), "--json"])
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)["postmortems"]
+    assert row["run_id"] == "run-1" and row["state"] == "finished"

@@ -253,3 +253,33 @@ async def test_the_deadline_covers_session_start_up(tmp_path: Path, store: Sqlit
     (deadline,) = seen
     assert started + 2.0 - 0.1 <= deadline <= started + 2.0 + 0.1
     assert [x["id"] for x in supplied(inner.requests[0])] == ["L-1"]
+
+
+@pytest.mark.asyncio
+async def test_a_store_locked_by_another_writer_never_holds_the_postmortem_past_its_deadline(
+    tmp_path: Path, store: SqliteStore, store_path: Path
+) -> None:
+    import sqlite3
+
+    # SQLite only (`store_path`); PostgreSQL's lock waits: tests/test_store_postgres.py.
+    await seed(store, repo_lessons(2))
+    record = run_record(tmp_path, ["L-1", "L-2"], timeouts=True)
+    sessions = FakeSessions({"repository_maintenance": adapt_all})
+    before = await snapshot(store)
+    # Another process's writer holds the lock for longer than the whole deadline.
+    other = sqlite3.connect(store_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        report = await run_postmortem(
+            record, config(timeout_ms=600), store, sessions=sessions, journal_dir=tmp_path
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    # Issue 17: within timeoutMs + 250 ms (the busy timeout is 30 s).
+    assert elapsed < 0.6 + 0.25
+    assert report.publish_error is not None and "lock" in report.publish_error
+    assert not report.ok
+    assert await snapshot(store) == before

@@ -253,6 +253,7 @@ class FailingStore:
         *,
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
+        mark: object = None,
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise StoreBusy(self.inner.location, 0.1)
@@ -296,6 +297,7 @@ class ConflictingStore(FailingStore):
         *,
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
+        mark: object = None,
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise RevisionConflict([Conflict("L-999", 1, 2, "active")])

@@ -114,11 +114,11 @@ def test_invalid_json_names_line_and_column(tmp_path: Path) -> None:
     with pytest.raises(InvalidRecord) as caught:
         load_run_record(path)
     assert caught.value.line == 3
-    assert str(caught.value) == f"{path}:3: invalid JSON at column 13: Expecting value"
+    assert str(caught.value) == f"{path}:3: column 13: not valid JSON: Expecting value"
 
 
 def test_a_missing_file_and_a_non_object_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(InvalidRecord, match="cannot read the run record"):
+    with pytest.raises(UsageError, match="no such run record; check the path"):
         load_run_record(tmp_path / "absent.json")
     with pytest.raises(InvalidRecord, match="expected a JSON object, found a list"):
         load_run_record(_write(tmp_path, "[1, 2]"))

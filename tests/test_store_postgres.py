@@ -245,6 +245,36 @@ async def test_a_lock_held_past_the_busy_timeout_is_store_busy_and_writes_nothin
 
 @pytest.mark.postgres
 @pytest.mark.asyncio
+async def test_a_held_lock_never_keeps_a_writer_past_its_caller_s_deadline(
+    postgres_url: str,
+) -> None:
+    import time
+
+    import anyio
+    import asyncpg
+
+    async with await PostgresStore.open(postgres_url) as store:
+        await store.publish([create("one")])
+    holder = await asyncpg.connect(postgres_url)
+    try:
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM lessons WHERE id = 'L-1' FOR UPDATE")
+            # The busy timeout (30 s) is far away; the caller's deadline is not.
+            async with await PostgresStore.open(postgres_url) as store:
+                started = time.monotonic()
+                with anyio.move_on_after(0.4), pytest.raises(StoreBusy):
+                    await store.publish(
+                        [AdaptLesson(id="L-1", base_revision=1, card=card("x"), author=AUTHOR)]
+                    )
+                assert time.monotonic() - started < 5
+    finally:
+        await holder.close()
+    async with await PostgresStore.open(postgres_url) as store:
+        assert [lesson.revision for lesson in await store.select()] == [1]
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
 async def test_a_deadlock_reported_by_the_server_is_retried_inside_the_store(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -68,18 +68,11 @@ def find_node(graph: Any, name: str) -> dict[str, Any] | None:
 
 def authored_instructions(graph_file: str, graph_hash: str, node: str) -> str:
     """The node's `instructions` from `graph_file`, after checking the file hashes to H."""
-    import json
-
     from active_memory.errors import UsageError
+    from active_memory.reader import load_json
     from active_memory.runlog.canonical import graph_hash as compute_hash
 
-    try:
-        with open(graph_file, encoding="utf-8") as handle:
-            graph = json.load(handle)
-    except OSError as exc:
-        raise UsageError(f"{graph_file}: cannot read the graph: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(f"{graph_file}: not JSON: {exc}") from None
+    graph = load_json(graph_file, "graph")
     actual = compute_hash(graph)
     if actual != graph_hash:
         raise UsageError(

@@ -356,15 +356,24 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from active_memory.commands.files import read_lesson_lines
+    import contextlib
 
-    records = read_lesson_lines(args.file)
+    from active_memory.commands.files import check_lesson_lines, spool_stdin, stream_lesson_lines
+
     author = _person()
+    with contextlib.ExitStack() as stack:
+        source, label = args.file, args.file
+        if source == "-":  # read twice (check, then write): kept in a private spool file
+            source, label = stack.enter_context(spool_stdin()).name, "stdin"
+        # Two passes over the file, holding no record: every line is checked first (a bad
+        # one refuses the file, nothing written), then the records are streamed to the
+        # store, which writes them in chunks inside its one transaction.
+        count = check_lesson_lines(source, label)
 
-    async def job(store: LessonStore) -> Any:
-        return await store.import_lessons(records, author)
+        async def job(store: LessonStore) -> Any:
+            return await store.import_lessons(stream_lesson_lines(source, label), author)
 
-    report = _run(args, job, create=True)
+        report = _run(args, job, create=True)
     if args.json:
         print_json(report.model_dump(mode="json"))
         return 0
@@ -372,7 +381,7 @@ def _import(args: argparse.Namespace) -> int:
 
     console = stdout_console()
     console.print(
-        f"Imported {len(records)} records: {len(report.added)} added, "
+        f"Imported {count} records: {len(report.added)} added, "
         f"{len(report.updated)} updated, {len(report.unchanged)} left as they were."
     )
     for lesson_id, why in report.unchanged:

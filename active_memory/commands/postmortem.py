@@ -410,9 +410,14 @@ class _EmptyStore:
         *,
         candidates: object = (),
         consumed: object = (),
+        mark: object = None,
     ) -> Any:
         """A dry run never publishes."""
         raise RuntimeError("a dry run does not publish")
+
+    async def publish_mark(self, key: str) -> int | None:
+        """Nothing was ever published here."""
+        return None
 
     async def effectiveness(self, lesson_ids: object) -> dict[str, Any]:
         """No lesson has counters."""

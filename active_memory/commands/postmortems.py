@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from active_memory.commands.common import add_json_option, print_json
+from active_memory.commands.common import add_json_option, add_store_option, print_json
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,6 +33,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default=None,
         help="the journal folder (default: <zeroshot state dir>/active-memory/postmortems)",
     )
+    add_store_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=_postmortems)
 
@@ -46,12 +47,44 @@ def _postmortems(args: argparse.Namespace) -> int:
     folder = Path(args.journal) if args.journal is not None else default_journal_dir()
     if args.journal is not None and not folder.is_dir():
         raise UsageError(f"--journal {args.journal}: no such folder")
+    _settle(Journal(folder), args.store)
     rows = listed(Journal(folder), args.limit)
     if args.json:
         print_json({"journal": str(folder), "postmortems": rows})
     else:
         _print_table(folder, rows)
     return 0
+
+
+def _settle(journal: Any, store_option: str | None) -> None:
+    """Entries left `running` whose publish the store holds become `finished` (killed
+    after the COMMIT, before the journal's end); the store is only opened if there are
+    such entries, never created, and a store that cannot be read leaves them as they are.
+    """
+    if not journal.interrupted():
+        return
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
+
+    from active_memory.errors import StoreError, StoreMissing
+    from active_memory.orchestrator.journal import settle
+    from active_memory.store import open_store, resolve_store_location
+
+    async def job() -> None:
+        async with open_store(resolve_store_location(store_option), create=False) as store:
+            await settle(journal, store)
+
+    try:
+        # Its own thread and event loop: callers may already run one (the run controller
+        # or a test calling the command in-process).
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(anyio.run, job).result()
+    except StoreMissing:
+        return
+    except StoreError as exc:
+        print(f"active-memory: note: interrupted postmortems not checked: {exc}", file=sys.stderr)
 
 
 def listed(journal: Any, limit: int) -> list[dict[str, Any]]:

@@ -50,25 +50,11 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def read_tool_json(argument: str) -> Any:
     """The decoded TOOL_JSON argument (inline, `@file` or `-`); UsageError if not JSON."""
-    import json
+    from active_memory.reader import MAX_STDIN_BYTES, load_json, parse_json
 
-    from active_memory.errors import UsageError
-
-    if argument == "-":
-        source, text = "stdin", sys.stdin.read()
-    elif argument.startswith("@"):
-        source = argument[1:]
-        try:
-            with open(source, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise UsageError(f"{source}: cannot read TOOL_JSON: {exc.strerror}") from None
-    else:
-        source, text = "TOOL_JSON", argument
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{source}: not JSON: {exc}") from None
+    if argument == "-" or argument.startswith("@"):
+        return load_json(argument.removeprefix("@") or "-", "TOOL_JSON", MAX_STDIN_BYTES)
+    return parse_json(argument, "TOOL_JSON")
 
 
 def _recall(args: argparse.Namespace) -> int:

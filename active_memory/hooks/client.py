@@ -134,9 +134,11 @@ def _env_headers(env: Mapping[str, str], forward: Iterable[str] | None) -> str |
 
 
 def _token(token_file: str, env: Mapping[str, str]) -> str | None:
+    from active_memory.reader import read_file_bytes
+
     try:
-        with open(token_file, encoding="utf-8") as handle:
-            token = handle.read().strip()
+        data = read_file_bytes(token_file, 4096) or b""
+        token = data.decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         token = ""
     return token or env.get(TOKEN_ENV) or None

@@ -79,19 +79,28 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     """Answer one hook call from stdin; always 0 (errors are logged, never raised)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = os.environ if env is None else env
+    from active_memory.private import use_private_umask
+
+    previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
     harness = arguments[0] if arguments else ""
     if harness == "session-end":
         from active_memory.hooks import session_end
 
         return session_end.main(arguments[1:], environment)
     try:
-        data = sys.stdin.buffer.read()
+        from active_memory.reader import MAX_STDIN_BYTES, read_stream
+
+        data = read_stream(sys.stdin.buffer, MAX_STDIN_BYTES)
+        if data is None:
+            raise ValueError(f"stdin holds more than {MAX_STDIN_BYTES} bytes; no card given")
         output = respond(harness, data, environment)
         if output is not None:
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
     except BaseException as exc:  # a hook must never fail the tool call
         log_error(harness, exc, environment)
+    finally:
+        os.umask(previous_umask)
     return 0
 
 

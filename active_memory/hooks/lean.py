@@ -24,6 +24,8 @@ HOOK_MODULES = (
     "active_memory/__init__.py",
     "active_memory/hooks/__init__.py",
     "active_memory/hooks/command.py",
+    "active_memory/private.py",
+    "active_memory/reader.py",
     "active_memory/hooks/client.py",
     "active_memory/recall",
     "active_memory/store/__init__.py",

@@ -36,9 +36,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from active_memory.errors import UsageError
+from active_memory.errors import InvalidRecord, UsageError
 from active_memory.hooks.discovery import read_discovery, remove_discovery, write_discovery
 from active_memory.hooks.paths import ENV_HEADER_PREFIX, HEALTH_PATH, HOOK_PATH_PREFIX
+from active_memory.reader import decode, parse_json
 
 log = logging.getLogger("active_memory.server")
 
@@ -119,9 +120,19 @@ class RecallApp:
         self._limiter: anyio.CapacityLimiter | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one HTTP request (other ASGI scopes are ignored)."""
+        """Serve one HTTP request (other ASGI scopes are ignored); never a traceback."""
         if scope["type"] != "http":
             return
+        try:
+            await self._serve(scope, receive, send)
+        except Exception as exc:
+            # Whatever slipped through is one log line and a JSON 500, never a traceback
+            # in the answer (nor a half-sent one: a started answer is left as it is).
+            log.error("request failed: %s: %s", type(exc).__name__, " ".join(str(exc).split()))
+            with contextlib.suppress(Exception):
+                await _respond(send, 500, {"error": "internal error; see the server log"})
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
         method: str = scope["method"]
         if path == HEALTH_PATH:
@@ -148,10 +159,11 @@ class RecallApp:
             await _respond(send, 413, {"error": "body too large"})
             return
         try:
-            payload = json.loads(body)
-        except ValueError as exc:
-            log.warning("bad %s hook call: body is not JSON (%s)", harness, exc)
-            await _respond(send, 400, {"error": "body is not JSON"})
+            # The bounded reader's strict JSON: depth, integer size, surrogates.
+            payload = parse_json(decode(body, "body"), "body")
+        except InvalidRecord as exc:
+            log.warning("bad %s hook call: %s", harness, exc)
+            await _respond(send, 400, {"error": f"body is not usable JSON: {exc.detail}"})
             return
         if not isinstance(payload, dict):
             log.warning("bad %s hook call: body is JSON but not an object", harness)

@@ -23,8 +23,10 @@ class TokenFileError(UsageError):
 
 def read_token(path: Path) -> str | None:
     """The token in `path`, or None when the file is missing, unreadable or empty."""
+    from active_memory.reader import read_file_bytes
+
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = (read_file_bytes(path, 4096) or b"").decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
     return text or None

@@ -104,10 +104,11 @@ class Session:
 
     def read(self, name: str) -> Any | None:
         """A JSON file of the session, or None when absent."""
-        try:
-            return json.loads((self.path / name).read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        from active_memory.reader import load_json
+
+        if not (self.path / name).exists():
             return None
+        return load_json(self.path / name, "init session file")
 
     def write(self, name: str, document: Any) -> None:
         """Write a JSON file durably: temporary file, fsync, rename, fsync the folder."""

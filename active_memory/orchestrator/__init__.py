@@ -23,6 +23,9 @@ from active_memory.orchestrator.journal import Journal as Journal
 from active_memory.orchestrator.journal import JournalEntry as JournalEntry
 from active_memory.orchestrator.journal import default_journal_dir as default_journal_dir
 from active_memory.orchestrator.journal import interrupted_postmortems as interrupted_postmortems
+from active_memory.orchestrator.journal import (
+    settled_interrupted_postmortems as settled_interrupted_postmortems,
+)
 from active_memory.orchestrator.lanes import LANE_NAMES as LANE_NAMES
 from active_memory.orchestrator.lanes import ChosenLane as ChosenLane
 from active_memory.orchestrator.lanes import LaneName as LaneName

@@ -4,7 +4,9 @@ then one publish, with a journal entry at the start and at the end.
 Time: `deadline = start + timeoutMs`. One `CancelScope(deadline=...)` covers reading the
 lessons and the task group; every session gets the same absolute deadline, so start-up,
 investigation and every batch share it. A specialist still running when it fires is
-`timed_out`. The publish runs after the scope, shielded, with its own bound.
+`timed_out`. The publish runs after the scope, shielded, with its own bound. Before the
+clock starts, the lane's provider SDK is imported in a worker thread (cancellable): the
+deadline covers the postmortem's work, not a one-time import.
 
 Cancellation by the caller: the task group's specialists are cancelled (sessions close
 shielded; CLI children are killed and reaped by their adapters), nothing is published,
@@ -118,9 +120,15 @@ class Postmortem:
 
     async def run(self) -> PostmortemReport:
         """Run the postmortem and build its report (see `run_postmortem`)."""
-        start = anyio.current_time()
         active = self._disable()
         factory = self._factory() if active else _no_sessions
+        # The lane's SDK (≈1.4 s cold) is imported off the event loop before the clock
+        # starts: imported inside the deadline, the import thread would hold the GIL for
+        # long stretches just when the deadline needs the loop.
+        prepare = getattr(factory, "prepare", None)
+        if prepare is not None:
+            await prepare()
+        start = anyio.current_time()
         deadline = start + self.settings.timeout_seconds
         ctx = Context(
             self.record,
@@ -210,6 +218,7 @@ class Postmortem:
             effectiveness=observations,
             candidates=candidates,
             shown=shown,
+            mark=entry.publish_mark() if entry is not None else None,
         )
 
     def _candidates(self) -> list[Candidate]:

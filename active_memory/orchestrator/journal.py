@@ -9,12 +9,21 @@ deliveries per lesson and every refused proposal, for `lessons stats`). A file l
 runs, the entry's `usage` is rewritten with the total spent so far (`spent`), so an
 interrupted postmortem reports what it had spent up to its last request. Nothing of
 an interrupted postmortem was published: the publish is one transaction.
+
+A kill between the publish's COMMIT and the journal's end would leave a published
+postmortem `running`. So each entry carries a random `publish_token`, and every publish
+of that postmortem records it in the store in its own transaction (`PublishMark`).
+`settle(journal, store)` (and `settled_interrupted_postmortems(store)`, what a listing
+of interrupted postmortems should call) looks the token up: found, the entry is
+rewritten `finished` ("published; the journal's end was lost"); absent, the postmortem
+really was interrupted before it published.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import urllib.parse
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -28,6 +37,7 @@ from active_memory.orchestrator.report import PostmortemReport, UsageReport
 from active_memory.processes import pid_alive
 from active_memory.quality.reasons import rejection_kinds
 from active_memory.store.location import zeroshot_state_dir
+from active_memory.store.protocol import LessonStore, PublishMark
 
 JOURNAL_SCHEMA: Final = "active-memory/postmortem-journal@1"
 JournalState: TypeAlias = Literal["running", "finished", "failed", "cancelled"]
@@ -68,6 +78,14 @@ class JournalEntry(BaseModel):
     """Lesson ID → how many times the run delivered it (its record's `deliveries`)."""
     rejected: list[RefusedProposal] = []
     """Every refused discovery proposal of the report (reasons already masked)."""
+    publish_token: int | None = None
+    """What this postmortem's publish records in the store (`publish_mark`)."""
+
+    def publish_mark(self) -> PublishMark | None:
+        """The mark this postmortem's publishes leave in the store."""
+        if self.publish_token is None:
+            return None
+        return PublishMark(key=mark_key(self.run_id), token=self.publish_token)
 
     def to_json(self) -> dict[str, Any]:
         """The file's JSON content."""
@@ -87,6 +105,11 @@ class InterruptedPostmortem(BaseModel):
     pid: int
     usage: UsageReport  # what was recorded; `complete` is always False
     path: Path
+
+
+def mark_key(run_id: str) -> str:
+    """The store key of a run's postmortem publish mark."""
+    return f"postmortem:{run_id}"
 
 
 def _now() -> str:
@@ -117,7 +140,12 @@ class Journal:
     def started(self, run_id: str, outcome: str) -> JournalEntry:
         """Record that the postmortem of `run_id` started; returns the entry written."""
         entry = JournalEntry(
-            run_id=run_id, outcome=outcome, state="running", pid=os.getpid(), started_at=_now()
+            run_id=run_id,
+            outcome=outcome,
+            state="running",
+            pid=os.getpid(),
+            started_at=_now(),
+            publish_token=secrets.randbits(62),
         )
         self.write(entry)
         return entry
@@ -193,10 +221,45 @@ class Journal:
         return sorted(found, key=lambda x: x.run_id)
 
 
+async def settle(journal: Journal, store: LessonStore) -> list[InterruptedPostmortem]:
+    """Record as finished every dead `running` entry whose publish the store holds;
+    return the postmortems that were really interrupted (nothing published)."""
+    import anyio.to_thread
+
+    remaining: list[InterruptedPostmortem] = []
+    for found in await anyio.to_thread.run_sync(journal.interrupted):
+        entry = await anyio.to_thread.run_sync(_read, found.path)
+        mark = entry.publish_mark() if entry is not None else None
+        if entry is None or mark is None or await store.publish_mark(mark.key) != mark.token:
+            remaining.append(found)
+            continue
+        settled = entry.model_copy(
+            update={
+                "state": "finished",
+                "ended_at": _now(),
+                "reason": "published; the process ended before the journal recorded it",
+                "usage": entry.usage.model_copy(update={"complete": False}),
+            }
+        )
+        await anyio.to_thread.run_sync(journal.write, settled)
+    return remaining
+
+
+async def settled_interrupted_postmortems(
+    store: LessonStore, directory: Path | None = None
+) -> list[InterruptedPostmortem]:
+    """`interrupted_postmortems`, after `settle`: those whose publish committed are
+    recorded as finished and not listed."""
+    return await settle(Journal(directory), store)
+
+
 def _read(path: Path) -> JournalEntry | None:
+    from active_memory.errors import UsageError
+    from active_memory.reader import load_json
+
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        data = load_json(path, "postmortem journal")
+    except (OSError, UsageError):
         return None
     if not isinstance(data, dict):
         return None

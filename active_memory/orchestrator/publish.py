@@ -37,6 +37,7 @@ from active_memory.specialists.mutations import AnyMutation
 from active_memory.store import LessonStore
 from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import RunObservation
+from active_memory.store.protocol import PublishMark
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -117,6 +118,10 @@ def consumed_candidates(
     return [Consumed(lesson_id=i, through=shown[i]) for i in sorted(decided) if i in shown]
 
 
+PUBLISH_GRACE = 0.1
+"""Seconds a publish may wait for the store's lock when the deadline has already passed."""
+
+
 async def bounded_publish(
     store: LessonStore,
     pending: Sequence[AnyMutation],
@@ -125,15 +130,31 @@ async def bounded_publish(
     *,
     candidates: Sequence[Candidate] = (),
     consumed: Sequence[Consumed] = (),
+    wait_until: float | None = None,
+    mark: PublishMark | None = None,
 ) -> PublishReceipt:
-    """`store.publish`, shielded from cancellation and bounded by `seconds` of its own."""
+    """`store.publish`, shielded from the caller's cancellation, bounded by `seconds`.
+
+    With `wait_until` (the postmortem's deadline), waiting for another writer's lock
+    also ends then, or `PUBLISH_GRACE` from now if that is later: a locked store never
+    holds the postmortem past its deadline. Once the store holds the lock, the write
+    itself finishes (the store shields it).
+    """
+    now = anyio.current_time()
+    limit = now + seconds
+    if wait_until is not None:
+        limit = min(limit, max(wait_until, now + PUBLISH_GRACE))
     with anyio.CancelScope(shield=True):
-        with anyio.move_on_after(seconds) as bound:
+        with anyio.CancelScope(deadline=limit) as bound:
+            if mark is None:
+                return await store.publish(
+                    pending, effectiveness, candidates=candidates, consumed=consumed
+                )
             return await store.publish(
-                pending, effectiveness, candidates=candidates, consumed=consumed
+                pending, effectiveness, candidates=candidates, consumed=consumed, mark=mark
             )
     assert bound.cancelled_caught
-    raise DeadlineExceeded("the publish", seconds)
+    raise DeadlineExceeded("the publish (waiting for the store's lock)", limit - now)
 
 
 async def publish(
@@ -146,6 +167,7 @@ async def publish(
     effectiveness: Sequence[RunObservation] = (),
     candidates: Sequence[Candidate] = (),
     shown: Mapping[str, int] | None = None,
+    mark: PublishMark | None = None,
 ) -> Publication:
     """Publish every reconciled specialist's mutations, the run's effectiveness
     observations of lessons, its refused near-duplicates as adaptation `candidates`, and
@@ -170,6 +192,8 @@ async def publish(
                 effectiveness,
                 candidates=candidates,
                 consumed=consumed,
+                wait_until=ctx.deadline,
+                mark=mark,
             )
         except RevisionConflict as exc:
             stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}

@@ -14,6 +14,7 @@ from typing import Protocol
 from active_memory.config import SpecialistLane
 from active_memory.specialists.kinds import SpecialistName
 from active_memory.specialists.providers import ProviderSession, SessionOptions, open_session
+from active_memory.specialists.providers.factory import load_adapter
 
 
 class SessionFactory(Protocol):
@@ -31,7 +32,27 @@ def lane_sessions(
     """Sessions on the source node's lane (`open_session`), e.g. `SessionOptions(mode="replay",
     recordings=path)` for recorded answers."""
 
-    def factory(specialist: SpecialistName, *, deadline: float) -> ProviderSession:
-        return open_session(lane, specialist, deadline=deadline, options=options, environ=environ)
+    return LaneSessions(lane, options, environ)
 
-    return factory
+
+class LaneSessions:
+    """A `SessionFactory` on one lane; `prepare()` loads its SDK off the event loop."""
+
+    def __init__(
+        self,
+        lane: SpecialistLane,
+        options: SessionOptions | None,
+        environ: Mapping[str, str] | None,
+    ) -> None:
+        self.lane = lane
+        self.options = options
+        self.environ = environ
+
+    async def prepare(self) -> None:
+        """Import the lane's provider SDK in a worker thread (see `load_adapter`)."""
+        await load_adapter(self.lane, self.options)
+
+    def __call__(self, specialist: SpecialistName, *, deadline: float) -> ProviderSession:
+        return open_session(
+            self.lane, specialist, deadline=deadline, options=self.options, environ=self.environ
+        )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from active_memory.reader import open_regular, read_file_bytes
 from active_memory.recall.types import (
     ALL_SCOPES,
     DEFAULT_BUDGET_BYTES,
@@ -24,6 +25,9 @@ from active_memory.settings import effective_settings
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+GIT_CONFIG_MAX_BYTES = 1024 * 1024
+"""A checkout's `.git/config` past this is not read (the remote stays unknown)."""
 
 RUN_ID_ENV = "ACTIVE_MEMORY_RUN_ID"
 SESSION_ENV = "ACTIVE_MEMORY_SESSION_ID"
@@ -95,8 +99,8 @@ def _git_dir(root: str) -> str | None:
     if os.path.isdir(dot_git):
         return dot_git
     try:
-        with open(dot_git, encoding="utf-8") as handle:
-            first = handle.readline().strip()
+        with open_regular(dot_git) as handle:
+            first = handle.readline(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
     # A linked worktree: `.git` is a file `gitdir: <path>`; the config lives in the
@@ -107,8 +111,8 @@ def _git_dir(root: str) -> str | None:
     if not os.path.isabs(git_dir):
         git_dir = os.path.normpath(os.path.join(root, git_dir))
     try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
-            common = handle.readline().strip()
+        with open_regular(os.path.join(git_dir, "commondir")) as handle:
+            common = handle.readline(4096).decode("utf-8", "replace").strip()
         git_dir = os.path.normpath(os.path.join(git_dir, common))
     except OSError:
         pass
@@ -134,11 +138,15 @@ def read_remote_url(root: str) -> str | None:
     git_dir = _git_dir(root)
     if git_dir is None:
         return None
+    # A FIFO or device planted as `.git/config` must not hang the hook or the server:
+    # only a regular file is read, and only its first MiB.
     try:
-        with open(os.path.join(git_dir, "config"), encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+        data = read_file_bytes(os.path.join(git_dir, "config"), GIT_CONFIG_MAX_BYTES)
     except OSError:
         return None
+    if data is None:
+        return None
+    lines = data.decode("utf-8", "replace").split("\n")
     remotes: dict[str, str] = {}
     current: str | None = None
     for line in lines:

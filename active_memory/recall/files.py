@@ -13,6 +13,8 @@ import os
 import time
 import zlib
 
+from active_memory.reader import NotReadable, open_regular
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
@@ -79,10 +81,12 @@ def append_line(path: str, line: str, *, sync: bool = False) -> None:
 def read_bytes(path: str) -> bytes | None:
     """The file's bytes, or None when it does not exist."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             return handle.read()
-    except FileNotFoundError:
-        return None
+    except NotReadable as exc:
+        if not os.path.lexists(path):
+            return None
+        raise OSError(str(exc)) from None
 
 
 class FileLock:

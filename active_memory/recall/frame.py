@@ -13,8 +13,9 @@ A delivery is one frame around one or more cards:
 Cards are separated by one blank line. What a delivery costs is its exact UTF-8 size:
 the frame's two lines once, each card, and the separators. A card's text cannot close
 the frame early: any `<active-memory` or `</active-memory` inside a title or
-recommendation is neutralised (`<` becomes `&lt;`), matched without regard to case or
-spaces after `<` / `</`.
+recommendation is neutralised (`<` becomes `&lt;`), matched on Unicode-normalised text:
+case, spaces, slashes and dashes of any script, zero-width characters and look-alike
+letters or brackets do not hide a tag (docs/security.md).
 """
 
 from __future__ import annotations
@@ -46,32 +47,128 @@ FRAME_BYTES = len(OPEN.encode("utf-8")) + 1 + len(CLOSE.encode("utf-8"))
 SEPARATOR_BYTES = 1
 """The blank line between two cards (each card block already ends in a newline)."""
 
-_TAG = "active-memory"
+_TAG_LETTERS = "activememory"
+
+# Characters a model may read as `<` though they are not ASCII `<`. NFKC folds the
+# fullwidth and small forms (U+FF1C, U+FE64); the rest are look-alikes NFKC keeps.
+_LESS_THAN = frozenset("<\uff1c\ufe64\u2039\u276e\u02c2\u1438\u3008\u27e8\u2329\u29fc\u276c\u2770")
+
+# Latin look-alikes (Cyrillic, Greek) of the letters in `active-memory`, after casefold.
+_CONFUSABLE_LETTERS = {
+    "\u0430": "a",  # Cyrillic a
+    "\u03b1": "a",  # Greek alpha
+    "\u0441": "c",  # Cyrillic es
+    "\u03f2": "c",  # Greek lunate sigma
+    "\u0442": "t",  # Cyrillic te
+    "\u03c4": "t",  # Greek tau
+    "\u0456": "i",  # Cyrillic byelorussian-ukrainian i
+    "\u03b9": "i",  # Greek iota
+    "\u0131": "i",  # dotless i
+    "\u03bd": "v",  # Greek nu
+    "\u0475": "v",  # Cyrillic izhitsa
+    "\u0435": "e",  # Cyrillic ie
+    "\u03b5": "e",  # Greek epsilon
+    "\u043c": "m",  # Cyrillic em
+    "\u03bc": "m",  # Greek mu
+    "\u043e": "o",  # Cyrillic o
+    "\u03bf": "o",  # Greek omicron
+    "\u0433": "r",  # Cyrillic ghe
+    "\u0440": "r",  # Cyrillic er (looks like p; harmless to include)
+    "\u0443": "y",  # Cyrillic u
+    "\u03b3": "y",  # Greek gamma
+}
 
 
 def neutralise(text: str) -> str:
-    """`text` with every opening or closing `active-memory` tag made inert."""
-    lowered = text.lower()
-    if _TAG not in lowered:
+    """`text` with every opening or closing `active-memory` tag made inert.
+
+    Matching is on what a reader sees, not on code points: each character is NFKC
+    normalised and case-folded, Cyrillic and Greek look-alikes count as the Latin letter,
+    and between `<` and the tag's letters anything that shows as a space, a slash, a
+    dash or nothing at all (zero-width and other format characters, NBSP, vertical tab,
+    form feed, U+2010, U+2215, …) is skipped. The `<` (or its look-alike) of each such
+    tag becomes `&lt;`.
+    """
+    if text.isascii():
+        if "<" not in text:
+            return text
+    elif _LESS_THAN.isdisjoint(text) and not _any_folds_to_less_than(text):
         return text
     out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] == "<":
-            j = i + 1
-            while j < n and text[j] in " \t\r\n":
-                j += 1
-            if j < n and text[j] == "/":
-                j += 1
-                while j < n and text[j] in " \t\r\n":
-                    j += 1
-            if lowered.startswith(_TAG, j):
-                out.append("&lt;")
-                i += 1
-                continue
-        out.append(text[i])
-        i += 1
+    for i, char in enumerate(text):
+        if _is_less_than(char) and _tag_follows(text, i + 1):
+            out.append("&lt;")
+        else:
+            out.append(char)
     return "".join(out)
+
+
+def _any_folds_to_less_than(text: str) -> bool:
+    import unicodedata
+
+    return "<" in unicodedata.normalize("NFKC", text)
+
+
+def _is_less_than(char: str) -> bool:
+    if char in _LESS_THAN:
+        return True
+    if char.isascii():
+        return False
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", char) == "<"
+
+
+def _tag_follows(text: str, start: int) -> bool:
+    """Whether the letters `activememory` come next, separators and invisibles skipped."""
+    wanted = _TAG_LETTERS
+    found = 0
+    for char in text[start : start + 200]:
+        letters = _letters(char)
+        if letters is None:
+            return False
+        for letter in letters:
+            if found == len(wanted) or letter != wanted[found]:
+                return False
+            found += 1
+        if found == len(wanted):
+            return True
+    return False
+
+
+def _letters(char: str) -> str | None:
+    """The Latin letters `char` shows as ("" for a separator or an invisible), else None."""
+    if char.isascii():
+        if char.isalpha():
+            return char.lower()
+        return "" if char in " \t\r\n\v\f/-_" else None
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", char).casefold()
+    if folded.isascii() and folded:
+        return _letters_ascii(folded)
+    if char in _CONFUSABLE_LETTERS:
+        return _CONFUSABLE_LETTERS[char]
+    if folded in _CONFUSABLE_LETTERS:
+        return _CONFUSABLE_LETTERS[folded]
+    category = unicodedata.category(char)
+    # Format (zero-width), spaces, dashes, connector punctuation, combining marks, and
+    # slash and dash look-alikes (U+2215, U+2044, U+2212, …) read as nothing here.
+    if category in ("Cf", "Zs", "Zl", "Zp", "Pd", "Pc", "Mn", "Me", "Cc"):
+        return ""
+    if char in "\u2215\u2044\u29f8\u2571\u27cb\u3033\u2212\u2043\u2796\u02d7":
+        return ""
+    return None
+
+
+def _letters_ascii(text: str) -> str | None:
+    parts = []
+    for char in text:
+        if char.isalpha():
+            parts.append(char)
+        elif char not in " \t\r\n\v\f/-_":
+            return None
+    return "".join(parts)
 
 
 def render_card(lesson_id: str, revision: int, title: str, recommendation: str) -> str:

@@ -380,26 +380,9 @@ _SCHEMA_PATTERN = re.compile(r"^active-memory/run@(\d+)$")
 
 def load_run_record(path: str | Path) -> RunRecord:
     """Read and validate a run record file; raise `InvalidRecord` naming what is wrong."""
-    source = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidRecord(source, f"cannot read the run record: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidRecord(
-            source, f"not UTF-8 text (byte {exc.start}); a run record is a JSON document"
-        ) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidRecord(
-            source, f"invalid JSON at column {exc.colno}: {exc.msg}", line=exc.lineno
-        ) from None
-    except RecursionError:
-        raise InvalidRecord(source, "invalid JSON: nested too deeply") from None
-    return parse_run_record(data, source)
+    from active_memory.reader import load_json
+
+    return parse_run_record(load_json(path, "run record"), str(path))
 
 
 def parse_run_record(data: Any, source: str = "<run record>") -> RunRecord:

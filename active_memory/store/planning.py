@@ -8,7 +8,7 @@ decisions in one place keeps the SQLite and PostgreSQL stores' rules identical.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -81,10 +81,13 @@ def check_distinct_targets(mutations: Sequence[Mutation]) -> None:
         seen.add(m.id)
 
 
-def check_distinct_records(records: Sequence[Lesson | Tombstone]) -> None:
-    """Refuse an import that names one ID twice."""
-    seen: set[str] = set()
-    for index, record in enumerate(records, start=1):
+def check_distinct_records(
+    records: Sequence[Lesson | Tombstone], seen: set[str] | None = None, first: int = 1
+) -> None:
+    """Refuse an import that names one ID twice (`seen`: IDs of earlier chunks, which
+    start at record number `first`)."""
+    seen = set() if seen is None else seen
+    for index, record in enumerate(records, start=first):
         if record.id in seen:
             raise InvalidMutation(record.id, f"appears twice in the import (record {index})")
         seen.add(record.id)
@@ -100,6 +103,37 @@ def touched_ids(mutations: Sequence[Mutation]) -> set[str]:
         if isinstance(m, RetireLesson) and m.canonical:
             ids.add(m.canonical)
     return ids
+
+
+IMPORT_CHUNK = 1000
+"""Records an import plans and writes at a time, inside its one transaction."""
+
+
+def chunks(
+    records: Iterable[Lesson | Tombstone], size: int | None = None
+) -> Iterator[tuple[int, list[Lesson | Tombstone]]]:
+    """(number of the chunk's first record, the chunk) over a possibly one-pass iterable."""
+    size = size or IMPORT_CHUNK
+    chunk: list[Lesson | Tombstone] = []
+    first = 1
+    for record in records:
+        chunk.append(record)
+        if len(chunk) == size:
+            yield first, chunk
+            first += size
+            chunk = []
+    if chunk:
+        yield first, chunk
+
+
+def merge_reports(parts: Iterable[ImportReport]) -> ImportReport:
+    """One report of an import written in chunks."""
+    merged = ImportReport(added=[], updated=[], unchanged=[])
+    for part in parts:
+        merged.added.extend(part.added)
+        merged.updated.extend(part.updated)
+        merged.unchanged.extend(part.unchanged)
+    return merged
 
 
 def create_count(mutations: Sequence[Mutation]) -> int:
@@ -196,7 +230,10 @@ def plan_revert(
 
 
 def plan_import(
-    records: Sequence[Lesson | Tombstone], current: dict[str, Current], author: Author
+    records: Sequence[Lesson | Tombstone],
+    current: dict[str, Current],
+    author: Author,
+    first: int = 1,
 ) -> tuple[ChangeSet, ImportReport]:
     """Add new IDs, update older living ones, leave newer ones and tombstones alone.
 
@@ -204,7 +241,7 @@ def plan_import(
     """
     rows = ChangeSet(now=utcnow().isoformat())
     report = ImportReport(added=[], updated=[], unchanged=[])
-    for index, record in enumerate(records, start=1):
+    for index, record in enumerate(records, start=first):
         now = current.get(record.id)
         card = record.card() if isinstance(record, Lesson) else None
         canonical = record.canonical if isinstance(record, Tombstone) else None

@@ -86,7 +86,13 @@ from active_memory.store.postgres_schema import (
     TABLES,
     VERSION_TABLE,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery, LessonSummary
+from active_memory.store.protocol import (
+    MARK_PREFIX,
+    ImportReport,
+    LessonQuery,
+    LessonSummary,
+    PublishMark,
+)
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -97,6 +103,8 @@ from active_memory.store.rows import (
 )
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+LOCK_SLICE = 0.05
+"""The least time a write waits for row locks, even past its caller's deadline."""
 _ADD_COUNTS = (
     ", ".join(
         f"{name} = lesson_effectiveness.{name} + excluded.{name}"
@@ -371,15 +379,24 @@ class PostgresStore:
         *,
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         """Apply every mutation, effectiveness observation and candidate change in one
-        transaction, or none."""
+        transaction, or none; with `mark`, record it in that transaction."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
         extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
         if not mutations and not observations and not any(extras):
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations, extras)
+        return await self._in_write_transaction(self._apply, mutations, observations, extras, mark)
+
+    async def publish_mark(self, key: str) -> int | None:
+        """The token of the last committed publish marked with `key`, or None."""
+        async with self._reading() as conn:
+            value = await conn.fetchval(
+                "SELECT value FROM store_meta WHERE key = $1", f"{MARK_PREFIX}{key}"
+            )
+        return int(value) if value is not None else None
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -389,9 +406,13 @@ class PostgresStore:
         return reverted
 
     async def import_lessons(
-        self, records: Sequence[Lesson | Tombstone], author: Author
+        self, records: Iterable[Lesson | Tombstone], author: Author
     ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone.
+
+        `records` is held whole: the transaction may be run again after a deadlock.
+        """
+        records = list(records)
         check_distinct_records(records)
         return await self._in_write_transaction(self._import, records, author)
 
@@ -401,15 +422,25 @@ class PostgresStore:
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> _T:
-        """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures."""
+        """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures.
+
+        Waiting for another writer's row locks inside the shield is bounded by the
+        caller's deadline as well as the busy timeout (at least `LOCK_SLICE`, so a write
+        nobody blocks still happens after its deadline): a shield never outlasts the
+        time the caller has left by more than a slice (then `StoreBusy`, nothing
+        written). Waiting for a pool connection is bounded by the busy timeout.
+        """
+        left = anyio.current_effective_deadline() - anyio.current_time()
+        wait = min(self._busy_timeout, max(left, LOCK_SLICE))
         with anyio.CancelScope(shield=True), self._translated():
-            async with self._pool.acquire() as conn:
+            async with self._pool.acquire(timeout=self._busy_timeout) as conn:
                 for attempt in range(1, WRITE_ATTEMPTS + 1):
                     try:
                         async with conn.transaction():
                             # Bounds inside the shield: no lock or statement waits forever.
+                            lock_wait = f"{max(1, int(wait * 1000))}ms"
                             timeout = f"{int(self._busy_timeout * 1000)}ms"
-                            await conn.execute(f"SET LOCAL lock_timeout = '{timeout}'")
+                            await conn.execute(f"SET LOCAL lock_timeout = '{lock_wait}'")
                             await conn.execute(f"SET LOCAL statement_timeout = '{timeout}'")
                             try:
                                 return await body(conn, *args, **kwargs)
@@ -434,6 +465,7 @@ class PostgresStore:
         mutations: Sequence[Mutation],
         observations: list[tuple[str, int, int, int, int, str]],
         extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -472,6 +504,14 @@ class PostgresStore:
                 "(SELECT seq FROM lesson_candidates WHERE lesson_id = $1 "
                 "ORDER BY seq DESC LIMIT $2)",
                 [(i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
+            )
+        if mark is not None:
+            # Last: every writer takes the mark's row after all others (one lock order).
+            await conn.execute(
+                "INSERT INTO store_meta (key, value) VALUES ($1, $2) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                f"{MARK_PREFIX}{mark.key}",
+                mark.token,
             )
         return receipt
 

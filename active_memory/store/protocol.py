@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, NamedTuple, Protocol, runtime_checkable
 
@@ -60,6 +60,24 @@ class ImportReport(BaseModel):
     unchanged: list[tuple[str, str]] = []  # (id, why)
 
 
+MARK_PREFIX = "mark:"
+"""`store_meta` keys of publish marks, apart from the store's counters."""
+
+
+class PublishMark(BaseModel):
+    """A token a publish leaves in the store in its own transaction.
+
+    The postmortem journal writes `token` before the publish; after a crash, the store
+    holding it under `key` proves that the publish committed even though the journal
+    never recorded its end (docs/store.md).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    token: Annotated[int, Field(ge=0, lt=2**62)]
+
+
 @runtime_checkable
 class LessonStore(Protocol):
     """Durable lessons with revision-checked, all-or-nothing publication."""
@@ -111,9 +129,11 @@ class LessonStore(Protocol):
         *,
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         """Apply every mutation, add every effectiveness observation and adaptation
         candidate, and clear every consumed candidate, in one transaction, or none.
+        With `mark`, the same transaction records it (see `publish_mark`).
 
         A candidate of an unknown or retired lesson is skipped, as is one its run and
         specialist already added; each lesson keeps its latest `CANDIDATES_KEPT`.
@@ -125,6 +145,10 @@ class LessonStore(Protocol):
         the lesson's `last_run_id` already is not counted again. Never interrupted halfway
         by cancellation.
         """
+        ...
+
+    async def publish_mark(self, key: str) -> int | None:
+        """The token of the last committed publish marked with `key`, or None."""
         ...
 
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
@@ -145,9 +169,14 @@ class LessonStore(Protocol):
         ...
 
     async def import_lessons(
-        self, records: Sequence[Lesson | Tombstone], author: Author
+        self, records: Iterable[Lesson | Tombstone], author: Author
     ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone.
+
+        `records` may be a one-pass iterable (a file streamed as it is read): SQLite
+        consumes it in chunks inside the one transaction, so an import's memory does not
+        grow with the file; PostgreSQL holds it whole (its transaction may be retried).
+        """
         ...
 
     async def backup(self, destination: Path) -> None:

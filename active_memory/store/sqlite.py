@@ -1,12 +1,18 @@
 """The default lesson store: one SQLite file, WAL, on aiosqlite.
 
-Every write is one `BEGIN IMMEDIATE` transaction run under a shielded cancel scope:
-aiosqlite cannot cancel a statement already queued in its worker thread, so a write
-is never the thing a deadline interrupts. Its only bound is the busy timeout.
+Every write is one `BEGIN IMMEDIATE` transaction. Time model: waiting for another
+writer's lock is bounded by the caller's deadline (`anyio.current_effective_deadline()`)
+and by the busy timeout, whichever comes first. The wait is a series of short shielded
+attempts (`LOCK_SLICE` each: aiosqlite cannot cancel a statement queued in its worker
+thread, so no attempt may outlive its slice) with cancellable sleeps between them, so a
+deadline fires within one slice. Once the lock is held, the body and COMMIT run
+shielded: a write is never the thing a deadline interrupts, and holding the lock it
+waits for nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -14,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.request import pathname2url
 
 import aiosqlite
 import anyio
@@ -36,6 +43,7 @@ from active_memory.lessons import (
     Tombstone,
     utcnow,
 )
+from active_memory.private import FOLDER_MODE, create_private, tighten
 from active_memory.store.candidates import (
     CANDIDATE_COLUMNS,
     CANDIDATES_KEPT,
@@ -53,19 +61,28 @@ from active_memory.store.effectiveness import (
     observation_rows,
     row_to_effectiveness,
 )
+from active_memory.store.location import default_store_path
 from active_memory.store.planning import (
     Current,
     check_distinct_records,
     check_distinct_targets,
     check_revert,
+    chunks,
     create_count,
+    merge_reports,
     next_number_after,
     plan_import,
     plan_publish,
     plan_revert,
     touched_ids,
 )
-from active_memory.store.protocol import ImportReport, LessonQuery, LessonSummary
+from active_memory.store.protocol import (
+    MARK_PREFIX,
+    ImportReport,
+    LessonQuery,
+    LessonSummary,
+    PublishMark,
+)
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -87,6 +104,8 @@ _ADD_COUNTS = (
     + ", last_run_id = excluded.last_run_id"
 )
 DEFAULT_BUSY_TIMEOUT = 30.0
+LOCK_SLICE = 0.05
+"""The longest one shielded `BEGIN IMMEDIATE` attempt waits for another writer."""
 
 _T = TypeVar("_T")
 
@@ -98,6 +117,7 @@ class SqliteStore:
         self._path = path
         self._conn = conn
         self._busy_timeout = busy_timeout
+        self._read_only = False
         self._queue: SqliteQueue | None = None
 
     @property
@@ -124,11 +144,27 @@ class SqliteStore:
         written to it.
         """
         path = await anyio.to_thread.run_sync(_checked_path, path, create)
+        read_only = not await anyio.to_thread.run_sync(_writable, path)
+        if not read_only:
+            return await cls._connect(path, str(path), busy_timeout, read_only=False)
+        # A store we may not write (a read-only file or folder, a read-only mount) is
+        # opened read-only: reading commands work, a write names the cause. (SQLite reads
+        # a WAL store read-only even where it cannot create the -shm file.)
+        uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro"
+        return await cls._connect(path, uri, busy_timeout, read_only=True)
+
+    @classmethod
+    async def _connect(
+        cls, path: Path, target: str, busy_timeout: float, *, read_only: bool
+    ) -> SqliteStore:
         try:
-            conn = await aiosqlite.connect(str(path), isolation_level=None, timeout=busy_timeout)
+            conn = await aiosqlite.connect(
+                target, isolation_level=None, timeout=busy_timeout, uri=read_only
+            )
         except sqlite3.Error as exc:
             raise StoreUnavailable(str(path), f"cannot open the store: {exc}") from None
         store = cls(path, conn, busy_timeout)
+        store._read_only = read_only
         try:
             with store._translated():
                 await store._configure()
@@ -155,6 +191,8 @@ class SqliteStore:
         await self._conn.execute("PRAGMA foreign_keys = ON")
         # Identify the file before switching it to WAL: that switch rewrites its header.
         await self._schema_version()
+        if self._read_only:
+            return
         await self._conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a published lesson survives power loss, not only a process crash.
         await self._conn.execute("PRAGMA synchronous = FULL")
@@ -163,8 +201,14 @@ class SqliteStore:
         version = await self._schema_version()
         if version == SCHEMA_VERSION:
             return
+        if self._read_only:
+            raise StoreUnavailable(
+                self.location,
+                f"the store is read-only and needs an upgrade of its schema (version "
+                f"{version} to {SCHEMA_VERSION}); open it once with write access",
+            )
+        await self._begin_immediate()
         with anyio.CancelScope(shield=True):
-            await self._conn.execute("BEGIN IMMEDIATE")
             try:
                 # Another process may have migrated while we waited for the lock.
                 version = await self._schema_version()
@@ -174,9 +218,15 @@ class SqliteStore:
                 await self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 await self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             except BaseException:
-                await self._conn.execute("ROLLBACK")
+                await self._rollback()
                 raise
             await self._conn.execute("COMMIT")
+
+    async def _rollback(self) -> None:
+        # A failed COMMIT (a full disk) may already have ended the transaction: then the
+        # ROLLBACK's own error ("no transaction is active") must not hide the cause.
+        with contextlib.suppress(sqlite3.Error):
+            await self._conn.execute("ROLLBACK")
 
     async def _schema_version(self) -> int:
         # One statement, so the three facts come from one moment: another process may be
@@ -330,15 +380,24 @@ class SqliteStore:
         *,
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         """Apply every mutation, effectiveness observation and candidate change in one
-        transaction, or none."""
+        transaction, or none; with `mark`, record it in that transaction."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
         extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
         if not mutations and not observations and not any(extras):
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations, extras)
+        return await self._in_write_transaction(self._apply, mutations, observations, extras, mark)
+
+    async def publish_mark(self, key: str) -> int | None:
+        """The token of the last committed publish marked with `key`, or None."""
+        with self._translated():
+            value = await self._scalar(
+                "SELECT value FROM store_meta WHERE key = ?", (f"{MARK_PREFIX}{key}",)
+            )
+        return int(value) if value is not None else None
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision` current again, recorded as a new revision."""
@@ -348,22 +407,70 @@ class SqliteStore:
         return reverted
 
     async def import_lessons(
-        self, records: Sequence[Lesson | Tombstone], author: Author
+        self, records: Iterable[Lesson | Tombstone], author: Author
     ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone."""
-        check_distinct_records(records)
-        return await self._in_write_transaction(self._import, records, author)
+        """Add or update lessons from an export, all or nothing; never recreate a tombstone.
+
+        `records` is consumed in chunks of `IMPORT_CHUNK` inside the one transaction: a
+        streamed file is never held whole.
+        """
+        if isinstance(records, Sequence):
+            check_distinct_records(records)  # before the lock, when it can be
+        return await self._in_write_transaction(self._import_chunks, records, author)
+
+    async def _import_chunks(
+        self, records: Iterable[Lesson | Tombstone], author: Author
+    ) -> ImportReport:
+        seen: set[str] = set()
+        parts = []
+        for first, chunk in chunks(records):
+            check_distinct_records(chunk, seen, first)
+            parts.append(await self._import(chunk, author, first))
+        return merge_reports(parts)
+
+    async def _begin_immediate(self) -> None:
+        """`BEGIN IMMEDIATE`, waiting for other writers until the caller's deadline (then
+        cancelled like any wait) or the busy timeout (then `StoreBusy`)."""
+        give_up = anyio.current_time() + self._busy_timeout
+        full = int(self._busy_timeout * 1000)
+        with self._translated():
+            while True:
+                left = give_up - anyio.current_time()
+                slice_ms = max(0, int(min(left, LOCK_SLICE) * 1000))
+                with anyio.CancelScope(shield=True):
+                    await self._conn.execute(f"PRAGMA busy_timeout = {slice_ms}")
+                    try:
+                        await self._conn.execute("BEGIN IMMEDIATE")
+                        return
+                    except sqlite3.OperationalError as exc:
+                        if "locked" not in str(exc) and "busy" not in str(exc):
+                            raise
+                        if left <= 0:
+                            raise
+                    finally:
+                        await self._conn.execute(f"PRAGMA busy_timeout = {full}")
+                await anyio.sleep(0.005)  # the caller's deadline, if any, fires here
 
     async def _in_write_transaction(self, body: Callable[..., Awaitable[_T]], *args: Any) -> _T:
-        """Run `body` inside BEGIN IMMEDIATE … COMMIT, shielded; roll back on any error."""
+        """Run `body` inside BEGIN IMMEDIATE … COMMIT; only the lock wait is cancellable."""
+        if self._read_only:
+            raise StoreUnavailable(
+                self.location,
+                "the store is read-only (no write permission on the file or its folder); "
+                "nothing was written. Reading commands still work",
+            )
+        await self._begin_immediate()
         with anyio.CancelScope(shield=True), self._translated():
-            await self._conn.execute("BEGIN IMMEDIATE")
             try:
                 result = await body(*args)
             except BaseException:
-                await self._conn.execute("ROLLBACK")
+                await self._rollback()
                 raise
-            await self._conn.execute("COMMIT")
+            try:
+                await self._conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback()
+                raise
         return result
 
     async def _apply(
@@ -371,6 +478,7 @@ class SqliteStore:
         mutations: Sequence[Mutation],
         observations: list[tuple[Any, ...]],
         extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
+        mark: PublishMark | None = None,
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -406,6 +514,12 @@ class SqliteStore:
                 "(SELECT seq FROM lesson_candidates WHERE lesson_id = ? "
                 "ORDER BY seq DESC LIMIT ?)",
                 [(i, i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
+            )
+        if mark is not None:
+            await self._conn.execute(
+                "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (f"{MARK_PREFIX}{mark.key}", str(mark.token)),
             )
         return receipt
 
@@ -446,9 +560,11 @@ class SqliteStore:
         )
         await write_changes(self._conn, rows, self.location)
 
-    async def _import(self, records: Sequence[Lesson | Tombstone], author: Author) -> ImportReport:
+    async def _import(
+        self, records: Sequence[Lesson | Tombstone], author: Author, first: int = 1
+    ) -> ImportReport:
         current = await self._current(r.id for r in records)
-        rows, report = plan_import(records, current, author)
+        rows, report = plan_import(records, current, author, first)
         await write_changes(self._conn, rows, self.location)
         await self._bump_id_counter(records)
         return report
@@ -495,11 +611,19 @@ class SqliteStore:
     # --- backup --------------------------------------------------------------------
 
     async def backup(self, destination: Path) -> None:
-        """Copy the store with SQLite's online backup, then move it into place atomically."""
+        """Copy the store with SQLite's online backup, then move it into place atomically.
+
+        The destination name is claimed first with an exclusive create (an empty 0600
+        file): of two backups to one new path, one wins and the other is refused. The
+        copy is written beside it and renamed over the claim only when it is complete
+        and sound; on any failure the claim is removed.
+        """
         destination = await anyio.to_thread.run_sync(_backup_destination, destination)
         partial = destination.with_name(f".{destination.name}.partial-{os.getpid()}")
+        done = False
         try:
-            with self._translated():
+            await anyio.to_thread.run_sync(create_private, partial)
+            with self._translated(str(destination)):
                 target = await aiosqlite.connect(str(partial))
                 try:
                     await self._conn.backup(target)
@@ -509,8 +633,15 @@ class SqliteStore:
             if [tuple(r) for r in result] != [("ok",)]:
                 raise StoreCorrupt(str(destination), "the copy failed its integrity check")
             os.replace(partial, destination)
+            done = True
+        except OSError as exc:
+            raise StoreUnavailable(
+                str(destination), f"cannot write the backup: {exc.strerror or exc}"
+            ) from None
         finally:
             partial.unlink(missing_ok=True)
+            if not done:
+                _release_claim(destination)
 
     async def integrity_check(self) -> list[str]:
         """SQLite's own integrity check: `["ok"]` when the file is sound."""
@@ -525,26 +656,54 @@ class SqliteStore:
         return rows[0][0] if rows else None
 
     @contextmanager
-    def _translated(self) -> Iterator[None]:
-        """Turn sqlite3 errors into our error tree, with the store's location."""
+    def _translated(self, location: str | None = None) -> Iterator[None]:
+        """Turn sqlite3 errors into our error tree, naming `location` (default: the store)."""
+        where = location or self.location
         try:
             yield
         except sqlite3.OperationalError as exc:
             text = str(exc)
             if "locked" in text or "busy" in text:
-                raise StoreBusy(self.location, self._busy_timeout) from None
-            if "readonly" in text or "unable to open" in text or "disk I/O" in text:
-                raise StoreUnavailable(self.location, text) from None
-            raise StoreError(f"{self.location}: {text}") from exc
+                raise StoreBusy(where, self._busy_timeout) from None
+            raise _unavailable(where, exc) or StoreError(f"{where}: {text}") from exc
         except sqlite3.DatabaseError as exc:
             text = str(exc)
             if "malformed" in text or "not a database" in text or "corrupt" in text:
                 raise StoreCorrupt(
-                    self.location,
+                    where,
                     f"the store is damaged ({text}); restore a backup "
                     "(`active-memory backup` makes them)",
                 ) from None
-            raise StoreError(f"{self.location}: {text}") from exc
+            raise _unavailable(where, exc) or StoreError(f"{where}: {text}") from exc
+
+
+def _unavailable(where: str, exc: sqlite3.Error) -> StoreUnavailable | None:
+    """The real cause of a failed open or write, in words, or None if it is another error."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc)
+    if code == sqlite3.SQLITE_FULL or "disk is full" in text:
+        return StoreUnavailable(where, "the disk is full; nothing was written. Free space, retry")
+    if code == sqlite3.SQLITE_READONLY or "readonly" in text:
+        return StoreUnavailable(where, "is read-only (no write permission); nothing was written")
+    if "unable to open" in text:
+        return StoreUnavailable(
+            where, "cannot open it: check that its folder exists and is readable and writable"
+        )
+    if "disk I/O" in text:
+        return StoreUnavailable(where, f"the disk failed a read or write ({text})")
+    return None
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the store file and create its journals beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def _note(message: str) -> None:
+    # On stderr, where a person running a command sees it (stdout may be --json).
+    import sys
+
+    print(f"active-memory: note: {message}", file=sys.stderr)
 
 
 _VERSION_SQL = "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
@@ -570,23 +729,50 @@ def _checked_path(location: str | Path, create: bool) -> Path:
                 "is not a SQLite database; nothing was changed. "
                 "Pass --store with an Active Memory store or a new path",
             )
+        _tighten_store(path)
         return path
     if not create:
         raise StoreMissing(str(path))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        # SQLite gives its -wal and -shm files the store file's own permissions.
+        with contextlib.suppress(FileExistsError):
+            create_private(path)
     except OSError as exc:
-        raise StoreUnavailable(str(path), f"cannot create its folder: {exc.strerror}") from None
+        raise StoreUnavailable(str(path), f"cannot create it: {exc.strerror}") from None
+    _tighten_store(path)
     return path
 
 
+def _tighten_store(path: Path) -> None:
+    """Store, journals and (for the default location) its folder: owner only."""
+    for sibling in ("", "-wal", "-shm", "-journal"):
+        tighten(f"{path}{sibling}", _note)
+    if path.parent == default_store_path().parent:
+        tighten(path.parent, _note)
+
+
 def _backup_destination(location: str | Path) -> Path:
+    """Claim `location` for a backup with an exclusive create; a usage error if taken."""
     destination = Path(location).expanduser()
-    if destination.exists():
-        raise UsageError(f"{destination} already exists; choose a new backup path")
     if not destination.parent.is_dir():
         raise UsageError(f"{destination.parent} is not a folder; create it first")
+    try:
+        create_private(destination)
+    except FileExistsError:
+        raise UsageError(f"{destination} already exists; choose a new backup path") from None
+    except OSError as exc:
+        raise StoreUnavailable(
+            str(destination), f"cannot create the backup: {exc.strerror or exc}"
+        ) from None
     return destination
+
+
+def _release_claim(destination: Path) -> None:
+    # Only our own empty claim is removed, never a file someone else put there.
+    with contextlib.suppress(OSError):
+        if destination.stat().st_size == 0:
+            destination.unlink()
 
 
 def _statements(script: str) -> list[str]:

@@ -56,16 +56,22 @@ def write_atomic(path: Path, text: str) -> None:
 
 def read_text(path: Path) -> str | None:
     """The file's text, or None if it does not exist; a clear error if it cannot be read."""
+    from active_memory.reader import MAX_DOCUMENT_BYTES, NotReadable, read_file_bytes
+
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+        data = read_file_bytes(path, MAX_DOCUMENT_BYTES)
+    except NotReadable as exc:
+        if exc.reason == "no such file":
+            return None
+        raise InvalidRecord(str(path), f"cannot read: {exc.reason}; nothing was changed") from None
+    if data is None:
+        raise InvalidRecord(str(path), "too large to be a settings file; nothing was changed")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidRecord(
             str(path), f"not UTF-8 text ({exc.reason}); nothing was changed"
         ) from None
-    except OSError as exc:
-        raise InvalidRecord(str(path), f"cannot read: {exc.strerror}") from None
 
 
 def parse_json_object(path: Path, text: str | None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from active_memory.errors import InvalidRecord
+from active_memory.reader import NotReadable, open_regular
 from active_memory.runlog.importers.common import Skipped
 from active_memory.runlog.importers.jsonl import MAX_LINE_BYTES, read_jsonl
 
@@ -69,7 +70,8 @@ def survey(path: Path) -> SessionFiles:
     mentioned: set[str] = set()
     first: dict[str, Any] | None = None
     try:
-        with path.open("rb") as handle:
+        # The bounded reader's open: a regular file only, never blocking on a FIFO.
+        with open_regular(path) as handle:
             for index, raw in enumerate(_raw_lines(handle)):
                 if index < _HEAD_LINES and (session_id is None or cwd is None or first is None):
                     entry = _decode(raw)
@@ -83,6 +85,8 @@ def survey(path: Path) -> SessionFiles:
                 if b"agentId" in raw:
                     mentioned.update(m.decode() for m in _AGENT_FIELD.findall(raw))
                     mentioned.update(m.decode() for m in _AGENT_TEXT.findall(raw))
+    except NotReadable as exc:
+        raise InvalidRecord(str(path), exc.reason) from None
     except OSError as exc:
         raise InvalidRecord(
             str(path), f"cannot read the session log: {exc.strerror or exc}"

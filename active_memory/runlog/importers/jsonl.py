@@ -1,19 +1,19 @@
 """Reading a session log line by line, and finding the repository a session worked in.
 
-Session logs are read as a stream: one line in memory at a time, so a 150 MB transcript
-costs no more memory than a small one. A line longer than `MAX_LINE_BYTES` is skipped
-(reported) without being held whole: it is read past in chunks.
+Session logs are read as a stream through the bounded reader: one line in memory at a
+time, so a 150 MB transcript costs no more memory than a small one. A line longer than
+`MAX_LINE_BYTES` is skipped (reported) without being held whole: it is read past in
+chunks.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from active_memory.checkout.git import GitFailed, NotACheckout, run_git, worktree_root
-from active_memory.errors import InvalidRecord
+from active_memory.errors import InvalidRecord, UsageError
 from active_memory.runlog.importers.common import Skipped
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -22,30 +22,49 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_LISTED_LINES = 100
 """Bad lines listed one by one per file; past that they are counted in one entry."""
 
-_CHUNK = 1024 * 1024
-
 
 def read_jsonl(path: str | Path, skipped: list[Skipped]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every JSON object line; bad lines go to `skipped`.
 
-    Blank lines are ignored. A file that cannot be read at all is an `InvalidRecord`.
-    At most `MAX_LISTED_LINES` bad lines are listed; the rest are counted in one entry.
+    Lines come from the bounded reader (`active_memory.reader`: a regular file only,
+    never blocking on a FIFO; only `\\n` ends a line; strict JSON: depth, integer size,
+    lone surrogates). Blank lines are ignored. A file that cannot be read at all is an
+    `InvalidRecord`. At most `MAX_LISTED_LINES` bad lines are listed; the rest are
+    counted in one entry.
     """
-    try:
-        handle = Path(path).open("rb")  # noqa: SIM115 (closed in the finally below)
-    except OSError as exc:
-        raise InvalidRecord(
-            str(path), f"cannot read the session log: {exc.strerror or exc}"
-        ) from None
+    from active_memory.reader import LineProblem, iter_lines, parse_json
+
     overflow = _Overflow()
     try:
-        yield from _entries(handle, skipped, overflow)
+        for number, raw in iter_lines(path, "session log", MAX_LINE_BYTES):
+            if isinstance(raw, LineProblem):
+                _skip(skipped, overflow, f"line longer than {MAX_LINE_BYTES} bytes", number)
+                continue
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                _skip(skipped, overflow, "not UTF-8 text", number)
+                continue
+            try:
+                entry = parse_json(text, str(path), number)
+            except InvalidRecord as exc:
+                _skip(skipped, overflow, exc.detail, number)
+                continue
+            if not isinstance(entry, dict):
+                _skip(skipped, overflow, "not a JSON object", number)
+                continue
+            yield number, entry
+    except InvalidRecord:
+        raise
+    except UsageError as exc:
+        raise InvalidRecord(str(path), str(exc).removeprefix(f"{path}: ")) from None
     except OSError as exc:
         raise InvalidRecord(
             str(path), f"cannot read the session log: {exc.strerror or exc}"
         ) from None
     finally:
-        handle.close()
         if overflow.count:
             skipped.append(Skipped(f"{overflow.count} more bad lines (not listed)"))
 
@@ -64,49 +83,6 @@ def _skip(skipped: list[Skipped], overflow: _Overflow, reason: str, number: int)
         skipped.append(Skipped(reason, line=number))
     else:
         overflow.count += 1
-
-
-def _lines(handle: BinaryIO) -> Iterator[bytes | None]:
-    """Each line without its ending; None for a line longer than `MAX_LINE_BYTES`."""
-    while True:
-        raw = handle.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            # Read past the rest of the over-long line without keeping it.
-            while (rest := handle.readline(_CHUNK)) and not rest.endswith(b"\n"):
-                pass
-            yield None
-            continue
-        yield raw.rstrip(b"\r\n")
-
-
-def _entries(
-    handle: BinaryIO, skipped: list[Skipped], overflow: _Overflow
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, raw in enumerate(_lines(handle), start=1):
-        if raw is None:
-            _skip(skipped, overflow, f"line longer than {MAX_LINE_BYTES} bytes", number)
-            continue
-        if not raw.strip():
-            continue
-        try:
-            # The line ending is stripped first: a line cut right after `:` or `,` is then
-            # reported at its real column, not at column 1 of a phantom next line.
-            entry = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            _skip(skipped, overflow, "not UTF-8 text", number)
-            continue
-        except json.JSONDecodeError as exc:
-            _skip(skipped, overflow, f"not JSON: {exc.msg} at column {exc.colno}", number)
-            continue
-        except RecursionError:
-            _skip(skipped, overflow, "JSON nested too deeply", number)
-            continue
-        if not isinstance(entry, dict):
-            _skip(skipped, overflow, "not a JSON object", number)
-            continue
-        yield number, entry
 
 
 def repository_of(cwd: str) -> tuple[str, str | None]:

@@ -13,7 +13,6 @@ zeroshot's ledger. Runs that are not finished are skipped with a reason.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -140,13 +139,24 @@ def _object(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
+def _strict_json(value: Any, source: str) -> Any:
+    """A ledger column decoded by the bounded reader's strict JSON (depth, sizes, text)."""
+    from active_memory.reader import decode, parse_json
+
+    if isinstance(value, bytes):
+        value = decode(value, source)
+    if not isinstance(value, str):
+        raise InvalidRecord(source, "expected JSON text")
+    return parse_json(value, source)
+
+
 def _one_run(
     connection: sqlite3.Connection, source: str, run_id: str, stored_json: Any
 ) -> ImportedRun:
     try:
-        stored = _object(json.loads(stored_json), "stored_json")
-    except (TypeError, json.JSONDecodeError) as exc:
-        raise _Skip(f"stored_json is not JSON: {exc}") from None
+        stored = _object(_strict_json(stored_json, source), "stored_json")
+    except InvalidRecord as exc:
+        raise _Skip(f"stored_json is not JSON: {exc.detail}") from None
     admitted = _object(stored.get("admitted"), "stored_json.admitted")
     snapshot = _object(stored.get("snapshot"), "stored_json.snapshot")
     phase = snapshot.get("phase")
@@ -209,8 +219,8 @@ def _events(
     unknown: dict[str, int] = {}
     for sequence, event_json in rows:
         try:
-            event = json.loads(event_json)
-        except (TypeError, json.JSONDecodeError):
+            event = _strict_json(event_json, "event")
+        except InvalidRecord:
             raise _Skip(f"event {sequence} is not JSON") from None
         kind = event.get("kind") if isinstance(event, dict) else None
         if kind not in _KNOWN_EVENTS:

@@ -36,6 +36,7 @@ from pydantic import (
 )
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
+from active_memory.reader import MAX_DEPTH, check_value
 from active_memory.specialists.kinds import SpecialistName as SpecialistName
 from active_memory.specialists.providers.credentials import Secrets
 from active_memory.validation import error_lines
@@ -229,6 +230,14 @@ def decode_answer(text: str) -> tuple[JsonValue | None, _Problem | None]:
             f"the model's answer is not JSON ({exc.msg} at line {exc.lineno} column "
             f"{exc.colno}): {excerpt(stripped)!r}",
         )
+    except RecursionError:
+        return None, _Problem("not_json", f"the model's answer is nested deeper than {MAX_DEPTH}")
+    except ValueError as exc:  # an integer past Python's digit limit
+        return None, _Problem("not_json", f"the model's answer is not usable JSON: {exc}")
+    # The bounded reader's limits hold for answers too (depth, integer size, surrogates).
+    problem = check_value(value)
+    if problem is not None:
+        return None, _Problem("not_json", f"the model's answer is not usable JSON: {problem}")
     return value, None
 
 

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from active_memory.errors import SpecialistFailed
+from active_memory.reader import MAX_DOCUMENT_BYTES, NotReadable, read_file_bytes
 from active_memory.specialists.providers.base import (
     AnswerT,
     BaseSession,
@@ -161,11 +163,18 @@ class FileExchangeSession(BaseSession):
             )
             await _write_atomically(task_file, task.model_dump_json(by_alias=True, indent=2))
         try:
-            text = await anyio.Path(answer_file).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return Pending(self.specialist, digest, task_file, answer_file)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise self._malformed(answer_file, f"cannot read it: {exc}") from None
+            # The bounded reader: a regular file only (a FIFO never blocks us), capped.
+            data = await anyio.to_thread.run_sync(read_file_bytes, answer_file, MAX_DOCUMENT_BYTES)
+        except NotReadable as exc:
+            if exc.reason == "no such file":
+                return Pending(self.specialist, digest, task_file, answer_file)
+            raise self._malformed(answer_file, f"cannot read it: {exc.reason}") from None
+        if data is None:
+            raise self._malformed(answer_file, "larger than the reader's cap")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._malformed(answer_file, f"not UTF-8 text (byte {exc.start})") from None
         try:
             envelope = ExchangeAnswer.model_validate_json(text)
         except ValidationError as exc:

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+import anyio
+import anyio.to_thread
+
 from active_memory.config import SpecialistLane
 from active_memory.errors import UsageError
 from active_memory.specialists.providers.base import BaseSession
@@ -45,6 +48,36 @@ class SessionOptions:
     investigate: bool = True
     recordings: Path | None = None
     exchange_dir: Path | None = None
+
+
+_ADAPTERS = {
+    "anthropic": "active_memory.specialists.providers.anthropic_api",
+    "openai": "active_memory.specialists.providers.openai_api",
+    "openrouter": "active_memory.specialists.providers.openai_api",
+}
+
+
+async def load_adapter(lane: SpecialistLane, options: SessionOptions | None = None) -> None:
+    """Import the lane's SDK adapter in a worker thread, before any session opens.
+
+    The `anthropic` and `openai` SDKs take a second or more to import cold; imported by
+    `open_session` they would block the event loop inside the deadline, where nothing can
+    cut them. Here the import runs off the loop and the wait is cancellable (the thread
+    is abandoned): a deadline that fires during it is honoured, and the time it took is
+    counted in the postmortem's own clock. A missing SDK is left for `open_session` to
+    report.
+    """
+    import importlib
+    import sys
+
+    opts = options or SessionOptions()
+    name = _ADAPTERS.get(lane.provider) if opts.mode == "api" else None
+    if name is None or name in sys.modules:
+        return
+    try:
+        await anyio.to_thread.run_sync(importlib.import_module, name, abandon_on_cancel=True)
+    except ImportError:
+        return
 
 
 def open_session(

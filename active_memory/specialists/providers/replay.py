@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import ClassVar, Final, Literal
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from active_memory.errors import InvalidRecord, SpecialistFailed, UsageError
+from active_memory.errors import InvalidRecord, SpecialistFailed
 from active_memory.specialists.providers.base import (
     AnswerT,
     BaseSession,
@@ -65,14 +66,12 @@ class Recordings(BaseModel):
 
 async def load_recordings(path: Path, *, missing_ok: bool = False) -> Recordings:
     """Read a recordings file; a missing or malformed one is a usage error naming it."""
-    try:
-        text = await anyio.Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if missing_ok:
-            return Recordings()
-        raise UsageError(f"{path}: no such recordings file; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the recordings file: {exc}") from None
+    from active_memory.reader import read_text
+
+    if missing_ok and not await anyio.Path(path).exists():
+        return Recordings()
+    # The bounded reader: a regular file only (never blocks), capped, UTF-8 checked.
+    text = await anyio.to_thread.run_sync(read_text, path, "recordings file")
     try:
         return Recordings.model_validate_json(text)
     except ValidationError as exc:
