@@ -106,6 +106,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 
 def log_error(harness: str, exc: BaseException, env: Mapping[str, str]) -> None:
     """Append one line about `exc` to the hook log; never raises."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    log_line(harness, f"{type(exc).__name__}: {message}", env)
+
+
+def log_line(harness: str, text: str, env: Mapping[str, str]) -> None:
+    """Append one line to the hook log (`<state>/active-memory/recall/hook.log`); never raises."""
     try:
         import time
 
@@ -119,9 +125,8 @@ def log_error(harness: str, exc: BaseException, env: Mapping[str, str]) -> None:
                 os.replace(path, path + ".1")
         except OSError:
             pass
-        message = " ".join(str(exc).split()) or "(no message)"
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {type(exc).__name__}: {message}"
+        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {' '.join(text.split())}"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(descriptor, (line[:2000] + "\n").encode("utf-8", "replace"))

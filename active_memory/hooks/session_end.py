@@ -138,11 +138,23 @@ def main(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> int:
     import sys
 
     environment = os.environ if env is None else env
+    name = "session-end " + (arguments[0] if arguments else "-")
+    # What the store says on stderr (e.g. a permissions note) belongs in the hook log: the
+    # harness shows a hook's stderr to the person as if something went wrong.
+    import contextlib
+    import io
+
+    said = io.StringIO()
     try:
-        respond(arguments, sys.stdin.buffer.read(), environment)
+        with contextlib.redirect_stderr(said):
+            respond(arguments, sys.stdin.buffer.read(), environment)
     except BaseException as exc:  # a hook must never fail the session
         from active_memory.hooks.command import log_error
 
-        name = "session-end " + (arguments[0] if arguments else "-")
-        log_error(name, exc, environment)
+        log_error(name, exc, environment)  # one line: the failure, not what preceded it
+        return 0
+    if said.getvalue().strip():
+        from active_memory.hooks.command import log_line
+
+        log_line(name, said.getvalue(), environment)
     return 0
