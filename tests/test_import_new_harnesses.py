@@ -112,7 +112,7 @@ def test_the_cli_refuses_a_missing_log(tmp_path: Path) -> None:
         [str(CLI), "import", "gemini", str(tmp_path / "nope.jsonl")],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert done.returncode == 2 and "cannot read the session log" in done.stderr
+    assert done.returncode == 2 and "no such session log" in done.stderr
 
 
 def test_a_gemini_session_takes_the_postmortem_lane_the_worker_config_names(
