@@ -32,7 +32,6 @@ LESSON_TEXT = (
 _SPECIALIST = re.compile(r"You are the (graph|repository) (discovery|maintenance) specialist")
 _EVIDENCE = re.compile(r"ev-tc-[0-9a-f]{12}")
 _SESSION = re.compile(r"SESSION-(\d+):")
-_LESSON_ID = re.compile(r"\bL-\d+\b")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -73,9 +72,13 @@ class LoopModel:
     """The fake model's answers: the sessions' agent and the specialists."""
 
     repo: Path
+    # How session 1's model requests fail: a hang (Claude Code times out after
+    # API_TIMEOUT_MS) or an HTTP error naming a time-out (codex, no retries).
+    failure: Turn = field(default_factory=lambda: text("never sent", hang=True))
     hang_sessions: set[int] = field(default_factory=lambda: {1})
     read_in_sessions: set[int] = field(default_factory=lambda: {2, 3})
-    lesson_ids: list[str] = field(default_factory=list)
+    lessons: dict[str, int] = field(default_factory=dict)  # published: ID -> revision
+    maintained: list[str] = field(default_factory=list)  # IDs maintenance was given
 
     def __call__(self, request: Received) -> Turn | None:
         dump = request.dump()
@@ -87,8 +90,10 @@ class LoopModel:
             return None
         number = int(session.group(1))
         if number in self.hang_sessions:
-            return text("never sent", hang=True)
+            return self.failure
         if number in self.read_in_sessions and not request.tool_results():
+            if "exec_command" in request.tool_names():
+                return tool("exec_command", {"cmd": f"cat {SCHEMA_FILE}"})
             return tool("Read", {"file_path": str(self.repo / SCHEMA_FILE)})
         return text(f"Session {number} done.")
 
@@ -100,10 +105,11 @@ class LoopModel:
             return answer({"lessons": [lesson(evidence)]})
         if name == "graph_discovery":
             return answer({"lessons": []})
-        # Maintenance keeps every lesson it is given (their IDs are in its task).
-        ids = sorted(set(_LESSON_ID.findall(dump)))
-        self.lesson_ids.extend(ids)
-        return answer({"decisions": [keep(i, dump) for i in ids]})
+        # Maintenance keeps the lessons it is given; the test tells the fake model which
+        # lessons exist (their IDs and revisions), as a model reads them off its task.
+        given = {i: r for i, r in self.lessons.items() if f'{i}\\"' in dump or f'{i}"' in dump}
+        self.maintained.extend(given)
+        return answer({"decisions": [keep(i, r) for i, r in sorted(given.items())]})
 
 
 def lesson(evidence: list[str]) -> dict[str, Any]:
@@ -118,11 +124,10 @@ def lesson(evidence: list[str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def keep(lesson_id: str, dump: str) -> dict[str, Any]:
-    revision = re.search(rf'{lesson_id}[^0-9]+?"?revision\\?"?:\s*(\d+)', dump)
+def keep(lesson_id: str, revision: int) -> dict[str, Any]:
     return {
         "id": lesson_id,
-        "revision": int(revision.group(1)) if revision else 1,
+        "revision": revision,
         "action": "keep",
         "reason": "api/schema.json still feeds make api-client; the card was delivered "
         "before the edit and the tests did not hang again.",
@@ -161,15 +166,17 @@ class Harness:
         else:
             codex_config(Path(self.env["CODEX_HOME"]), self.server.openai_url, key_name=None)
 
-    def session(self, repo: Path, prompt: str, resume: str | None = None) -> dict[str, Any]:
+    def session(
+        self, repo: Path, prompt: str, resume: str | None = None, *flags: str
+    ) -> dict[str, Any]:
         """One non-interactive turn of the harness in `repo`; its final JSON result."""
         if self.name == "claude":
             argv = [str(self.binary), "-p", "--output-format", "json", "--model",
-                    "claude-sonnet-5"]  # fmt: skip
+                    "claude-sonnet-5", *flags]  # fmt: skip
             if resume is not None:
                 argv += ["--resume", resume]
         else:
-            argv = [str(self.binary), "exec", "--json", "--model", "gpt-5.1-codex"]
+            argv = [str(self.binary), "exec", "--json", "--model", "gpt-5.1-codex", *flags]
             if resume is not None:
                 argv += ["resume", resume]
             argv.append("-")

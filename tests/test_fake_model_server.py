@@ -161,3 +161,17 @@ def test_every_request_is_logged_including_unknown_routes() -> None:
     ]
     assert server.received[-1].body == {"a": 1}
     assert server.model_requests() == []
+
+
+def test_a_stalled_stream_sends_its_first_event_then_nothing() -> None:
+    with ModelServer([text("never finished", stall=True)]) as server:
+        client = openai.OpenAI(base_url=server.openai_url, api_key="k", max_retries=0, timeout=1.0)
+        seen: list[str] = []
+        try:
+            with client.responses.stream(model="gpt-5", input="hi") as stream:
+                seen.extend(event.type for event in stream)
+        except openai.APITimeoutError:
+            pass
+        else:
+            raise AssertionError("a stalled stream ended")
+    assert seen == ["response.created"]

@@ -142,3 +142,37 @@ def test_rate_limit_errors_leave_the_turn_without_an_outcome(tmp_path: Path) -> 
     assert kinds.count("node_started") == 1  # task_started + user_message is one turn
     assert "node_completed" not in kinds
     assert record["outcome"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("unexpected status 504 Gateway Timeout: upstream request timed out", "timeout"),
+        ("stream disconnected before completion: idle timeout waiting for SSE", "timeout"),
+        ("unexpected status 500 Internal Server Error: boom", "crash"),
+    ],
+)
+def test_a_turn_that_failed_in_its_task_complete_is_not_verified(
+    tmp_path: Path, message: str, code: str
+) -> None:
+    # Codex 0.171 writes a failed turn as task_complete with `error` and no error event
+    # (seen with the real binary against the fake model server).
+    log = tmp_path / "rollout-failed.jsonl"
+    failed = {"type": "task_complete", "last_agent_message": None, "error": {"message": message}}
+    log.write_text(
+        "\n".join(
+            [
+                _line("2026-12-01T09:00:00Z", "session_meta", {"id": "s-4", "cwd": "/w"}),
+                _line("2026-12-01T09:00:01Z", "event_msg", {"type": "task_started"}),
+                _line(
+                    "2026-12-01T09:00:01Z", "event_msg", {"type": "user_message", "message": "go"}
+                ),
+                _line("2026-12-01T09:00:05Z", "event_msg", failed),
+            ]
+        )
+        + "\n"
+    )
+    record = import_rollout(log).runs[0].record
+    [completed] = [e for e in record["events"] if e["event"]["kind"] == "node_completed"]
+    assert completed["event"]["completion"]["outcome"]["code"] == code
+    assert record["outcome"] == "failed"

@@ -73,7 +73,7 @@ async def test_a_poisoned_entry_fails_alone_with_its_reason(
         "g0": "done", "g1": "done", "g2": "done", "poison": "failed", "gone": "failed",
     }  # fmt: skip
     assert "poison.jsonl: no run in the claude session log" in found["poison"][1]
-    assert "gone.jsonl: no such file" in found["gone"][1]  # the bounded reader's words
+    assert f"{gone}: no such file" in found["gone"][1]
     assert sorted(p.session_id for p in processed) == sorted(found)
 
 

@@ -42,6 +42,7 @@ from active_memory.orchestrator import (
     open_checkout,
     run_postmortem,
 )
+from active_memory.runlog.importers.harness_session import import_harness_session
 from active_memory.runlog.record import RunRecord
 from active_memory.store import PostmortemQueue, QueueEntry, open_store
 from active_memory.worker.lanes import LaneChoice, LaneUnavailable, session_factory
@@ -192,8 +193,6 @@ async def _postmortem(
 
 
 def _import(entry: QueueEntry, env: Mapping[str, str]) -> RunRecord:
-    from active_memory.runlog.importers.harness_session import import_harness_session
-
     transcript = entry.transcript or _find_transcript(entry, env)
     return import_harness_session(
         entry.harness, transcript, session_id=entry.session_id, cwd=entry.cwd or None, env=env

@@ -150,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if route.endswith("/messages"):
             if body.get("stream"):
-                self._events(anthropic_events(turn, model), named=True)
+                self._events(anthropic_events(turn, model), named=True, stall=turn.stall)
             else:
                 self._json(200, anthropic_message(turn, model))
         elif route.endswith("/chat/completions"):
@@ -159,7 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(200, chat_completion(turn, model))
         else:
-            self._events(responses_events(turn, model), named=True)
+            self._events(responses_events(turn, model), named=True, stall=turn.stall)
 
     def _gemini(self, route: str, turn: Turn) -> None:
         if turn.status != 200:
@@ -179,7 +179,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _events(self, events: Iterator[dict[str, Any]], *, named: bool, done: bool = False) -> None:
+    def _events(
+        self,
+        events: Iterator[dict[str, Any]],
+        *,
+        named: bool,
+        done: bool = False,
+        stall: bool = False,
+    ) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -191,6 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
             head = f"event: {event['type']}\n" if named else ""
             self.wfile.write(f"{head}data: {json.dumps(event)}\n\n".encode())
             self.wfile.flush()
+            if stall:  # a stream that started and then went quiet, as a stuck upstream does
+                self.server.fake.stopping.wait(60)
+                return
         if done:
             self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()

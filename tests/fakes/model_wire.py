@@ -45,6 +45,7 @@ class Turn:
     output_tokens: int = 30
     delay: float = 0.0
     hang: bool = False
+    stall: bool = False  # start the stream (status and first event), then send nothing
     when: Callable[[Received], bool] | None = None
     structured: Any = None  # a JSON answer; see `for_request`
 

@@ -8,7 +8,8 @@ Two layouts are read, streamed line by line:
   - `event_msg`: `task_started`/`turn_started` open a turn, `user_message` (0.171:
     `item_completed` with a `UserMessage` item) is the prompt (opens a turn when none
     is waiting for it), `agent_message` is the agent
-    speaking, `task_complete` {`last_agent_message`} is the turn's answer, `turn_aborted`
+    speaking, `task_complete` {`last_agent_message`} is the turn's answer (with an
+    `error` {`message`} it is a failed turn, classified as `error` is), `turn_aborted`
     {`reason`} (`interrupted`/`replaced`: the user's decision; others unclassified),
     `error` {`message`} (classified: timeout, crash, refusal, unknown); `stream_error`
     is a retry notice; the rest (reasoning, token counts, exec/MCP begin/end echoes of
@@ -196,7 +197,12 @@ class _Reader:
         elif kind == "agent_message" and isinstance(payload.get("message"), str):
             self.run.said(payload["message"], at)
         elif kind in ("task_complete", "turn_complete"):
-            if self.run.in_turn:
+            failed = payload.get("error")
+            if self.run.in_turn and isinstance(failed, dict):
+                # 0.171 records a failed turn (HTTP error, idle stream) only here.
+                message = str(failed.get("message") or "error")
+                self.run.ended(classify_error(message), at, message[:200])
+            elif self.run.in_turn:
                 last = payload.get("last_agent_message")
                 self.run.answered(at, last if isinstance(last, str) else None)
         elif kind == "turn_aborted":

@@ -30,6 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from active_memory.errors import InvalidRecord
+
+# Imported with this module, not inside the join: the worker joins sessions in several
+# threads at once, and two threads initialising the `recall` package together can see
+# it half-imported (ImportError: cannot import name 'admit' ...).
+from active_memory.recall.environment import state_dir
+from active_memory.recall.ledger import ledger_path_for
+from active_memory.recall.records import has_records, read_deliveries, read_receipts
 from active_memory.runlog.importers.common import ImportResult, checked
 from active_memory.runlog.record import RunRecord, parse_run_record
 
@@ -100,9 +107,6 @@ def join_hook_records(
 ) -> dict[str, Any]:
     """`record` (a session's run record as built by its importer) joined with its hooks'
     receipts and deliveries; validated and bounded like every imported record."""
-    from active_memory.recall.environment import state_dir
-    from active_memory.recall.ledger import ledger_path_for
-    from active_memory.recall.records import has_records, read_deliveries, read_receipts
 
     environment = os.environ if env is None else env
     session = session_id or session_of(record, harness)
