@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "recall",
     "instructions",
     "serve",
+    "ui",
     "init",
     "skill",
     "settings",

@@ -219,6 +219,9 @@ class ActiveMemorySettings(_Section):
     budget_bytes: Annotated[int, _bounded_int(*BUDGET_BYTES_RANGE)] = Field(
         DEFAULT_BUDGET_BYTES, alias="budgetBytes"
     )
+    # None: the run does not say; the settings files decide, else "automatic"
+    # (docs/review.md).
+    review: Literal["manual", "automatic"] | None = None
 
 
 class PostmortemSettings(_Section):

@@ -18,6 +18,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -248,6 +250,18 @@ class Citation(_Model):
 
     path: RootPath
     lines: Annotated[tuple[int, int] | None, BeforeValidator(_line_range)] = None
+    # Set by the publish, never taken from a model: the SHA-256 of the cited lines (the
+    # whole file without `lines`) as the checkout had them; later different: stale.
+    sha256: Annotated[str | None, Field(pattern=r"^[0-9a-f]{64}$")] = None
+
+    @model_serializer(mode="wrap")
+    def _without_unknown_hash(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # No fingerprint: serialized as before fingerprints existed (stored evidence,
+        # tasks and their recorded-answer digests stay the same).
+        data = handler(self)
+        if isinstance(data, dict) and self.sha256 is None:
+            data.pop("sha256", None)
+        return data
 
     @model_validator(mode="after")
     def _ordered(self) -> Citation:

@@ -24,7 +24,7 @@ typo must never turn an opt-out into injection.
 This module is on the hook's per-call path: standard library only, no `tomllib` import
 unless a settings file exists (two `stat`s otherwise), and a parsed file is cached as a
 marshal file under the recall state dir, keyed by the file's size and modification time,
-so a warm hook never parses TOML. Issue 20 adds `review` and `exclude` as new `KEYS`.
+so a warm hook never parses TOML. Issue 20 adds `exclude` as a new entry of `KEYS`.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ def _is_budget(value: Any) -> bool:
 
 
 _BOOLEAN = "a boolean (true or false)"
+REVIEW_MODES = ("manual", "automatic")
+"""`review`: "manual" keeps a postmortem's creations and adaptations as proposals until a
+person approves them (docs/review.md); "automatic" publishes them."""
 
 KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
     "enabled": (_BOOLEAN, True, _is_bool),
@@ -68,6 +71,7 @@ KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
         DEFAULT_BUDGET,
         _is_budget,
     ),
+    "review": ('"manual" or "automatic"', "automatic", lambda v: v in REVIEW_MODES),
 }
 """Every key the settings files may hold: what is allowed (for the error), the default,
 and the check. A new setting (issue 20: `review`, `exclude`) is one more entry here."""
@@ -214,6 +218,9 @@ def runtime_layer(plan: Mapping[str, Any]) -> dict[str, Any]:
     values["enabled"] = repository or graph
     if _is_budget(budget):
         values["budgetBytes"] = budget
+    # Only when the run says: otherwise the repository's or the user's file decides.
+    if section.get("review") in REVIEW_MODES:
+        values["review"] = section["review"]
     return values
 
 

@@ -205,8 +205,9 @@ async def store(backend: Backend) -> AsyncIterator[Any]:
 
 
 async def drop_change_versions(backend: Backend) -> None:
-    """Undo the change-version migration (store.md, "Version and changes"), so a test can
-    make a store what an earlier schema version was."""
+    """Undo the change-version migration (store.md, "Version and changes") and every one
+    after it, so a test can make a store what an earlier schema version was."""
+    await backend.sql("DROP TABLE IF EXISTS lesson_proposals")  # the review migration
     await backend.sql("DROP INDEX lessons_by_change")
     await backend.sql("ALTER TABLE lessons DROP COLUMN change_version")
     await backend.sql("DELETE FROM store_meta WHERE key = 'change_version'")

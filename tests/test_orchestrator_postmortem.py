@@ -226,7 +226,14 @@ async def test_report_json_has_the_spec_fields_and_usage_totals(
         "graph_discovery",
         "repository_discovery",
     ]
-    assert set(data["published"]) == {"created", "adapted", "retired", "deferred", "kept"}
+    assert set(data["published"]) == {
+        "created",
+        "adapted",
+        "retired",
+        "deferred",
+        "kept",
+        "proposed",
+    }
     asked = [e.usage.requests for e in report.specialists.values()]
     assert sum(asked) == report.usage.requests == 3  # repository maintenance + 2 discovery
     assert report.usage.input_tokens == 300 and report.usage.complete

@@ -115,6 +115,7 @@ def test_json_report_is_the_spec_document_and_progress_goes_to_stderr(
         "retired": 1,
         "deferred": 0,
         "kept": 1,
+        "proposed": 0,
     }
     assert "postmortem: repository_discovery: finished: reconciled" in err
 

@@ -40,7 +40,22 @@ def test_defaults_apply_without_any_file(place: dict[str, Any]) -> None:
         "repository": (True, "default"),
         "graph": (True, "default"),
         "budgetBytes": (2048, "default"),
+        "review": ("automatic", "default"),
     }
+
+
+def test_review_comes_from_the_run_only_when_it_says_else_from_the_files(
+    place: dict[str, Any],
+) -> None:
+    place["repo"].write_text('review = "manual"\n', encoding="utf-8")
+    assert _effective(place)["review"] == ("manual", str(place["repo"]))
+    silent = {"activeMemory": {"budgetBytes": 100}}
+    assert _effective(place, runtime=silent)["review"] == ("manual", str(place["repo"]))
+    says = {"activeMemory": {"review": "automatic"}}
+    assert _effective(place, runtime=says)["review"] == ("automatic", "runtime")
+    place["repo"].write_text('review = "sometimes"\n', encoding="utf-8")
+    with pytest.raises(SettingsError, match='review: must be "manual" or "automatic"'):
+        _effective(place)
 
 
 def test_each_key_comes_from_the_first_layer_that_sets_it(place: dict[str, Any]) -> None:

@@ -62,7 +62,9 @@ def check_report(config: RuntimeConfig, config_file: str, graph_file: str) -> di
         "harness": settings.harness,
         "provider": settings.provider,
         "size": settings.size,
-        "activeMemory": settings.active_memory.model_dump(mode="json", by_alias=True),
+        "activeMemory": settings.active_memory.model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        ),
         "globalAgents": settings.global_agents.model_dump(mode="json", by_alias=True),
         "enabled": settings.enabled,
         "postmortem_enabled": settings.postmortem_enabled,

@@ -25,6 +25,15 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     listing.add_argument("--kind", choices=["repository", "graph"], help="only this scope kind")
     listing.add_argument("--retired", action="store_true", help="include retired tombstones")
     listing.add_argument(
+        "--stale",
+        action="store_true",
+        help="only lessons whose cited code changed since they were published "
+        "(against --checkout, default: the checkout around the current directory)",
+    )
+    listing.add_argument(
+        "--checkout", metavar="DIR", default=None, help="the checkout --stale compares with"
+    )
+    listing.add_argument(
         "--deferred",
         action="store_true",
         help="only deferred lessons, with why, when and by whom each was deferred (they come "
@@ -185,8 +194,19 @@ def _list(args: argparse.Namespace) -> int:
 
         limit = max(10, shutil.get_terminal_size().lines - 8)
 
+    checkout = _stale_checkout(args) if args.stale else None
+    stale: dict[str, list[Any]] = {}
+
     async def job(store: LessonStore) -> tuple[list[Any], dict[str, Effectiveness], int]:
         summaries = await store.summaries(query)
+        if checkout is not None:
+            import anyio.to_thread
+
+            from active_memory.checkout.staleness import stale_lessons
+
+            lessons = await store.select(query)
+            stale.update(await anyio.to_thread.run_sync(stale_lessons, checkout, lessons))
+            summaries = [item for item in summaries if item.id in stale]
         counters = {}
         if by_effectiveness:
             counters = await store.effectiveness([item.id for item in summaries])
@@ -208,6 +228,11 @@ def _list(args: argparse.Namespace) -> int:
         documents = []
         for item in page:
             document = item.model_dump(mode="json")
+            if args.stale:
+                document["stale"] = [
+                    {"path": c.citation.path, "lines": c.citation.lines, "why": c.why}
+                    for c in stale.get(item.id, [])
+                ]
             if by_effectiveness:
                 document["effectiveness"] = counters.get(item.id, Effectiveness()).to_json()
             documents.append(document)
@@ -300,6 +325,21 @@ def _list_deferred(args: argparse.Namespace) -> int:
         "offers them to maintenance again (keep, adapt or retire)."
     )
     return 0
+
+
+def _stale_checkout(args: argparse.Namespace) -> Any:
+    """The checkout `--stale` compares the cited code with."""
+    from active_memory.checkout import Checkout, NotACheckout
+    from active_memory.errors import UsageError
+
+    try:
+        return Checkout(args.checkout or ".")
+    except NotACheckout as exc:
+        where = f"--checkout {args.checkout}" if args.checkout else "the current directory"
+        raise UsageError(
+            f"--stale compares cited code with a checkout; {where} is not one ({exc.reason}): "
+            "run it inside the repository or pass --checkout DIR"
+        ) from None
 
 
 def _page_note(shown: int, total: int, offset: int) -> str:

@@ -435,6 +435,18 @@ class _EmptyStore:
         """A dry run never writes."""
         raise RuntimeError("a dry run does not write")
 
+    async def propose(self, mutations: object) -> list[int]:
+        """Refused: a dry run keeps nothing."""
+        raise RuntimeError("a dry run does not write")
+
+    async def proposals(self, state: str | None = None) -> list[Any]:
+        """No proposals."""
+        return []
+
+    async def decide_proposal(self, seq: int, decision: object) -> Any:
+        """Refused: a dry run writes nothing."""
+        raise RuntimeError("a dry run does not write")
+
     async def import_lessons(self, records: object, author: object) -> Any:
         """A dry run never writes."""
         raise RuntimeError("a dry run does not write")

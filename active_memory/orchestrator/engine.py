@@ -182,6 +182,7 @@ class Postmortem:
         with anyio.CancelScope(deadline=ctx.deadline) as scope:
             await self._freeze(active, living)
             await self._read_effectiveness(active, living, ctx)
+            await self._read_rejected(ctx)
             evidence = await self._scan(active, ctx)
             observations = await self._observe(evidence, living)
             async with anyio.create_task_group() as journalled:
@@ -218,8 +219,25 @@ class Postmortem:
             effectiveness=observations,
             candidates=candidates,
             shown=shown,
+            review=self._review(),
             mark=entry.publish_mark() if entry is not None else None,
         )
+
+    def _review(self) -> str:
+        """The run's review mode: its runtime JSON, else the settings files of its
+        checkout, else automatic. A broken settings file means manual: nothing reaches
+        recall without a person while the file cannot be read (docs/review.md)."""
+        chosen = self.settings.active_memory.review
+        if chosen is not None:
+            return chosen
+        from active_memory.settings import SettingsError, effective_settings
+
+        root = str(self.checkout.root) if self.checkout is not None else None
+        try:
+            return str(effective_settings(root, use_env=False).values["review"].value)
+        except SettingsError as exc:
+            log.warning("review: %s; keeping this run's changes for review", exc)
+            return "manual"
 
     def _candidates(self) -> list[Candidate]:
         """Each reconciled discovery's refused near-duplicates, as adaptation candidates
@@ -302,6 +320,14 @@ class Postmortem:
             for out in active:
                 if SPECIALISTS[out.name].is_maintenance and out.status is None:
                     out.end("failed", f"cannot read the effectiveness counters: {exc}")
+
+    async def _read_rejected(self, ctx: Context) -> None:
+        """Proposals a person rejected (manual review): shown to discovery as examples of
+        what not to propose. Unreadable: discovery runs without them (logged)."""
+        try:
+            ctx.rejected.extend(await self.store.proposals("rejected"))
+        except Exception as exc:
+            log.warning("reading rejected proposals failed: %s", exc)
 
     async def _observe(
         self, evidence: ScanResult | None, living: dict[ScopeKind, list[Lesson]]

@@ -78,6 +78,10 @@ class JournalEntry(BaseModel):
     """Lesson ID → how many times the run delivered it (its record's `deliveries`)."""
     rejected: list[RefusedProposal] = []
     """Every refused discovery proposal of the report (reasons already masked)."""
+    specialist_usage: dict[str, UsageReport] = {}
+    """Each specialist's usage (the report's), for the web view's costs."""
+    published: dict[str, int] = {}
+    """The report's published counts (created, adapted, …, proposed)."""
     publish_token: int | None = None
     """What this postmortem's publish records in the store (`publish_mark`)."""
 
@@ -171,6 +175,8 @@ class Journal:
         if report is not None:
             update["statuses"] = {n: s.status for n, s in report.specialists.items()}
             update["usage"] = report.usage
+            update["specialist_usage"] = {n: s.usage for n, s in report.specialists.items()}
+            update["published"] = report.published.model_dump()
             update["rejected"] = [
                 RefusedProposal(
                     specialist=name,

@@ -16,10 +16,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
+from active_memory.checkout import Checkout
 from active_memory.errors import (
     Conflict,
     DeadlineExceeded,
@@ -28,7 +31,7 @@ from active_memory.errors import (
     SpecialistFailed,
     SpecialistTimedOut,
 )
-from active_memory.lessons import CreateLesson, Lesson, PublishReceipt, Tombstone
+from active_memory.lessons import AdaptLesson, CreateLesson, Lesson, PublishReceipt, Tombstone
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.report import ConflictReport, MutationReport, PublishedCounts
 from active_memory.orchestrator.runners import Context, decide, session_for
@@ -93,7 +96,7 @@ def describe(
     return found
 
 
-def _counts(pending: Sequence[AnyMutation], kept: int) -> PublishedCounts:
+def _counts(pending: Sequence[AnyMutation], kept: int, proposed: int = 0) -> PublishedCounts:
     actions = [m.action for m in pending]
     return PublishedCounts(
         created=actions.count("create"),
@@ -101,7 +104,63 @@ def _counts(pending: Sequence[AnyMutation], kept: int) -> PublishedCounts:
         retired=actions.count("retire"),
         deferred=actions.count("defer"),
         kept=kept,
+        proposed=proposed,
     )
+
+
+def fingerprinted(pending: Sequence[Any], checkout: Checkout | None) -> list[Any]:
+    """`pending` with each new or adapted lesson's citations fingerprinted against the
+    checkout (the hash of the cited lines, for staleness; docs/staleness.md)."""
+    if checkout is None:
+        return list(pending)
+    from active_memory.checkout.staleness import fingerprint
+
+    out: list[Any] = []
+    for m in pending:
+        if isinstance(m, CreateLesson | AdaptLesson) and m.evidence.citations:
+            cited = fingerprint(checkout, m.evidence.citations)
+            m = m.model_copy(
+                update={"evidence": m.evidence.model_copy(update={"citations": cited})}
+            )
+        out.append(m)
+    return out
+
+
+def _for_review(pending: list[AnyMutation], review: str) -> tuple[list[AnyMutation], list[Any]]:
+    """Manual review: (what is published, the creations and adaptations proposed)."""
+    if review != "manual":
+        return pending, []
+    proposed = [m for m in pending if isinstance(m, CreateLesson | AdaptLesson)]
+    return [m for m in pending if not isinstance(m, CreateLesson | AdaptLesson)], proposed
+
+
+def describe_proposed(
+    proposed: Sequence[CreateLesson | AdaptLesson], seqs: Sequence[int] | None
+) -> list[MutationReport]:
+    """One report per proposal; with `seqs`, the numbers they were kept under."""
+    numbers = iter(seqs or ())
+    return [
+        MutationReport.model_construct(
+            action=m.action,
+            specialist=m.author.specialist,
+            id=m.id if isinstance(m, AdaptLesson) else None,
+            base_revision=m.base_revision if isinstance(m, AdaptLesson) else None,
+            title=m.card.title,
+            proposal=next(numbers, None),
+        )
+        for m in proposed
+    ]
+
+
+async def bounded_propose(
+    store: LessonStore, proposed: Sequence[CreateLesson | AdaptLesson], seconds: float
+) -> list[int]:
+    """`store.propose`, shielded from cancellation and bounded like the publish."""
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(seconds) as bound:
+            return await store.propose(proposed)
+    assert bound.cancelled_caught
+    raise DeadlineExceeded("keeping the proposals", seconds)
 
 
 def consumed_candidates(
@@ -167,19 +226,29 @@ async def publish(
     effectiveness: Sequence[RunObservation] = (),
     candidates: Sequence[Candidate] = (),
     shown: Mapping[str, int] | None = None,
+    review: str = "automatic",
     mark: PublishMark | None = None,
 ) -> Publication:
     """Publish every reconciled specialist's mutations, the run's effectiveness
     observations of lessons, its refused near-duplicates as adaptation `candidates`, and
     the consumption of the candidates each maintenance decision was `shown` (highest seq
-    by lesson ID), in one transaction (see module)."""
+    by lesson ID), in one transaction (see module). With `review="manual"`, creations and
+    adaptations are kept as proposals for a person instead (docs/review.md), right after
+    that transaction."""
     unresolved: list[ConflictReport] = []
     rounds = 0
     while True:
-        pending = _pending(outcomes)
+        found = _pending(outcomes)
+        if not dry_run:  # git and file reads: off the event loop
+            found = await anyio.to_thread.run_sync(fingerprinted, found, ctx.checkout)
+        pending, proposed = _for_review(found, review)
         consumed = consumed_candidates(outcomes, shown or {})
-        result = Publication(_counts(pending, _kept(outcomes)), describe(pending, None), unresolved)
-        if dry_run or not (pending or effectiveness or candidates or consumed):
+        result = Publication(
+            _counts(pending, _kept(outcomes), len(proposed)),
+            describe(pending, None) + describe_proposed(proposed, None),
+            unresolved,
+        )
+        if dry_run or not (pending or proposed or effectiveness or candidates or consumed):
             return result
         # A caller that cancelled before the publish began gets nothing published.
         await anyio.lowlevel.checkpoint()
@@ -207,6 +276,8 @@ async def publish(
         else:
             ctx.notify("published", detail=f"{len(pending)} change(s)")
             result.mutations = describe(pending, receipt)
+            if proposed:
+                await _propose(ctx, store, proposed, result)
             return result
         rounds += 1
         ctx.notify("conflict", detail=", ".join(sorted(stale)))
@@ -222,6 +293,21 @@ async def publish(
             unresolved.extend(_conflict_reports(out, ids, stale))
             if out.status == "reconciled":
                 out.end("failed", f"revision conflict on {', '.join(ids)}: not decided again")
+
+
+async def _propose(
+    ctx: Context, store: LessonStore, proposed: Sequence[Any], result: Publication
+) -> None:
+    try:
+        seqs = await bounded_propose(store, proposed, ctx.limits.publish_seconds)
+    except Exception as exc:  # e.g. an adapted lesson retired meanwhile: nothing kept
+        log.warning("keeping the proposals of run %s failed: %s", ctx.record.run_id, exc)
+        result.error = f"proposals not kept: {type(exc).__name__}: {exc}"
+        result.counts = result.counts.model_copy(update={"proposed": 0})
+        result.mutations += describe_proposed(proposed, None)
+        return
+    ctx.notify("proposed", detail=f"{len(seqs)} change(s) for review")
+    result.mutations += describe_proposed(proposed, seqs)
 
 
 def _owners(

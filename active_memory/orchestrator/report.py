@@ -128,6 +128,7 @@ class PublishedCounts(_Model):
     retired: int = 0
     deferred: int = 0
     kept: int = 0
+    proposed: int = 0  # manual review: creations and adaptations kept for a person
 
 
 class MutationReport(_Model):
@@ -140,6 +141,7 @@ class MutationReport(_Model):
     revision: int | None = None  # the revision written; None when nothing was written
     title: str | None = None
     canonical: str | None = None
+    proposal: int | None = None  # manual review: the proposal's number, nothing published
 
 
 class ConflictReport(_Model):

@@ -18,6 +18,7 @@ runs in worker threads the deadline can abandon, so the event loop stays on time
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -54,6 +55,7 @@ from active_memory.specialists.mutations import (
 )
 from active_memory.specialists.providers import Message, ProviderSession
 from active_memory.specialists.tasks import (
+    DiscoveryTask,
     LessonRef,
     MaintenanceTask,
     build_discovery,
@@ -64,6 +66,7 @@ from active_memory.specialists.tasks import (
 from active_memory.specialists.views import CodeCache, DeferralView
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
+from active_memory.store.review import Proposal
 
 log = logging.getLogger("active_memory.orchestrator")
 _T = TypeVar("_T")
@@ -103,6 +106,8 @@ class Context:
     effectiveness: dict[str, Effectiveness] = field(default_factory=dict)
     # Pending adaptation candidates of the frozen lessons, by ID (read with the counters).
     candidates: dict[str, list[Candidate]] = field(default_factory=dict)
+    # Proposals a person rejected (manual review), for discovery's `rejected` examples.
+    rejected: list[Proposal] = field(default_factory=list)
     # Why and when each frozen deferred lesson was deferred, by ID.
     deferrals: dict[str, DeferralView] = field(default_factory=dict)
     # The run's evidence (0 or 1 scan), which maintenance shows per lesson.
@@ -279,6 +284,8 @@ async def ask_batch(
     """One batch: build its task, ask, check the answer (all or nothing), and when the
     checks fail, ask once more with every failure listed and check that answer."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
+    if ctx.checkout is not None:
+        task = await in_thread(functools.partial(with_changed_code, task, ctx.checkout))
     data = task.to_json()
     prompt = ctx.prompts.render(name, task, data)
     reply = await session.ask(prompt, answer_schema(name), input=data)
@@ -318,6 +325,51 @@ def check_repair_prompt(failures: Sequence[str]) -> str:
         + "\nAnswer again for the same lessons with one corrected JSON object: every "
         "decision again (not only the ones listed), and nothing else."
     )
+
+
+CHANGED_LINES_SHOWN = 20
+"""Lines now of a changed citation a maintenance task shows."""
+
+
+def with_changed_code(task: MaintenanceTask, checkout: Checkout) -> MaintenanceTask:
+    """`task` with each stale lesson's changed citations and their lines now
+    (docs/staleness.md): maintenance judges whether the lesson still holds."""
+    from active_memory.checkout.staleness import changed_citations
+    from active_memory.specialists.tasks import ChangedCodeView
+
+    lessons = []
+    for lesson in task.lessons:
+        changed = changed_citations(checkout, lesson.evidence.citations)
+        if changed:
+            views = tuple(
+                ChangedCodeView(
+                    path=c.citation.path,
+                    lines=c.citation.lines,
+                    why=c.why,
+                    now=tuple(_lines_now(checkout, c.citation.path, c.citation.lines))
+                    if c.why != "file gone"
+                    else (),
+                )
+                for c in changed[:3]
+            )
+            lesson = lesson.model_copy(update={"cited_code_changed": views})
+        lessons.append(lesson)
+    return task.model_copy(update={"lessons": tuple(lessons)})
+
+
+def _lines_now(checkout: Checkout, path: str, lines: tuple[int, int] | None) -> list[str]:
+    from active_memory.checkout.staleness import MAX_FILE_BYTES
+    from active_memory.reader import read_file_bytes
+
+    try:
+        data = read_file_bytes(checkout.root / path, MAX_FILE_BYTES)  # never a FIFO
+    except OSError:
+        return []
+    if data is None:
+        return []
+    split = data.decode("utf-8", errors="replace").splitlines()
+    start, end = lines if lines is not None else (1, len(split))
+    return split[start - 1 : min(end, start - 1 + CHANGED_LINES_SHOWN)]
 
 
 def _maintenance_task(
@@ -362,6 +414,43 @@ def _maintenance_task(
     )
 
 
+REJECTED_NOTE = (
+    "\n\nThe task's `rejected` holds lessons a person rejected for this scope, each with "
+    "why (`rejected_because`): never propose them again, nor anything they were rejected for.\n"
+)
+"""Added to a discovery prompt whose task carries rejections (none: the prompt is as
+authored)."""
+
+REJECTED_SHOWN = 10
+REJECTED_MAX_BYTES = 4096
+"""Rejected examples a discovery task shows: the latest 10 that fit in this many bytes."""
+"""Rejected proposals of its scope a discovery task shows: the latest."""
+
+
+def with_rejected(task: DiscoveryTask, rejected: Sequence[Proposal]) -> DiscoveryTask:
+    """`task` with the latest proposals a person rejected in its scope (docs/review.md):
+    the run's repository for repository discovery, the run's graph for graph discovery."""
+    run = task.run
+    if task.specialist == "repository_discovery":
+        wanted = ("repository", run.repository or "")
+    else:
+        wanted = ("graph", run.graph_hash or "")
+
+    def keep(key: tuple[str, str, str, str]) -> bool:
+        return key[0] == wanted[0] and key[1 if wanted[0] == "repository" else 2] == wanted[1]
+
+    examples = [
+        {"title": p.mutation.card.title, "recommendation": p.mutation.card.recommendation,
+         "rejected_because": p.decision_reason or ""}
+        for p in rejected
+        if keep(p.scope_key)
+    ][-REJECTED_SHOWN:]  # fmt: skip
+    # The task was fitted to its prompt bound without them: they add at most this much.
+    while examples and len(json.dumps(examples).encode()) > REJECTED_MAX_BYTES:
+        examples.pop(0)
+    return task.model_copy(update={"rejected": tuple(examples)}) if examples else task
+
+
 async def discover(
     ctx: Context, out: Outcome, evidence: ScanResult | None, living: Sequence[Lesson] = ()
 ) -> None:
@@ -387,11 +476,13 @@ async def discover(
     if not task.evidence:
         out.end("reconciled", "no evidence in this run qualifies; nothing to propose")
         return
+    task = with_rejected(task, ctx.rejected)
     async with session_for(ctx, out) as session:
         data = task.to_json()
-        reply = await session.ask(
-            ctx.prompts.render(name, task, data), answer_schema(name), input=data
-        )
+        prompt = ctx.prompts.render(name, task, data)
+        if task.rejected:
+            prompt += REJECTED_NOTE
+        reply = await session.ask(prompt, answer_schema(name), input=data)
         answer = reply.answer
         assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
         result = await in_thread(

@@ -29,7 +29,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from active_memory.checkout import Checkout
 from active_memory.evidence import EvidenceItem, ScanResult, scan
@@ -172,6 +172,15 @@ class CandidateView(_Model):
         )
 
 
+class ChangedCodeView(_Model):
+    """A citation of a stale lesson: what changed, and the cited lines as they are now."""
+
+    path: str
+    lines: tuple[int, int] | None
+    why: str  # "lines changed", "lines gone", "file gone"
+    now: tuple[str, ...] = ()
+
+
 class SuppliedLesson(_Model):
     """A lesson maintenance must decide on, with the run's deliveries of it, the IDs of
     this run's evidence items that concern it (`run_evidence`, shown in the task's
@@ -192,6 +201,17 @@ class SuppliedLesson(_Model):
     run_evidence: tuple[str, ...] = ()
     effectiveness: Effectiveness = Effectiveness()
     candidates: tuple[CandidateView, ...] = ()
+    cited_code_changed: tuple[ChangedCodeView, ...] = ()
+    """Its citations whose code changed since it was published, with the lines now."""
+
+    @model_serializer(mode="wrap")
+    def _without_unchanged(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Only a stale lesson carries the field: other tasks (and their recorded-answer
+        # digests) stay as they were.
+        data = handler(self)
+        if isinstance(data, dict) and not self.cited_code_changed:
+            data.pop("cited_code_changed", None)
+        return data
 
 
 class LessonRef(_Model):
@@ -232,6 +252,17 @@ class DiscoveryTask(_Task):
     nodes: tuple[NodeAuthority, ...] = ()
     lessons: tuple[ScopeLesson, ...] = ()
     """The active lessons of this scope: a proposal that repeats one is refused."""
+    rejected: tuple[dict[str, str], ...] = ()
+    """Proposals a person rejected in this scope (manual review): not to be proposed again."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_rejected(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # `rejected` only when there are some: a task without any reads (and digests,
+        # for recorded answers) exactly as before manual review existed.
+        data = handler(self)
+        if isinstance(data, dict) and not self.rejected:
+            data.pop("rejected", None)
+        return data
 
     def evidence_by_id(self) -> dict[str, EvidenceItem]:
         """The citable evidence by ID."""

@@ -23,6 +23,7 @@ TABLES = (
     "lesson_effectiveness",
     "lesson_candidates",
     "postmortem_queue",
+    "lesson_proposals",
 )
 
 # Index i holds the statements that create version i + 1.
@@ -196,6 +197,37 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )
         """,
         "CREATE INDEX postmortem_queue_by_state ON postmortem_queue (state, not_before, id)",
+    ),
+    # Version 6, manual review (docs/review.md): proposed creations and adaptations wait
+    # here, never in `lessons`, until a person approves or rejects them. One step.
+    (
+        """
+        CREATE TABLE lesson_proposals (
+            seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            state           TEXT NOT NULL CHECK (state IN ('proposed', 'approved', 'rejected')),
+            action          TEXT NOT NULL CHECK (action IN ('create', 'adapt')),
+            lesson_id       TEXT,
+            base_revision   INTEGER,
+            scope_kind      TEXT NOT NULL,
+            repository      TEXT NOT NULL,
+            graph_hash      TEXT NOT NULL,
+            node            TEXT NOT NULL,
+            mutation        TEXT NOT NULL,  -- JSON of the CreateLesson / AdaptLesson
+            run_id          TEXT NOT NULL,
+            specialist      TEXT NOT NULL,
+            at              TEXT NOT NULL,
+            decided_at      TEXT,
+            decided_by      TEXT,
+            decision_reason TEXT,
+            result_id       TEXT,
+            result_revision INTEGER
+        )
+        """,
+        "CREATE INDEX lesson_proposals_by_state ON lesson_proposals (state, seq)",
+        """
+        CREATE INDEX lesson_proposals_by_scope
+            ON lesson_proposals (scope_kind, repository, graph_hash, node, state)
+        """,
     ),
 )
 

@@ -19,6 +19,7 @@ from active_memory.lessons import (
 from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.changes import ScopeChanges, ScopeKey
 from active_memory.store.effectiveness import Effectiveness, RunObservation
+from active_memory.store.review import Proposal, ProposedMutation, ReviewDecision
 
 StoredLesson = Annotated[Lesson | Tombstone, Field(discriminator="status")]
 """A lesson as a store holds it: living (active, deferred) or a retired tombstone."""
@@ -166,6 +167,23 @@ class LessonStore(Protocol):
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
         """Make revision `to_revision`'s card and status current again, as a new revision."""
+        ...
+
+    async def propose(self, mutations: Sequence[ProposedMutation]) -> list[int]:
+        """Keep creations and adaptations as proposals awaiting review (manual review),
+        all or none; never visible to recall. An adaptation of a retired or unknown
+        lesson is a `RevisionConflict`. Returns the proposals' sequence numbers."""
+        ...
+
+    async def proposals(self, state: str | None = None) -> list[Proposal]:
+        """Proposals in `state` (proposed, approved, rejected; None: all), oldest first."""
+        ...
+
+    async def decide_proposal(self, seq: int, decision: ReviewDecision) -> Proposal:
+        """Approve or reject proposal `seq`, in one transaction. Approving publishes its
+        mutation (the decision's card, when edited) with the revision check; a lesson
+        changed since is a `RevisionConflict` and the proposal stays proposed. A decided
+        or unknown proposal is `ProposalNotPending`; a rejection needs a reason."""
         ...
 
     async def import_lessons(

@@ -83,6 +83,7 @@ from active_memory.store.protocol import (
     LessonSummary,
     PublishMark,
 )
+from active_memory.store.review import Proposal, ProposedMutation, ReviewDecision
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -405,6 +406,24 @@ class SqliteStore:
         reverted = await self.get(lesson_id)
         assert reverted is not None
         return reverted
+
+    async def propose(self, mutations: Sequence[ProposedMutation]) -> list[int]:
+        """Keep creations and adaptations as proposals for review, all or none."""
+        from active_memory.store.sqlite_review import propose
+
+        return await propose(self, mutations)
+
+    async def proposals(self, state: str | None = None) -> list[Proposal]:
+        """Proposals in `state` (proposed, approved, rejected; None: all), oldest first."""
+        from active_memory.store.sqlite_review import proposals
+
+        return await proposals(self, state)
+
+    async def decide_proposal(self, seq: int, decision: ReviewDecision) -> Proposal:
+        """Approve (publish, revision-checked) or reject proposal `seq`."""
+        from active_memory.store.sqlite_review import decide
+
+        return await decide(self, seq, decision)
 
     async def import_lessons(
         self, records: Iterable[Lesson | Tombstone], author: Author

@@ -19,6 +19,34 @@ CREATE INDEX lessons_by_change
 INSERT INTO store_meta (key, value) VALUES ('change_version', '0');
 """
 
+# Version 6, manual review (docs/review.md): proposed creations and adaptations wait here, never in
+# `lessons`, until a person approves or rejects them. One step: renumber by moving it.
+REVIEW_MIGRATION = """
+CREATE TABLE lesson_proposals (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    state           TEXT NOT NULL CHECK (state IN ('proposed', 'approved', 'rejected')),
+    action          TEXT NOT NULL CHECK (action IN ('create', 'adapt')),
+    lesson_id       TEXT,
+    base_revision   INTEGER,
+    scope_kind      TEXT NOT NULL,
+    repository      TEXT NOT NULL,
+    graph_hash      TEXT NOT NULL,
+    node            TEXT NOT NULL,
+    mutation        TEXT NOT NULL,  -- JSON of the CreateLesson / AdaptLesson
+    run_id          TEXT NOT NULL,
+    specialist      TEXT NOT NULL,
+    at              TEXT NOT NULL,
+    decided_at      TEXT,
+    decided_by      TEXT,
+    decision_reason TEXT,
+    result_id       TEXT,
+    result_revision INTEGER
+) STRICT;
+CREATE INDEX lesson_proposals_by_state ON lesson_proposals (state, seq);
+CREATE INDEX lesson_proposals_by_scope
+    ON lesson_proposals (scope_kind, repository, graph_hash, node, state);
+"""
+
 # Index i holds the script that creates version i + 1.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -151,6 +179,7 @@ MIGRATIONS: tuple[str, ...] = (
     ) STRICT;
     CREATE INDEX postmortem_queue_by_state ON postmortem_queue (state, not_before, id);
     """,
+    REVIEW_MIGRATION,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

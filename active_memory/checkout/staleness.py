@@ -1,0 +1,120 @@
+"""Is a lesson's cited code still what it was written against?
+
+At publish, each citation of a new or adapted lesson gets the SHA-256 of the cited lines
+as the checkout has them (`fingerprint`); the whole file when the citation has no lines.
+Later, a citation whose lines hash differently (or whose file is gone, or shorter than
+the range) is *changed*, and a lesson with a changed citation is *stale*
+(docs/staleness.md). A citation without a fingerprint (stored before this existed, or
+its file unreadable at publish) is never called changed: unknown is not stale.
+
+Only current files of the checkout are read (`Checkout.check_paths`), up to
+`MAX_FILE_BYTES` each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from active_memory.checkout.citations import Checkout
+from active_memory.lessons import Citation
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""A larger cited file is not fingerprinted (and never called changed)."""
+
+
+def _lines_of(path: Path, lines: tuple[int, int] | None) -> bytes | None:
+    from active_memory.reader import read_file_bytes
+
+    try:
+        # Regular files only, never blocking (a FIFO is refused), at most MAX_FILE_BYTES.
+        data = read_file_bytes(path, MAX_FILE_BYTES)
+    except OSError:
+        return None
+    if data is None or lines is None:
+        return data
+    start, end = lines
+    split = data.splitlines(keepends=True)
+    if end > len(split):
+        return None  # the range is not there (any more)
+    # Line endings are part of the text: a CRLF conversion is a change of those lines.
+    return b"".join(split[start - 1 : end])
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return MAX_FILE_BYTES + 1  # unreadable now: unknown, not stale
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _readable(checkout: Checkout, citations: Iterable[Citation]) -> dict[str, Path]:
+    verdicts = checkout.check_paths({c.path for c in citations})
+    return {
+        cited: checkout.root / verdict.file
+        for cited, verdict in verdicts.items()
+        if verdict.current and verdict.file is not None
+    }
+
+
+def fingerprint(checkout: Checkout, citations: Sequence[Citation]) -> list[Citation]:
+    """`citations` with the hash of what each cites now (None where unreadable)."""
+    files = _readable(checkout, citations)
+    out: list[Citation] = []
+    for c in citations:
+        data = _lines_of(files[c.path], c.lines) if c.path in files else None
+        out.append(c.model_copy(update={"sha256": _digest(data) if data is not None else None}))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedCitation:
+    """A citation whose code changed since the lesson was published, and how."""
+
+    citation: Citation
+    why: str  # "lines changed", "file gone", "lines gone"
+
+
+def changed_citations(checkout: Checkout, citations: Sequence[Citation]) -> list[ChangedCitation]:
+    """The fingerprinted citations whose cited code is not what it was. For one
+    (path, lines) cited more than once (an adaptation cites it again), the latest
+    fingerprint counts."""
+    latest = {(c.path, c.lines): c for c in citations if c.sha256 is not None}
+    known = list(latest.values())
+    if not known:
+        return []
+    files = _readable(checkout, known)
+    changed: list[ChangedCitation] = []
+    for c in known:
+        if c.path not in files:
+            changed.append(ChangedCitation(c, "file gone"))
+            continue
+        data = _lines_of(files[c.path], c.lines)
+        if data is None:
+            if c.lines is not None and _size(files[c.path]) <= MAX_FILE_BYTES:
+                changed.append(ChangedCitation(c, "lines gone"))
+            continue
+        if _digest(data) != c.sha256:
+            changed.append(ChangedCitation(c, "lines changed"))
+    return changed
+
+
+def stale_lessons(
+    checkout: Checkout, lessons: Iterable[object]
+) -> dict[str, list[ChangedCitation]]:
+    """The stale lessons among `lessons` (living ones with changed citations), by ID."""
+    from active_memory.lessons import Lesson
+
+    found: dict[str, list[ChangedCitation]] = {}
+    for lesson in lessons:
+        if isinstance(lesson, Lesson) and lesson.evidence.citations:
+            changed = changed_citations(checkout, lesson.evidence.citations)
+            if changed:
+                found[lesson.id] = changed
+    return found

@@ -1,0 +1,125 @@
+"""`active-memory ui`: the local web view of the lessons (loopback only, token-protected)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from active_memory.commands.common import add_store_option
+
+DEFAULT_UI_PORT = 47684
+"""The web view's default port: the recall server's plus one."""
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `ui`."""
+    parser = subcommands.add_parser(
+        "ui",
+        help="a local web view of the lessons: read, search, edit, retire, revert",
+        description="Serve the web view on loopback only and print a one-time login link. "
+        "Pages work without JavaScript; the same data is JSON under /api/ "
+        "(`Authorization: Bearer <token>`). Stop it with Ctrl-C or SIGTERM.",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="loopback address to listen on: 127.0.0.1 (default), ::1 or localhost",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_UI_PORT,
+        help=f"port (default {DEFAULT_UI_PORT}; 0: any free port)",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        default=None,
+        help="the recall server's token file, shared with `serve` (created 0600 if missing; "
+        "default: <zeroshot state dir>/active-memory/server.token)",
+    )
+    parser.add_argument(
+        "--checkout",
+        metavar="DIR",
+        default=None,
+        help="a checkout to show cited lines from (default: the git checkout around the "
+        "current directory, if any)",
+    )
+    add_store_option(parser)
+    parser.set_defaults(handler=_ui)
+
+
+def _checkout(argument: str | None) -> Path | None:
+    from active_memory.checkout.git import NotACheckout, worktree_root
+    from active_memory.errors import UsageError
+
+    try:
+        return worktree_root(argument or ".")
+    except NotACheckout as exc:
+        if argument is not None:
+            raise UsageError(f"--checkout {argument}: {exc.reason}") from None
+        return None
+
+
+def _check_store(location: str) -> None:
+    """Open the store once before listening: a missing or broken store is a clear error
+    (exit 2), never a login link to a server that then fails."""
+    import anyio
+
+    from active_memory.store import open_store
+
+    async def main() -> None:
+        async with open_store(location, create=False):
+            pass
+
+    anyio.run(main, backend="asyncio")
+
+
+def _ui(args: argparse.Namespace) -> int:
+    import sys
+
+    from active_memory.errors import UsageError
+    from active_memory.hooks.paths import default_token_path
+    from active_memory.hooks.server import bind_loopback, loopback_host
+    from active_memory.hooks.token import load_or_create_token
+
+    # Checked before anything is created or imported: a bad --host must cost nothing.
+    host = loopback_host(args.host)
+    if not 0 <= args.port < 65536:
+        raise UsageError(f"--port {args.port}: must be 0..65535")
+    try:
+        import uvicorn
+
+        from active_memory.ui.app import create_app
+        from active_memory.ui.auth import Gate
+    except ImportError:
+        raise UsageError(
+            "the web view needs its libraries: pip install 'active-memory[server]'"
+        ) from None
+    from active_memory.store import resolve_store_location
+
+    location = resolve_store_location(args.store)
+    _check_store(location)
+    checkout = _checkout(args.checkout)
+    token_file = Path(args.token_file or default_token_path())
+    gate = Gate(load_or_create_token(token_file))
+    app = create_app(location, gate, checkout=checkout)
+    sock = bind_loopback(host, args.port)
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"active-memory ui: open http://{shown}:{port}/login?code={gate.new_login_code()} "
+        f"(one-time link, valid 10 minutes; later, log in with the token in {token_file})",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        app, access_log=False, log_level="warning", server_header=False,
+        timeout_graceful_shutdown=5,
+    )  # fmt: skip
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    print("active-memory ui: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,241 @@
+"""A person's changes from the web view: edit, retire, revert, each revision-checked.
+
+An edit passes the same checks as a maintenance specialist's adaptation (the card's
+shape and byte limits, no credential, no generic advice, a repository lesson keeps an
+association and its files are current files of the checkout when one is known), and is
+published against the revision the person read: a lesson changed since is a
+`RevisionConflict`, never a lost update. Every change is written to history with the
+person as author.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from active_memory.errors import LessonNotFound, UsageError
+from active_memory.lessons import (
+    AdaptLesson,
+    Associations,
+    Author,
+    Card,
+    Lesson,
+    RepositoryScope,
+    RetireLesson,
+    Tombstone,
+)
+from active_memory.store.protocol import LessonStore
+
+
+class EditRefused(UsageError):
+    """An edit failed the adaptation checks; `problems` says each reason."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("not saved: " + "; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class CardForm:
+    """The fields of the edit form, as typed (one association per line)."""
+
+    title: str
+    recommendation: str
+    files: str = ""
+    folders: str = ""
+    identifiers: str = ""
+    keywords: str = ""  # one group per line, terms separated by spaces or commas
+
+    @classmethod
+    def of(cls, lesson: Lesson) -> CardForm:
+        """The form filled with `lesson`'s current card."""
+        a = lesson.associations
+        return cls(
+            title=lesson.title,
+            recommendation=lesson.recommendation,
+            files="\n".join(a.files),
+            folders="\n".join(a.folders),
+            identifiers="\n".join(a.identifiers),
+            keywords="\n".join(" ".join(group) for group in a.keywords),
+        )
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def parse_card(form: CardForm) -> Card:
+    """The card the form describes; `EditRefused` naming each invalid field."""
+    try:
+        return Card(
+            title=form.title.strip(),
+            recommendation=form.recommendation.replace("\r\n", "\n").strip(),
+            associations=Associations(
+                files=_lines(form.files),
+                folders=_lines(form.folders),
+                identifiers=_lines(form.identifiers),
+                keywords=[line.replace(",", " ").split() for line in _lines(form.keywords)],
+            ),
+        )
+    except ValidationError as exc:
+        raise EditRefused(
+            [
+                ".".join(str(part) for part in error["loc"]) + ": " + error["msg"]
+                for error in exc.errors()
+            ]
+        ) from None
+
+
+def card_problems(scope: object, card: Card, checkout: object | None) -> list[str]:
+    """What a specialist's adaptation into `card` of a lesson of `scope` would be refused
+    for."""
+    from active_memory.quality.secrets import secret_reasons
+    from active_memory.specialists.actionable import generic_advice
+
+    problems = secret_reasons(card.model_dump(mode="json"), "card")
+    advice = generic_advice(card.recommendation)
+    if advice is not None:
+        problems.append(f"recommendation: generic advice: {advice}")
+    if isinstance(scope, RepositoryScope):
+        if card.associations.is_empty():
+            problems.append("associations: a repository lesson needs one at least")
+        elif card.associations.files and checkout is not None:
+            from active_memory.checkout.citations import Checkout
+
+            assert isinstance(checkout, Checkout)
+            verdicts = checkout.check_paths(card.associations.files)
+            problems.extend(
+                f"associations.files: {name}: not a current file: {verdict.reason}"
+                for name, verdict in verdicts.items()
+                if not verdict.current
+            )
+    return problems
+
+
+async def _living(store: LessonStore, lesson_id: str) -> Lesson | Tombstone:
+    found = await store.get(lesson_id)
+    if found is None:
+        raise LessonNotFound(lesson_id)
+    return found
+
+
+async def edit_lesson(
+    store: LessonStore,
+    lesson_id: str,
+    base_revision: int,
+    form: CardForm,
+    *,
+    author: Author,
+    reason: str,
+    checkout: object | None = None,
+) -> int:
+    """Publish the form as an adaptation of `lesson_id` read at `base_revision`; the new
+    revision. `EditRefused` for a card that fails the checks, `RevisionConflict` when the
+    lesson changed since it was read."""
+    lesson = await _living(store, lesson_id)
+    card = parse_card(form)
+    if isinstance(lesson, Lesson):
+        problems = card_problems(lesson.scope, card, checkout)
+        if problems:
+            raise EditRefused(problems)
+    # A tombstone (or a changed revision) is refused by the store's revision check.
+    receipt = await store.publish(
+        [
+            AdaptLesson(
+                id=lesson_id,
+                base_revision=base_revision,
+                card=card,
+                author=author,
+                reason=reason.strip() or "edited in the web view",
+            )
+        ]
+    )
+    return receipt.adapted[0][1]
+
+
+async def retire_lesson(
+    store: LessonStore, lesson_id: str, base_revision: int, *, author: Author, reason: str
+) -> int:
+    """Retire `lesson_id` read at `base_revision`; the tombstone's revision."""
+    await _living(store, lesson_id)
+    receipt = await store.publish(
+        [
+            RetireLesson(
+                id=lesson_id,
+                base_revision=base_revision,
+                author=author,
+                reason=reason.strip() or "retired in the web view",
+            )
+        ]
+    )
+    return receipt.retired[0][1]
+
+
+async def revert_lesson(
+    store: LessonStore, lesson_id: str, base_revision: int, to_revision: int, *, author: Author
+) -> Lesson | Tombstone:
+    """Make revision `to_revision` current again, if the lesson is still at
+    `base_revision`; a card holding a credential is never made current."""
+    from active_memory.errors import Conflict, RevisionConflict
+    from active_memory.quality.secrets import secret_reasons
+
+    current = await _living(store, lesson_id)
+    if current.revision != base_revision:
+        raise RevisionConflict(
+            [Conflict(lesson_id, base_revision, current.revision, current.status)]
+        )
+    history = await store.history(lesson_id)
+    target = next((entry for entry in history if entry.revision == to_revision), None)
+    if target is None:
+        raise UsageError(f"{lesson_id} has no revision {to_revision}")
+    if target.card is not None:
+        found = secret_reasons(target.card.model_dump(mode="json"), "card")
+        if found:
+            raise EditRefused([f"r{to_revision} holds a credential: " + "; ".join(found)])
+    return await store.revert(lesson_id, to_revision, author)
+
+
+async def decide_proposal(
+    store: LessonStore,
+    seq: int,
+    *,
+    approve: bool,
+    author: Author,
+    reason: str,
+    form: CardForm | None = None,
+    checkout: object | None = None,
+) -> str:
+    """Approve (with the form's card when it differs from the proposal's) or reject
+    proposal `seq`; what happened, for the page. An edited card passes the adaptation
+    checks first (`EditRefused`)."""
+    from active_memory.store.review import ProposalNotPending, ReviewDecision
+
+    card: Card | None = None
+    if approve and form is not None:
+        found = next((p for p in await store.proposals() if p.seq == seq), None)
+        if found is None:
+            raise ProposalNotPending(seq, None)
+        card = parse_card(form)
+        if card == found.mutation.card:
+            card = None
+        else:
+            scope = await _proposal_scope(store, found.mutation)
+            problems = card_problems(scope, card, checkout)
+            if problems:
+                raise EditRefused(problems)
+    decided = await store.decide_proposal(
+        seq, ReviewDecision(approve=approve, author=author, reason=reason, card=card)
+    )
+    if decided.state == "approved":
+        return f"proposal {seq} approved: {decided.result_id} r{decided.result_revision}"
+    return f"proposal {seq} rejected"
+
+
+async def _proposal_scope(store: LessonStore, mutation: object) -> object:
+    from active_memory.lessons import CreateLesson
+
+    if isinstance(mutation, CreateLesson):
+        return mutation.scope
+    assert isinstance(mutation, AdaptLesson)
+    return (await _living(store, mutation.id)).scope

@@ -1,0 +1,343 @@
+"""What the web view shows, gathered from the store as plain data (also the JSON API).
+
+Every function returns JSON-ready dicts: the HTML templates and `/api/...` render the
+same documents, so a script sees exactly what a person sees.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
+from active_memory.recall.frame import frame, render_card
+from active_memory.store.effectiveness import Effectiveness
+from active_memory.store.protocol import LessonQuery, LessonStore
+
+CITED_LINES_MAX = 80
+"""Cited lines shown per citation; a longer range is cut with a note."""
+
+CITED_FILE_MAX_BYTES = 1024 * 1024
+"""A cited file larger than this is not read for display."""
+
+STATUSES = ("active", "deferred", "retired")
+EFFECTIVENESS_FILTERS = ("delivered", "recurred", "never-delivered")
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """The lessons page's filters; empty strings mean any."""
+
+    q: str = ""
+    status: str = ""
+    kind: str = ""
+    repository: str = ""
+    graph: str = ""
+    node: str = ""
+    effectiveness: str = ""
+    stale: bool = False
+
+    def query(self) -> LessonQuery:
+        """The store query these filters narrow to (text and counters filter after)."""
+        return LessonQuery(
+            repository=self.repository or None,
+            graph_hash=self.graph or None,
+            node=self.node or None,
+            kind=self.kind or None,
+            include_retired=self.status in ("", "retired"),
+        )
+
+
+def scope_json(lesson: Lesson | Tombstone) -> dict[str, Any]:
+    """The scope as shown: kind, repository, graph hash and node."""
+    scope = lesson.scope
+    if isinstance(scope, GraphScope):
+        return {
+            "kind": "graph",
+            "repository": scope.repository or "",
+            "graph_hash": scope.graph_hash,
+            "node": scope.node,
+        }
+    return {"kind": "repository", "repository": scope.repository, "graph_hash": "", "node": ""}
+
+
+def agent_card(lesson: Lesson) -> str:
+    """The card exactly as an agent receives it alone: framed by recall's own code."""
+    return frame([render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation)])
+
+
+def _matches_text(lesson: Lesson | Tombstone, words: list[str]) -> bool:
+    if isinstance(lesson, Tombstone):
+        haystack = lesson.id.lower()
+    else:
+        a = lesson.associations
+        haystack = " ".join(
+            [
+                lesson.id,
+                lesson.title,
+                lesson.recommendation,
+                *a.files,
+                *a.folders,
+                *a.identifiers,
+                *(" ".join(group) for group in a.keywords),
+            ]
+        ).lower()
+    return all(word in haystack for word in words)
+
+
+def _matches_effectiveness(counters: Effectiveness, wanted: str) -> bool:
+    if wanted == "delivered":
+        return counters.runs_delivered > 0
+    if wanted == "recurred":
+        return counters.recurred_when_delivered + counters.recurred_when_not_delivered > 0
+    if wanted == "never-delivered":
+        return counters.runs_delivered == 0
+    return True
+
+
+def _stale(root: Path | None, lessons: list[Any]) -> dict[str, list[dict[str, Any]]] | None:
+    """Per stale lesson, its changed citations; None without a checkout (unknown)."""
+    if root is None:
+        return None
+    from active_memory.checkout.citations import Checkout
+    from active_memory.checkout.staleness import stale_lessons
+
+    return {
+        lesson_id: [
+            {"path": c.citation.path, "lines": list(c.citation.lines or ()) or None, "why": c.why}
+            for c in changed
+        ]
+        for lesson_id, changed in stale_lessons(Checkout(root), lessons).items()
+    }
+
+
+async def lesson_list(
+    store: LessonStore, filters: ListFilters, root: Path | None = None
+) -> dict[str, Any]:
+    """The lessons matching `filters`, with their scope and effectiveness counters, and
+    (with a checkout) whether their cited code changed since they were published."""
+    import anyio.to_thread
+
+    found = await store.select(filters.query())
+    if filters.status:
+        found = [x for x in found if x.status == filters.status]
+    words = filters.q.lower().split()
+    if words:
+        found = [x for x in found if _matches_text(x, words)]
+    stale = await anyio.to_thread.run_sync(_stale, root, found)
+    if filters.stale:
+        found = [x for x in found if stale is not None and x.id in stale]
+    counters = await store.effectiveness([x.id for x in found])
+    blank = Effectiveness()
+    if filters.effectiveness:
+        found = [
+            x
+            for x in found
+            if _matches_effectiveness(counters.get(x.id, blank), filters.effectiveness)
+        ]
+    rows = []
+    for lesson in found:
+        rows.append(
+            {
+                "id": lesson.id,
+                "revision": lesson.revision,
+                "status": lesson.status,
+                "title": lesson.title if isinstance(lesson, Lesson) else None,
+                "scope": scope_json(lesson),
+                "effectiveness": counters.get(lesson.id, blank).to_json(),
+                "stale": None if stale is None else stale.get(lesson.id, []),
+            }
+        )
+    return {"lessons": rows, "count": len(rows), "checkout": str(root) if root else None}
+
+
+async def scope_groups(store: LessonStore) -> dict[str, Any]:
+    """Counts of living lessons per repository and per graph node (the overview)."""
+    repositories: dict[str, int] = {}
+    nodes: dict[tuple[str, str], int] = {}
+    for summary in await store.summaries(LessonQuery()):
+        if summary.scope_kind == "graph":
+            key = (summary.graph_hash, summary.node)
+            nodes[key] = nodes.get(key, 0) + 1
+        else:
+            repositories[summary.repository] = repositories.get(summary.repository, 0) + 1
+    return {
+        "repositories": [
+            {"repository": name, "count": count} for name, count in sorted(repositories.items())
+        ],
+        "nodes": [
+            {"graph_hash": graph, "node": node, "count": count}
+            for (graph, node), count in sorted(nodes.items())
+        ],
+    }
+
+
+def _card_text(entry: HistoryEntry) -> list[str]:
+    if entry.card is None:
+        return []
+    a = entry.card.associations
+    lines = [f"title: {entry.card.title}", "recommendation:"]
+    lines += ["  " + line for line in entry.card.recommendation.splitlines()]
+    for name, values in (
+        ("files", a.files),
+        ("folders", a.folders),
+        ("identifiers", a.identifiers),
+        ("keywords", [" ".join(group) for group in a.keywords]),
+    ):
+        lines += [f"{name}: {value}" for value in values]
+    return lines
+
+
+def history_json(entries: list[HistoryEntry]) -> list[dict[str, Any]]:
+    """Each revision with a unified diff of its card against the revision before it."""
+    out: list[dict[str, Any]] = []
+    previous: list[str] = []
+    for entry in entries:
+        text = _card_text(entry)
+        diff = list(
+            difflib.unified_diff(
+                previous,
+                text,
+                fromfile=f"r{entry.previous_revision}" if entry.previous_revision else "(none)",
+                tofile=f"r{entry.revision}",
+                lineterm="",
+                n=1,
+            )
+        )
+        document = entry.model_dump(mode="json")
+        document["diff"] = diff
+        out.append(document)
+        if entry.card is not None:
+            previous = text
+    return out
+
+
+def cited_lines(root: Path | None, path: str, lines: tuple[int, int] | None) -> dict[str, Any]:
+    """The cited lines as the current checkout has them, or why they cannot be shown."""
+    if root is None:
+        return {"shown": False, "why": "no checkout known (start the view with --checkout)"}
+    from active_memory.checkout.citations import Checkout
+
+    verdict = Checkout(root).check_path(path)
+    if not verdict.current or verdict.file is None:
+        return {"shown": False, "why": f"not a current file: {verdict.reason}"}
+    target = Path(verdict.file)
+    if not target.is_absolute():
+        target = root / target
+    from active_memory.reader import NotReadable, read_file_bytes
+
+    try:
+        data = read_file_bytes(target, CITED_FILE_MAX_BYTES)  # regular files only
+    except NotReadable as exc:
+        return {"shown": False, "why": f"unreadable: {exc.reason}"}
+    if data is None:
+        return {"shown": False, "why": "file larger than 1 MiB"}
+    text = data.decode("utf-8", errors="replace").splitlines()
+    start, end = lines if lines is not None else (1, min(len(text), CITED_LINES_MAX))
+    if start > len(text):
+        return {"shown": False, "why": f"the file has {len(text)} lines now"}
+    last = min(end, len(text), start + CITED_LINES_MAX - 1)
+    return {
+        "shown": True,
+        "start": start,
+        "lines": text[start - 1 : last],
+        "cut": last < end,
+    }
+
+
+async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> dict[str, Any]:
+    """Everything about one lesson (None-free): card as delivered, history, counters."""
+    from active_memory.errors import LessonNotFound
+
+    lesson = await store.get(lesson_id)
+    if lesson is None:
+        raise LessonNotFound(lesson_id)
+    history = await store.history(lesson_id)
+    counters = (await store.effectiveness([lesson_id])).get(lesson_id, Effectiveness())
+    document: dict[str, Any] = {
+        "id": lesson.id,
+        "revision": lesson.revision,
+        "status": lesson.status,
+        "scope": scope_json(lesson),
+        "effectiveness": counters.to_json(),
+        "effectiveness_text": counters.describe(),
+        "history": history_json(history),
+    }
+    if isinstance(lesson, Lesson):
+        import anyio.to_thread
+
+        stale = await anyio.to_thread.run_sync(_stale, root, [lesson])
+        document["stale"] = None if stale is None else stale.get(lesson.id, [])
+        document["card"] = lesson.card().model_dump(mode="json")
+        document["agent_card"] = agent_card(lesson)
+        document["evidence"] = {
+            "run_ids": lesson.evidence.run_ids,
+            "evidence_ids": lesson.evidence.evidence_ids,
+            "citations": [
+                {
+                    "path": c.path,
+                    "lines": list(c.lines) if c.lines else None,
+                    "current": cited_lines(root, c.path, c.lines),
+                }
+                for c in lesson.evidence.citations
+            ],
+        }
+    else:
+        document["canonical"] = lesson.canonical
+    return document
+
+
+REVIEW_DECIDED_SHOWN = 50
+"""Decided proposals shown under the queue: the latest."""
+
+
+def _card_lines(card: dict[str, Any]) -> list[str]:
+    a = card.get("associations", {})
+    lines = [f"title: {card['title']}", "recommendation:"]
+    lines += ["  " + line for line in str(card["recommendation"]).splitlines()]
+    for name in ("files", "folders", "identifiers"):
+        lines += [f"{name}: {value}" for value in a.get(name, [])]
+    lines += [f"keywords: {' '.join(group)}" for group in a.get("keywords", [])]
+    return lines
+
+
+async def review_page(store: LessonStore) -> dict[str, Any]:
+    """The review queue: proposals waiting (oldest first), each with the card as it would
+    be delivered and, for an adaptation, the diff against the lesson now; then the latest
+    decided ones."""
+    everything = await store.proposals()
+    waiting: list[dict[str, Any]] = []
+    for proposal in (p for p in everything if p.state == "proposed"):
+        document = proposal.to_json()
+        m = proposal.mutation
+        card = m.card
+        if m.action == "adapt":
+            current = await store.get(m.id)
+            document["agent_card"] = frame(
+                [render_card(m.id, m.base_revision + 1, card.title, card.recommendation)]
+            )
+            now = current.card().model_dump(mode="json") if isinstance(current, Lesson) else None
+            document["current_revision"] = current.revision if current else None
+            document["diff"] = list(
+                difflib.unified_diff(
+                    _card_lines(now) if now else [],
+                    _card_lines(card.model_dump(mode="json")),
+                    fromfile=f"{m.id} r{current.revision if current else '?'} (now)",
+                    tofile="proposed",
+                    lineterm="",
+                    n=1,
+                )
+            )
+        else:
+            document["agent_card"] = frame([render_card("NEW", 1, card.title, card.recommendation)])
+            document["current_revision"] = None
+            document["diff"] = []
+        waiting.append(document)
+    decided = [p.to_json() for p in everything if p.state != "proposed"]
+    return {
+        "proposed": waiting,
+        "decided": decided[-REVIEW_DECIDED_SHOWN:][::-1],
+        "count": len(waiting),
+    }

@@ -1,0 +1,121 @@
+"""The web view's postmortems and costs pages, from a real journal and real recall
+records in a state dir of the test's own."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import re
+from pathlib import Path
+
+from conftest import Backend
+from starlette.testclient import TestClient
+from ui_support import MARKUP, TOKEN, login, publish, seed_mutations
+
+from active_memory.orchestrator.journal import Journal, default_journal_dir
+from active_memory.orchestrator.report import UsageReport
+from active_memory.recall.frame import render_card
+from active_memory.ui.app import create_app
+from active_memory.ui.auth import Gate
+
+
+def _state(tmp_path: Path) -> dict[str, str]:
+    env = {"ZEROSHOT_STATE_DIR": str(tmp_path / "state")}
+    journal = Journal(default_journal_dir(env))
+    first = journal.started("run-a", "succeeded")
+    journal.write(first.model_copy(update={
+        "state": "finished", "started_at": "2026-11-30T10:00:00Z",
+        "ended_at": "2026-11-30T10:02:00Z",
+        "usage": UsageReport(input_tokens=1000, output_tokens=200, requests=4, cost_usd=0.5),
+        "specialist_usage": {
+            "repository_discovery": UsageReport(input_tokens=600, output_tokens=150, requests=3),
+            "repository_maintenance": UsageReport(input_tokens=400, output_tokens=50, requests=1),
+        },
+        "published": {"created": 1, "adapted": 0, "retired": 0, "deferred": 0, "kept": 2,
+                      "proposed": 0},
+    }))  # fmt: skip
+    second = journal.started(f"run-{MARKUP}", "failed")
+    journal.write(second.model_copy(update={
+        "state": "failed", "started_at": "2026-12-01T09:00:00Z",
+        "ended_at": "2026-12-01T09:00:05Z", "reason": "the provider refused: bad key",
+        "usage": UsageReport(input_tokens=10, output_tokens=0, requests=1, complete=False),
+    }))  # fmt: skip
+    recall = tmp_path / "state" / "active-memory" / "recall"
+    (recall / "sessions").mkdir(parents=True)
+    (recall / "sessions" / "sess-1.ledger").write_bytes(
+        marshal.dumps({"spent": 812, "delivered": [("L-1", 1), ("L-3", 1)]})
+    )
+    runs = recall / "runs" / "run-a"
+    runs.mkdir(parents=True)
+    lines = [{"session": "sess-1", "lesson": "L-1", "revision": 1, "at": "x"},
+             {"session": "sess-2", "lesson": "L-1", "revision": 1, "at": "x"},
+             {"session": "sess-1", "lesson": "L-3", "revision": 1, "at": "x"}]  # fmt: skip
+    (runs / "deliveries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return env
+
+
+def _queue(location: str) -> None:
+    """Three sessions in the store's queue: one failed, one running, one pending."""
+    import anyio
+
+    from active_memory.store import open_store
+    from active_memory.store.opening import queue_of
+    from active_memory.store.queue import SessionEnd
+
+    async def main() -> None:
+        async with open_store(location) as store:
+            queue = queue_of(store)
+            for n in (1, 2, 3):
+                await queue.enqueue(SessionEnd(harness="claude", session_id=f"s-{n}",
+                                               transcript="", cwd=f"/w/{MARKUP}",
+                                               event="SessionEnd"))  # fmt: skip
+            first, _running = await queue.claim("w1", limit=2, lease=60, settle=0)
+            await queue.finish(first.id, "w1", "failed", reason="transcript unreadable")
+
+    anyio.run(main, backend="asyncio")
+
+
+def test_postmortems_and_costs_pages_show_the_journal_and_recall_records(
+    backend: Backend, tmp_path: Path
+) -> None:
+    publish(backend.location, seed_mutations())
+    _queue(backend.location)
+    env = _state(tmp_path)
+    app = create_app(backend.location, Gate(TOKEN), env=env)
+    with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        for path in ("/postmortems", "/costs", "/api/postmortems", "/api/costs"):
+            assert client.get(path).status_code == 401, path
+        login(client)
+        page = client.get("/postmortems").text
+        assert "the provider refused: bad key" in page and "(at least)" in page
+        assert MARKUP not in page and "&lt;script&gt;" in page
+        assert "created 1" in page and "kept 2" in page
+        data = client.get("/api/postmortems").json()
+        assert [p["run_id"] for p in data["postmortems"]] == [f"run-{MARKUP}", "run-a"]
+        assert data["counts"] == {"running": 0, "finished": 1, "failed": 1, "cancelled": 0}
+        assert data["queue_counts"] == {"pending": 1, "running": 1, "failed": 1}
+        assert data["queue"]["failed"][0]["reason"] == "transcript unreadable"
+        assert data["queue"]["running"][0]["lease_owner"] == "w1"
+        assert "transcript unreadable" in page and "/w/&lt;script&gt;" in page
+
+        costs = client.get("/api/costs").json()
+        assert [(d["day"], d["tokens"], d["requests"]) for d in costs["per_day"]] == [
+            ("2026-11-30", 1200, 4), ("2026-12-01", 10, 1),
+        ]  # fmt: skip
+        assert costs["per_day"][0]["cost_usd"] == 0.5 and costs["per_day"][1]["cost_usd"] is None
+        assert [(s["specialist"], s["tokens"]) for s in costs["per_specialist"]] == [
+            ("repository_discovery", 750), ("repository_maintenance", 450),
+        ]  # fmt: skip
+        assert costs["per_session"] == [{"session": "sess-1", "bytes": 812, "cards": 2}]
+        card_1 = len(render_card("L-1", 1, "Regenerate the client through make api-client",
+                                 "After editing `api/schema.json` run `make api-client`.")
+                     .encode())  # fmt: skip
+        by_lesson = {x["lesson"]: x for x in costs["per_lesson"]}
+        assert by_lesson["L-1"] == {"lesson": "L-1", "deliveries": 2, "bytes": 2 * card_1}
+        assert by_lesson["L-3"]["deliveries"] == 1
+
+        html = client.get("/costs").text
+        charts = re.findall(r"<svg .*?</svg>", html, re.S)
+        assert len(charts) == 2 and all("<script" not in c for c in charts)
+        assert charts[0].count("<rect") == 2 * 2 + 2  # two days, two series, two keys
+        assert MARKUP not in html and "run-&lt;script&gt;" in html
