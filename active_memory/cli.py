@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # `active-memory hook claude|codex|after-tool` runs once per tool call: it skips the
 # argument parser (and every import it needs) and goes straight to the lean hook entry.
-HOOK_HARNESSES = frozenset({"claude", "codex", "after-tool"})
+HOOK_HARNESSES = frozenset({"claude", "codex", "after-tool", "pi", "gemini", "copilot"})
 
 # Order is the order of `active-memory --help`.
 COMMAND_MODULES: tuple[str, ...] = (

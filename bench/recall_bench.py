@@ -17,9 +17,10 @@ Figures (every one next to a baseline from the same run, as a ratio):
    bounded walk (what hooks and `serve` do) against listing every match (the old way);
 2. hook processes over a real SQLite store of --store-lessons `hot` lessons: the first
    call of a new run (pins the current generation) and a warm call, each as median wall
-   time and peak RSS against a bare `python -c pass`; the lean entry, pip's console
-   script and `python -m` side by side; the first call after a publish (an incremental
-   build in the hook) and with no generation at all (a complete build), once each;
+   time and peak RSS against a bare `python -c pass`; the lean entry (as `hook install`
+   writes it), pip's console script and `python -m` side by side; the first call after a
+   publish (an incremental build in the hook) and with no generation at all (a complete
+   build), once each;
 3. `serve` over the same store: round trips of matching calls of 32 runs (p50/p99) and
    the server's RSS as runs are added.
 
@@ -229,7 +230,8 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
 
 
 def bench_hooks(count: int, runs: int, work: Path) -> None:
-    from active_memory.hooks.lean import compile_hook_path, write_entry
+    from active_memory.hooks.installers.command_path import install_hook_entry
+    from active_memory.hooks.lean import compile_hook_path
 
     compile_hook_path()
     checkout = work / "api"
@@ -247,7 +249,11 @@ def bench_hooks(count: int, runs: int, work: Path) -> None:
     payload["cwd"] = str(checkout)
     payload["tool_input"] = {"file_path": str(checkout / "src/mod7/file7.py")}
     python = sys.executable
-    lean = str(write_entry(work / "bin"))
+    # The entry exactly as `hook install` writes it (under the state dir), and by its path.
+    entry, note = install_hook_entry(None, write=True, env=env)
+    if note:
+        raise SystemExit(note)
+    lean = str(entry)
     module = [python, "-m", "active_memory.hooks.command", "claude"]
     console = str(Path(python).with_name("active-memory-hook"))
 

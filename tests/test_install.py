@@ -6,17 +6,16 @@ import argparse
 import json
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from install_support import HOOK, lean_state  # noqa: F401 - autouse fixture
 
 from active_memory.errors import ActiveMemoryError
 from active_memory.hooks import install_cli
 from active_memory.hooks.paths import DEFAULT_PORT
 
-HOOK = str(Path(sys.executable).parent / "active-memory-hook")
 """What the installer writes: the console script next to the running interpreter."""
 
 GUARD = {"type": "command", "command": "~/.claude/hooks/guard.sh", "timeout": 30}

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from install_support import HOOK, lean_state  # noqa: F401 - autouse fixture
 
 from active_memory.errors import ActiveMemoryError
 from active_memory.hooks import install_cli
@@ -125,7 +126,6 @@ def test_dry_run_uninstall_shows_the_removal_and_keeps_the_file(
     assert (checkout / ".opencode" / "plugins" / "active-memory.js").is_file()
 
 
-HOOK = Path(sys.executable).parent / "active-memory-hook"
 NODE = shutil.which("node")
 
 _DRIVER = """

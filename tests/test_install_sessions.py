@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 import tomlkit
+from install_support import HOOK, lean_state  # noqa: F401 - autouse fixture
 
 from active_memory.errors import ActiveMemoryError
 from active_memory.hooks import install_cli
 from active_memory.hooks.installers import codex_trust
 
-HOOK = Path(sys.executable).parent / "active-memory-hook"
 USER_HOOK = {"type": "command", "command": "python3 .codex/hooks/guard.py", "timeout": 30}
 
 
@@ -41,7 +41,6 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ZEROSHOT_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("ACTIVE_MEMORY_STORE", raising=False)

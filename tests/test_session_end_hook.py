@@ -106,7 +106,7 @@ def test_an_opencode_payload_is_enqueued(tmp_path: Path) -> None:
             json.dumps({"session_id": "s", "transcript_path": 3, "cwd": "/w"}),
             "transcript path is not a string",
         ),
-        (["gemini"], json.dumps({"session_id": "s", "cwd": "/w"}), "unexpected argument"),
+        (["cursor"], json.dumps({"session_id": "s", "cwd": "/w"}), "unexpected argument"),
         ([], "{}", "name the harness"),
     ],
 )

@@ -1,4 +1,5 @@
-"""`active-memory hook claude|codex|after-tool` (and `install` / `uninstall` when present).
+"""`active-memory hook claude|codex|gemini|copilot|pi|after-tool` (and `install` /
+`uninstall` when present).
 
 The answering subcommands run the same code as the lean `active-memory-hook` entry
 point (`active_memory.hooks.command`): stdin hook JSON in, stdout JSON out, exit 0
@@ -16,7 +17,10 @@ from active_memory.commands.common import add_store_option
 HOOKS = {
     "claude": "Claude Code PreToolUse hook: stdin hook JSON, stdout additionalContext",
     "codex": "Codex PreToolUse hook: stdin hook JSON, stdout additionalContext",
-    "after-tool": "after-tool callback (OpenCode, Pi): stdin tool call, stdout text to append",
+    "after-tool": "after-tool callback (OpenCode): stdin tool call, stdout text to append",
+    "pi": "Pi extension tool_result callback: stdin tool call, stdout text to append",
+    "gemini": "Gemini CLI AfterTool hook: stdin hook JSON, stdout additionalContext",
+    "copilot": "Copilot CLI preToolUse hook: stdin hook JSON, stdout additionalContext",
 }
 
 INSTALL_MODULE = "active_memory.hooks.install_cli"

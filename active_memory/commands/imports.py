@@ -1,4 +1,5 @@
-"""`active-memory import zeroshot|claude|codex PATH`: run records from other tools' logs."""
+"""`active-memory import zeroshot|claude|codex|pi|gemini|copilot PATH`: run records from
+other tools' logs."""
 
 from __future__ import annotations
 
@@ -11,18 +12,23 @@ from active_memory.commands.common import add_json_option, print_json
 if TYPE_CHECKING:
     from active_memory.runlog.importers.common import ImportResult
 
-KINDS = ("zeroshot", "claude", "codex")
+KINDS = ("zeroshot", "claude", "codex", "pi", "gemini", "copilot")
+SESSIONS = ("claude", "codex", "pi", "gemini", "copilot")
+"""The kinds that are one harness session (joined with what its hooks recorded)."""
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `import`."""
     parser = subcommands.add_parser(
         "import",
-        help="build run records from a zeroshot ledger or a Claude Code / Codex session log",
+        help="build run records from a zeroshot ledger or a harness session log",
         description=(
             "Build active-memory/run@1 records: `zeroshot` reads a native run ledger "
             "(runs.sqlite3, or the folder holding it; finished runs only), `claude` a Claude "
-            "Code transcript (JSONL), `codex` a Codex rollout-*.jsonl. Each run is written "
+            "Code transcript (JSONL), `codex` a Codex rollout-*.jsonl, `pi` a Pi session "
+            "(~/.pi/agent/sessions/…/*.jsonl), `gemini` a Gemini CLI session "
+            "(~/.gemini/tmp/…/chats/session-*.jsonl), `copilot` a Copilot CLI session "
+            "(~/.copilot/session-state/<id>/ or its events.jsonl). Each run is written "
             "to <run_id>.run.json."
         ),
     )
@@ -46,7 +52,7 @@ def _import(args: argparse.Namespace) -> int:
     from active_memory.runlog.importers import write
 
     result = _read(args.kind, args.path)
-    if args.kind in ("claude", "codex"):
+    if args.kind in SESSIONS:
         _join_hooks(result, args.kind)
     _exclude(result)
     paths = write.targets(
@@ -72,7 +78,7 @@ def _import(args: argparse.Namespace) -> int:
             # Sessions only: a count of the joined hook deliveries, null when absent.
             **(
                 {"deliveries": _count(run.record.get("deliveries"))}
-                if args.kind in ("claude", "codex")
+                if args.kind in SESSIONS
                 else {}
             ),
             **({"warnings": run.warnings} if run.warnings else {}),
@@ -103,6 +109,10 @@ def _read(kind: str, path: str) -> ImportResult:
         from active_memory.runlog.importers.claude import import_transcript
 
         return import_transcript(path)
+    if kind in ("pi", "gemini", "copilot"):
+        from active_memory.runlog.importers.harness_session import import_session_log
+
+        return import_session_log(kind, path)
     from active_memory.runlog.importers.codex import import_rollout
 
     return import_rollout(path)

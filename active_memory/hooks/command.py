@@ -3,7 +3,7 @@
 `active-memory-hook session-end HARNESS` enqueues a finished session instead
 (`hooks/session_end.py`).
 
-Run as `active-memory-hook claude|codex|after-tool`, `python -m
+Run as `active-memory-hook claude|codex|gemini|copilot|pi|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
 `active_memory.recall` (pydantic, anyio and SQLite load only when a run's first call
@@ -34,8 +34,8 @@ LOG_MAX_BYTES = 1024 * 1024
 """Past this the log is moved to `hook.log.1` (one generation kept)."""
 
 USAGE = (
-    "usage: active-memory-hook claude|codex|after-tool  (hook JSON on stdin), or "
-    "active-memory-hook session-end claude|codex|opencode"
+    "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
+    "stdin), or active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot"
 )
 
 

@@ -2,10 +2,12 @@
 
 For every harness and place (project, user) whose configuration holds a hook of ours:
 
-- `present`: our PreToolUse hook (recall) and, for Claude Code and Codex, our SessionEnd
-  hook (enqueue the session) are in the file;
+- `present`: our recall hook (PreToolUse; Gemini CLI AfterTool; Copilot CLI preToolUse;
+  the OpenCode plugin; the Pi extension) and, except for OpenCode, our session-end hook
+  (enqueue the session) are in the file;
 - `resolvable`: every command of ours names an executable that exists (an absolute path
   that is an executable file, or a name on PATH);
+- `trusted` (Copilot CLI, project): the repository is in Copilot's `trustedFolders`;
 - `trusted` (Codex): each hook of ours has a `[hooks.state]` entry whose hash matches,
   and a project install's project is trusted (codex_trust.py);
 - `server` (Claude Code HTTP hook): the recall server answers its health check;
@@ -27,11 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from active_memory.hooks import installers
-from active_memory.hooks.installers import claude, codex, codex_trust, opencode
+from active_memory.hooks.installers import claude, codex, codex_trust, copilot, gemini, opencode, pi
 from active_memory.hooks.installers.command_path import command_executable, resolves
 from active_memory.hooks.installers.files import parse_json_object, read_text
 
-NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode"}
+NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex",
+    "opencode": "OpenCode",
+    "pi": "Pi",
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+}
 
 
 @dataclass(slots=True)
@@ -106,7 +115,16 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
         item.checks.append(Check("present", True, "plugin file (tool.execute.after)"))
         item.checks.append(_resolvable([command], env))
         return item
+    if harness == "pi":
+        if not text.startswith(pi.MARKER):
+            return None
+        command = pi.extension_command(text) or "active-memory-hook"
+        item.checks.append(Check("present", True, "extension file (tool_result, session_shutdown)"))
+        item.checks.append(_resolvable([command], env))
+        return item
     document = parse_json_object(path, text)
+    if harness in ("gemini", "copilot"):
+        return _inspect_single(item, harness, document, env)
     pre, end = _ours(harness, document)
     if not pre and not end:
         return None
@@ -129,6 +147,57 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
     return item
 
 
+def _inspect_single(
+    item: Installed, harness: str, document: dict[str, Any], env: Mapping[str, str]
+) -> Installed | None:
+    # Gemini CLI (AfterTool + SessionEnd) and Copilot CLI (preToolUse + sessionEnd).
+    found: dict[str, list[Any]] = {}
+    hooks = document.get("hooks")
+    hooks = hooks if isinstance(hooks, dict) else {}
+    if harness == "copilot":
+        key = "bash"
+        for event in (copilot.EVENT, copilot.SESSION_END):
+            handlers = hooks.get(event)
+            found[event] = [h for h in handlers or [] if copilot.is_ours(h)]
+    else:
+        key = "command"
+        for event, test in ((gemini.EVENT, gemini.is_ours),
+                            (gemini.SESSION_END, gemini.is_our_session_end)):  # fmt: skip
+            groups = hooks.get(event) or []
+            found[event] = [
+                h for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if test(h)
+            ]
+    if not any(found.values()):
+        return None
+    missing = [event for event, handlers in found.items() if not handlers]
+    item.checks.append(
+        Check(
+            "present",
+            not missing,
+            " and ".join(found) + " hooks" if not missing else f"missing: {', '.join(missing)}",
+            None if not missing else f"run `active-memory hook install {harness}` again",
+        )
+    )
+    commands = [h[key] for handlers in found.values() for h in handlers]
+    item.checks.append(_resolvable(commands, env))
+    if harness == "copilot" and item.where == "project":
+        root = item.path.parent.parent.parent
+        if installers.copilot_trusted(root, env):
+            item.checks.append(Check("trusted", True, f"{root} is a trusted folder"))
+        else:
+            item.checks.append(
+                Check(
+                    "trusted",
+                    False,
+                    f"{root} is not in trustedFolders of {installers.copilot_config_path(env)}"
+                    " (Copilot CLI ignores its .github/hooks/)",
+                    "start `copilot` there once and trust the folder, or "
+                    "`active-memory hook install copilot --user`",
+                )
+            )
+    return item
+
+
 def _ours(harness: str, document: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
     module: Any = claude if harness == "claude" else codex
     hooks = document.get("hooks")
@@ -146,6 +215,18 @@ def _ours(harness: str, document: Mapping[str, Any]) -> tuple[list[Any], list[An
 def _resolvable(commands: list[str], env: Mapping[str, str]) -> Check:
     broken = [c for c in commands if not resolves(c, env.get("PATH"))]
     if not broken:
+        for command in commands:
+            interpreter = lean_entry_interpreter(_exe(command))
+            if interpreter is not None and not (
+                os.path.isfile(interpreter) and os.access(interpreter, os.X_OK)
+            ):
+                return Check(
+                    "resolvable",
+                    False,
+                    f"the lean hook entry {_exe(command)} runs {interpreter}, which is gone",
+                    "run `active-memory hook install …` again with the active-memory you "
+                    "use (it rewrites the entry for its own interpreter)",
+                )
         return Check("resolvable", True, ", ".join(sorted({_exe(c) for c in commands})))
     return Check(
         "resolvable",
@@ -154,6 +235,21 @@ def _resolvable(commands: list[str], env: Mapping[str, str]) -> Check:
         "reinstall with the active-memory you use (`<venv>/bin/active-memory hook install "
         "…` writes its own absolute path), or pass --hook-command PATH",
     )
+
+
+def lean_entry_interpreter(executable: str) -> str | None:
+    """The interpreter a lean hook entry (hooks/lean.py) runs; None if not such an entry."""
+    from active_memory.hooks.lean import ENTRY_TEMPLATE
+
+    marker = ENTRY_TEMPLATE.splitlines()[1]
+    try:
+        with open(os.path.expanduser(executable), encoding="utf-8") as handle:
+            first, second = handle.readline(), handle.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not first.startswith("#!") or second.rstrip("\n") != marker:
+        return None
+    return first[2:].strip()
 
 
 def _exe(command: str) -> str:

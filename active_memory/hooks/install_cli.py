@@ -1,4 +1,5 @@
-"""`active-memory hook install|uninstall claude|codex|opencode` and `hook doctor`
+"""`active-memory hook install|uninstall claude|codex|opencode|pi|gemini|copilot` and
+`hook doctor`
 (standard library at import).
 
 `register(hook_subparsers)` adds the subcommands to the `hook` command's subparsers; the
@@ -12,7 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-_NAMES = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode"}
+_NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex",
+    "opencode": "OpenCode",
+    "pi": "Pi",
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+}
 
 
 def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,7 +95,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         dest="where",
         action="store_const",
         const="user",
-        help="your user config (~/.claude, ~/.codex, ~/.config/opencode)",
+        help="your user config (~/.claude, ~/.codex, ~/.config/opencode, ~/.pi/agent, "
+        "~/.gemini, ~/.copilot)",
     )
     parser.set_defaults(where="project")
     parser.add_argument(
@@ -113,7 +122,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, *, install: bool) -> int:
     from active_memory.errors import UsageError
     from active_memory.hooks import installers
-    from active_memory.hooks.installers.command_path import find_hook_script
+    from active_memory.hooks.installers.command_path import install_hook_entry
 
     http = bool(getattr(args, "http", False))
     port = int(getattr(args, "port", 0) or 0)
@@ -124,7 +133,11 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         raise UsageError("--trust-project: only for `hook install codex` at project level")
     # Installing needs a command that runs from the harness (an absolute path); removing
     # recognises ours however it was spelled.
-    script = find_hook_script(getattr(args, "hook_command", None)) if install else None
+    script, entry_note = (
+        install_hook_entry(getattr(args, "hook_command", None), write=not args.dry_run)
+        if install
+        else (None, None)
+    )
     path = installers.target_path(args.harness, args.where, Path.cwd())
     change = installers.plan(
         args.harness,
@@ -137,6 +150,8 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         where=args.where,
         mcp=bool(getattr(args, "mcp", False)),
     )
+    if entry_note:
+        change.notes.insert(0, entry_note)
     if not args.dry_run:
         try:
             change.apply()
@@ -221,7 +236,7 @@ def _doctor(args: argparse.Namespace) -> int:
     if not found:
         print(
             "no Active Memory hook is installed for this checkout or your user; run "
-            "`active-memory hook install claude|codex|opencode`"
+            "`active-memory hook install claude|codex|opencode|pi|gemini|copilot`"
         )
         return 1
     for item in found:
@@ -250,4 +265,13 @@ def _next_steps(harness: str, http: bool, path: Path) -> list[str]:
     if harness == "opencode":
         return ["OpenCode loads the plugin at its next start (recall only: there is no "
                 "OpenCode session importer, so its sessions are not queued)."]  # fmt: skip
+    if harness == "pi":
+        return ["Pi loads the extension at its next start. In contained mode "
+                "(`pi --no-extensions`) load it explicitly:",
+                f"  pi --no-extensions -e {path}"]  # fmt: skip
+    if harness == "gemini":
+        return ["Gemini CLI runs the AfterTool hook from its next start; the lessons follow "
+                "the tool's result (its BeforeTool context never reaches the model)."]  # fmt: skip
+    if harness == "copilot":
+        return ["Copilot CLI runs the preToolUse hook from its next start."]
     return []

@@ -46,7 +46,7 @@ log = logging.getLogger("active_memory.server")
 Answer = Callable[[str, dict[str, Any], dict[str, str]], Mapping[str, Any]]
 """(harness, hook JSON, forwarded environment) → the JSON the command hook would print."""
 
-HARNESSES = frozenset({"claude", "codex", "after-tool"})
+HARNESSES = frozenset({"claude", "codex", "after-tool", "pi", "gemini", "copilot"})
 """The hook names the server answers (the same as `active-memory hook NAME`)."""
 
 MAX_BODY_BYTES = 1024 * 1024

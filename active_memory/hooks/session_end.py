@@ -1,5 +1,5 @@
-"""`active-memory-hook session-end claude|codex|opencode [--store PATH_OR_URL]`: put a
-finished harness session in the store's postmortem queue.
+"""`active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot [--store
+PATH_OR_URL]`: put a finished harness session in the store's postmortem queue.
 
 Stdin is the harness's own end-of-session payload:
 
@@ -11,6 +11,12 @@ Stdin is the harness's own end-of-session payload:
   `cwd`, `reason`. A `Stop` is a turn end: the worker waits for the session to settle.
 - OpenCode (our plugin): `sessionID`, `cwd`, and when known `transcriptPath`, `event`,
   `model`.
+- Pi (our extension's `session_shutdown`): `sessionID`, `cwd`, `transcriptPath` (the
+  session file), `event`.
+- Gemini CLI `SessionEnd` (0.61, captured): `session_id`, `transcript_path`, `cwd`,
+  `hook_event_name`, `timestamp`, `reason`.
+- Copilot CLI `sessionEnd` (1.0.102, captured): `sessionId`, `timestamp`, `cwd`,
+  `reason`; no transcript path: it is `$COPILOT_HOME/session-state/<sessionId>/events.jsonl`.
 
 Like every hook it never fails or delays the session: on any problem it prints nothing,
 exits 0 and writes one line to `<state dir>/active-memory/recall/hook.log`. It imports
@@ -29,9 +35,10 @@ if TYPE_CHECKING:
 
     from active_memory.store.queue import SessionEnd
 
-HARNESSES = ("claude", "codex", "opencode")
+HARNESSES = ("claude", "codex", "opencode", "pi", "gemini", "copilot")
 USAGE = (
-    "usage: active-memory-hook session-end claude|codex|opencode [--store PATH_OR_URL] "
+    "usage: active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot "
+    "[--store PATH_OR_URL] "
     "(session-end JSON on stdin)"
 )
 MAX_ID = 256
@@ -55,16 +62,25 @@ def parse_arguments(arguments: Sequence[str]) -> tuple[str, str | None]:
     return harness, store
 
 
-def session_end(harness: str, payload: Any) -> SessionEnd:
-    """The end event a payload describes; raises ValueError naming what is wrong."""
+def session_end(harness: str, payload: Any, env: Mapping[str, str] | None = None) -> SessionEnd:
+    """The end event a payload describes; raises ValueError naming what is wrong.
+
+    `env` locates Copilot CLI's session folder (`COPILOT_HOME`, `HOME`): its hook names
+    no transcript.
+    """
     from active_memory.store.queue import SessionEnd
 
     if not isinstance(payload, dict):
         raise ValueError("the session-end payload is not a JSON object")
-    if harness == "opencode":
+    if harness in ("opencode", "pi"):
         session_id = payload.get("sessionID") or payload.get("session_id")
         transcript = payload.get("transcriptPath") or payload.get("transcript_path")
-        event = payload.get("event") or "session.end"
+        event = payload.get("event") or ("session.end" if harness == "opencode" else
+                                         "session_shutdown")  # fmt: skip
+    elif harness == "copilot":
+        session_id = payload.get("sessionId")
+        transcript = _copilot_events(session_id, os.environ if env is None else env)
+        event = "sessionEnd"
     else:
         session_id = payload.get("session_id")
         transcript = payload.get("transcript_path")
@@ -97,6 +113,14 @@ def session_end(harness: str, payload: Any) -> SessionEnd:
     )
 
 
+def _copilot_events(session_id: Any, env: Mapping[str, str]) -> str | None:
+    # Copilot CLI keeps each session's events in $COPILOT_HOME/session-state/<id>/.
+    if not isinstance(session_id, str) or not session_id or "/" in session_id:
+        return None
+    home = env.get("COPILOT_HOME") or os.path.join(env.get("HOME") or "~", ".copilot")
+    return os.path.join(os.path.expanduser(home), "session-state", session_id, "events.jsonl")
+
+
 def respond(arguments: Sequence[str], data: bytes, env: Mapping[str, str]) -> None:
     """Enqueue the end `data` describes; raises on any problem (the caller logs it)."""
     import json
@@ -105,7 +129,7 @@ def respond(arguments: Sequence[str], data: bytes, env: Mapping[str, str]) -> No
     from active_memory.store.location import resolve_store_location
 
     harness, option = parse_arguments(arguments)
-    end = session_end(harness, json.loads(data.decode("utf-8")))
+    end = session_end(harness, json.loads(data.decode("utf-8")), env)
     enqueue(resolve_store_location(option, env), end)
 
 

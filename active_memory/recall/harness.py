@@ -1,4 +1,5 @@
-"""Harness payloads in, hook answers out: Claude Code, Codex, and after-tool callbacks.
+"""Harness payloads in, hook answers out: Claude Code, Codex, Gemini CLI, Copilot CLI, and
+after-tool callbacks (OpenCode, Pi).
 
 - `claude`, `codex`: the `PreToolUse` hook input (stdin of a command hook, body of a
   Claude Code `"type": "http"` hook): `session_id`, `cwd`, `tool_name`, `tool_input`
@@ -10,6 +11,17 @@
   names; `tool_name` / `tool_input` / `session_id` / `directory` are accepted too, and
   `harness` names the caller, default `opencode`). Answer: `{"append": "\\n\\n<framed
   cards>"}`, the exact text to add at the end of the tool's output, or nothing.
+- `pi`: our Pi extension's `tool_result` handler, the after-tool shape above (caller
+  `pi`), answered the same way.
+- `gemini`: Gemini CLI's `AfterTool` hook input (`session_id`, `cwd`, `tool_name`,
+  `tool_input`, `tool_response`, …). Answer: `{"hookSpecificOutput": {"hookEventName":
+  "AfterTool", "additionalContext": "<framed cards>"}}`, which Gemini CLI appends to the
+  tool's result (its `BeforeTool` context never reaches the model; docs/harnesses.md).
+- `copilot`: Copilot CLI's `preToolUse` hook input (`sessionId`, `cwd`, `toolName`,
+  `toolArgs`: an object, or its JSON text in older versions). Answer:
+  `{"additionalContext": "<framed cards>"}`.
+
+Payload shapes were captured from the real binaries (tests/fixtures/harness_payloads/).
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ if TYPE_CHECKING:
 
     from active_memory.recall.types import RecallAnswer
 
-HARNESSES = ("claude", "codex", "after-tool")
+HARNESSES = ("claude", "codex", "after-tool", "pi", "gemini", "copilot")
 
 
 class PayloadError(ValueError):
@@ -41,22 +53,28 @@ def parse_payload(harness: str, payload: Any) -> ToolCall:
     """The `ToolCall` a harness's hook payload describes (`PayloadError` if malformed)."""
     if not isinstance(payload, dict):
         raise PayloadError("the hook payload must be a JSON object")
-    if harness in ("claude", "codex"):
+    if harness in ("claude", "codex", "gemini"):
         tool = _text(payload, "tool_name")
         tool_input = payload.get("tool_input", {})
         name = harness
-    elif harness == "after-tool":
+    elif harness in ("after-tool", "pi"):
         tool = _text(payload, "tool", "tool_name")
         tool_input = payload.get("args", payload.get("tool_input", {}))
-        name = _text(payload, "harness") or "opencode"
+        name = "pi" if harness == "pi" else _text(payload, "harness") or "opencode"
+    elif harness == "copilot":
+        tool = _text(payload, "toolName", "tool_name")
+        tool_input = _copilot_arguments(payload.get("toolArgs", payload.get("tool_input", {})))
+        name = harness
     else:
         raise PayloadError(f"unknown harness {harness!r}; use one of {', '.join(HARNESSES)}")
     if tool is None:
-        raise PayloadError("the hook payload has no tool name ('tool_name' or 'tool')")
+        field = "'toolName'" if harness == "copilot" else "'tool_name' or 'tool'"
+        raise PayloadError(f"the hook payload has no tool name ({field})")
     if tool_input is None:
         tool_input = {}
     if not isinstance(tool_input, dict):
-        raise PayloadError("the tool's arguments ('tool_input' or 'args') must be an object")
+        field = "'toolArgs'" if harness == "copilot" else "'tool_input' or 'args'"
+        raise PayloadError(f"the tool's arguments ({field}) must be an object")
     return ToolCall(
         name,
         tool,
@@ -67,12 +85,29 @@ def parse_payload(harness: str, payload: Any) -> ToolCall:
     )
 
 
+def _copilot_arguments(value: Any) -> Any:
+    # Copilot CLI 1.0.x sends `toolArgs` as an object; its earlier hooks sent the JSON text.
+    if isinstance(value, str):
+        from active_memory.recall import jsonio
+
+        try:
+            return jsonio.loads(value) if value.strip() else {}
+        except ValueError:
+            raise PayloadError("the tool's arguments ('toolArgs') are not JSON") from None
+    return value
+
+
 def hook_output(harness: str, answer: RecallAnswer) -> dict[str, Any] | None:
     """What the hook prints for `answer` (None: print nothing)."""
     if not answer.context:
         return None
-    if harness == "after-tool":
+    if harness in ("after-tool", "pi"):
         return {"append": "\n\n" + answer.context}
+    if harness == "copilot":
+        return {"additionalContext": answer.context}
+    if harness == "gemini":
+        specific = {"hookEventName": "AfterTool", "additionalContext": answer.context}
+        return {"hookSpecificOutput": specific}
     return {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",

@@ -2,7 +2,9 @@
 
 A harness session has no zeroshot runtime plan. The worker builds one (docs/queue.md):
 
-- `harness`: the session's (`claude` or `codex`), as the importer recorded it;
+- `harness`: the session's (`claude` or `codex`), as the importer recorded it; a Pi,
+  Gemini CLI or Copilot CLI session takes the lane its `--config RUNTIME.json` names
+  (`harness` claude or codex), with `--model` or that file's `nodes.worker.model`;
 - `provider`: the one the session used when the transcript says so and it fits the
   harness, else the harness's first-party provider (claude → anthropic, codex → openai);
 - `size`: `standard`;
@@ -52,17 +54,25 @@ def session_runtime(
     """
     recorded = record.runtime or {}
     harness = str(recorded.get("harness") or "")
+    node = (recorded.get("nodes") or {}).get(SESSION_NODE) or {}
+    session_model = node.get("model") or fallback_model
     if harness not in PROVIDERS_BY_HARNESS:
-        raise UsageError(
-            f"run {record.run_id}: harness {harness or '(none)'!r} has no postmortem lane; "
-            "allowed claude, codex"
-        )
+        # Pi, Gemini CLI and Copilot CLI sessions have no postmortem lane of their own:
+        # the worker's config names the lane (docs/harnesses.md, "Session end"), and the
+        # session's own model (another vendor's) is no model for it.
+        lane = str((overrides or {}).get("harness") or "")
+        if lane not in PROVIDERS_BY_HARNESS:
+            raise UsageError(
+                f"run {record.run_id}: a {harness or '(unnamed)'} session has no postmortem "
+                "lane of its own; run the worker with --config RUNTIME.json whose `harness` "
+                "is claude or codex (and --model, or that file's nodes.worker.model)"
+            )
+        harness, session_model = lane, ""
     providers = PROVIDERS_BY_HARNESS[harness]
     provider = recorded.get("provider")
     if provider not in providers:
         provider = providers[0]
-    node = (recorded.get("nodes") or {}).get(SESSION_NODE) or {}
-    chosen = model or node.get("model") or fallback_model
+    chosen = model or session_model or _configured_model(overrides)
     if not chosen:
         raise UsageError(
             f"run {record.run_id}: the session names no model; pass --model to the worker"
@@ -85,3 +95,10 @@ def session_runtime(
     if record.graph is None or record.graph.ir is None:
         raise UsageError(f"run {record.run_id}: the imported record has no graph")
     return resolve_config(parse_runtime_settings(plan), record.graph.ir)
+
+
+def _configured_model(overrides: dict[str, Any] | None) -> str:
+    nodes = (overrides or {}).get("nodes")
+    node = nodes.get(SESSION_NODE) if isinstance(nodes, dict) else None
+    value = node.get("model") if isinstance(node, dict) else None
+    return value if isinstance(value, str) else ""

@@ -1,8 +1,8 @@
 """The real harness binaries for tests, and the isolated environment they run in.
 
-A binary is found through `ACTIVE_MEMORY_TEST_CLAUDE` / `ACTIVE_MEMORY_TEST_CODEX` (a
-path; `.ci/run` sets them) or else on PATH. Without it a test skips with the reason; in
-CI (`CI=true`) it fails instead, so a broken install cannot pass as a skip.
+A binary is found through `ACTIVE_MEMORY_TEST_CLAUDE`, `_CODEX`, `_PI`, `_GEMINI`,
+`_COPILOT` (a path; `.ci/run` sets them) or else on PATH. Without it a test skips with
+the reason; in CI (`CI=true`) it fails instead, so a broken install cannot pass as a skip.
 """
 
 from __future__ import annotations
@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-ENV_VARS = {"claude": "ACTIVE_MEMORY_TEST_CLAUDE", "codex": "ACTIVE_MEMORY_TEST_CODEX"}
+ENV_VARS = {
+    "claude": "ACTIVE_MEMORY_TEST_CLAUDE",
+    "codex": "ACTIVE_MEMORY_TEST_CODEX",
+    "pi": "ACTIVE_MEMORY_TEST_PI",
+    "gemini": "ACTIVE_MEMORY_TEST_GEMINI",
+    "copilot": "ACTIVE_MEMORY_TEST_COPILOT",
+}
 
 # Claude Code's switches that keep a test run off the network: no update check, no
 # telemetry or error reporting, no non-essential traffic.

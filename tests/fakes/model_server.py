@@ -13,7 +13,9 @@ It speaks the streaming wire formats the real clients use:
   (`response.created`, `response.output_item.added` / `.done` for `message` and
   `function_call` items, `response.output_text.delta`, `response.completed` with usage).
 - OpenAI Chat Completions (`POST /v1/chat/completions`), streamed or not, for clients
-  that speak only that.
+  that speak only that (Pi's `openai-completions` providers, Copilot CLI's BYOK).
+- Gemini API (`POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent`,
+  `:countTokens`; what Gemini CLI sends to `GOOGLE_GEMINI_BASE_URL`): fakes/gemini_wire.py.
 
 Every request is logged (method, path, headers, JSON body) in `server.received`. Model
 requests take the next scripted `Turn` (text, tool calls, a JSON answer, an HTTP error);
@@ -35,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from fakes.gemini_wire import GEMINI_ACTIONS, gemini_error, gemini_model, gemini_response
 from fakes.model_wire import (
     STRUCTURED_OUTPUT,
     Received,
@@ -124,7 +127,11 @@ class _Handler(BaseHTTPRequestHandler):
         if route.endswith("/messages/count_tokens"):
             self._json(200, {"input_tokens": max(1, received.raw_size // 4)})
             return
-        if not route.endswith(MODEL_ROUTES):
+        if route.endswith(":countTokens"):
+            self._json(200, {"totalTokens": max(1, received.raw_size // 4)})
+            return
+        gemini = route.endswith(GEMINI_ACTIONS)
+        if not gemini and not route.endswith(MODEL_ROUTES):
             self._json(404, not_found(received))
             return
         turn = fake.take(received).for_request(received)
@@ -135,6 +142,9 @@ class _Handler(BaseHTTPRequestHandler):
             fake.stopping.wait(turn.delay)
         body = received.body if isinstance(received.body, dict) else {}
         model = str(body.get("model") or "fake-model")
+        if gemini:
+            self._gemini(route, turn)
+            return
         if turn.status != 200:
             self._json(turn.status, error_body(route, turn))
             return
@@ -150,6 +160,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, chat_completion(turn, model))
         else:
             self._events(responses_events(turn, model), named=True, stall=turn.stall)
+
+    def _gemini(self, route: str, turn: Turn) -> None:
+        if turn.status != 200:
+            self._json(turn.status, gemini_error(turn))
+        elif route.endswith(":streamGenerateContent"):
+            response = gemini_response(turn, gemini_model(route))
+            self._events(iter([response]), named=False)
+        else:
+            self._json(200, gemini_response(turn, gemini_model(route)))
 
     def _json(self, status: int, value: Any) -> None:
         data = json.dumps(value).encode()

@@ -118,7 +118,8 @@ class Received:
         return json.dumps(self.body, ensure_ascii=False)
 
     def tool_results(self) -> list[str]:
-        """The text of every tool result in the request (Anthropic and Responses shapes)."""
+        """The text of every tool result in the request (Anthropic, Responses, Chat
+        Completions and Gemini shapes)."""
         found: list[str] = []
         body = self.body if isinstance(self.body, dict) else {}
         for message in body.get("messages") or []:
@@ -129,7 +130,12 @@ class Received:
         for item in body.get("input") or []:
             if isinstance(item, dict) and item.get("type") == "function_call_output":
                 found.append(_flatten(item.get("output")))
-        return found
+        for message in body.get("messages") or []:  # Chat Completions
+            if isinstance(message, dict) and message.get("role") == "tool":
+                found.append(_flatten(message.get("content")))
+        from fakes.gemini_wire import gemini_tool_results
+
+        return found + gemini_tool_results(body)
 
     def tool_names(self) -> list[str]:
         """The names of the tools the request offers the model."""

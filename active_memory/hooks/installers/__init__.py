@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Literal
 
 from active_memory.errors import UsageError
-from active_memory.hooks.installers import claude, codex, opencode
+from active_memory.hooks.installers import claude, codex, copilot, gemini, opencode, pi
 from active_memory.hooks.installers.files import FileChange as FileChange
 from active_memory.hooks.paths import DEFAULT_PORT
 
-Harness = Literal["claude", "codex", "opencode"]
-HARNESSES: tuple[Harness, ...] = ("claude", "codex", "opencode")
+Harness = Literal["claude", "codex", "opencode", "pi", "gemini", "copilot"]
+HARNESSES: tuple[Harness, ...] = ("claude", "codex", "opencode", "pi", "gemini", "copilot")
 Where = Literal["project", "user"]
 
 
@@ -48,6 +48,19 @@ def target_path(
         return codex.hooks_path(
             Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
         )
+    if harness == "gemini":
+        base = find_project_root(cwd) if where == "project" else home
+        return gemini.settings_path(base)
+    if harness == "copilot":
+        if where == "project":
+            return copilot.hooks_path(find_project_root(cwd) / ".github" / "hooks")
+        copilot_home = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
+        return copilot.hooks_path(copilot_home / "hooks")
+    if harness == "pi":
+        if where == "project":
+            return pi.extension_path(find_project_root(cwd) / ".pi" / "extensions")
+        agent = env.get("PI_CODING_AGENT_DIR")
+        return pi.extension_path((Path(agent) if agent else home / ".pi" / "agent") / "extensions")
     if where == "project":
         return opencode.plugin_path(find_project_root(cwd) / ".opencode" / "plugins")
     config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
@@ -144,6 +157,13 @@ def _plan_hooks(
         return Plan([claude.plan(path, install, http, port, script)])
     if harness == "opencode":
         return Plan([opencode.plan(path, install, script)])
+    if harness == "pi":
+        return Plan([pi.plan(path, install, script)])
+    if harness == "gemini":
+        return Plan([gemini.plan(path, install, script)])
+    if harness == "copilot":
+        notes = _copilot_notes(path, install, where, env)
+        return Plan([copilot.plan(path, install, script)], notes)
     environment = os.environ if env is None else env
     root = path.parent.parent if where == "project" else None
     hooks, trust = codex.plan_with_trust(
@@ -153,7 +173,7 @@ def _plan_hooks(
         environment,
         trust_project=root if (install and trust_project and root is not None) else None,
     )
-    notes: list[str] = []
+    notes = []
     if install and root is not None and not trust_project:
         from active_memory.hooks.installers import codex_trust
 
@@ -166,3 +186,53 @@ def _plan_hooks(
                 f"--trust-project, or add to {config}:\n" + codex_trust.project_entry_text(root)
             )
     return Plan([hooks, trust], notes)
+
+
+def _copilot_notes(
+    path: Path, install: bool, where: Where, env: Mapping[str, str] | None
+) -> list[str]:
+    repository = path.parent.parent.parent
+    if not install or where != "project" or copilot_trusted(repository, env or os.environ):
+        return []
+    return [
+        f"Copilot CLI runs {repository}/.github/hooks/ only in a trusted folder, and "
+        f"{repository} is not in `trustedFolders` of {copilot_config_path(env)}: start "
+        "`copilot` there once and trust the folder, or install with --user"
+    ]
+
+
+def copilot_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$COPILOT_HOME/config.json` (default `~/.copilot/config.json`)."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    return (Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot") / (
+        "config.json"
+    )
+
+
+def copilot_trusted(root: Path, env: Mapping[str, str]) -> bool:
+    """True when Copilot CLI's config lists `root` (or a folder above it) as trusted.
+
+    The file is Copilot's own (JSON after `//` comment lines); it is only read here.
+    """
+    import json
+
+    try:
+        text = copilot_config_path(env).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    try:
+        document = json.loads(body or "{}")
+    except ValueError:
+        return False
+    folders = document.get("trustedFolders") if isinstance(document, dict) else None
+    if not isinstance(folders, list):
+        return False
+    target = root.resolve()
+    for folder in folders:
+        if isinstance(folder, str):
+            trusted = Path(folder).expanduser().resolve()
+            if target == trusted or trusted in target.parents:
+                return True
+    return False

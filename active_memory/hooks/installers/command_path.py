@@ -1,11 +1,15 @@
 """The hook command an installer writes: one that runs from the harness, whatever its PATH.
 
 A harness runs hook commands through its own shell with its own PATH, which rarely holds a
-virtual environment's `bin/`. So installers write the absolute path of the lean console
-script `active-memory-hook` that sits next to the interpreter running the installer (a
-`.venv/bin/active-memory hook install` writes `.venv/bin/active-memory-hook`), else the
-one on PATH; when neither exists, installing would write a command that fails on every
-tool call, silently, so it is a `UsageError` (exit 2) saying what to do instead.
+virtual environment's `bin/`. So installers write an absolute path. By default it is the
+lean hook entry (hooks/lean.py), written at every install to
+`<state dir>/active-memory/bin/active-memory-hook` for the interpreter running the
+installer: pip's console script imports `re` before our code, which costs each tool call
+about 10 ms (bench/README.md). When that file cannot be written, the installer falls back
+to pip's console script next to the interpreter (a `.venv/bin/active-memory hook install`
+writes `.venv/bin/active-memory-hook`), else the one on PATH, and says so in a note; when
+neither exists, installing would write a command that fails on every tool call, silently,
+so it is a `UsageError` (exit 2) saying what to do instead.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from active_memory.errors import UsageError
@@ -53,6 +58,48 @@ def find_hook_script(override: str | None = None) -> Path:
         "the hook would not run from the harness; nothing was written. Reinstall "
         "active-memory into this environment (pip install active-memory) or pass "
         f"--hook-command /absolute/path/to/{SCRIPT}"
+    )
+
+
+ENTRY_FOLDER = "bin"
+"""Under `<state dir>/active-memory/`: the lean entry's folder."""
+
+
+def lean_entry_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where `hook install` writes the lean entry: `<state dir>/active-memory/bin/…`."""
+    from active_memory.hooks.lean import ENTRY_NAME
+    from active_memory.recall.environment import state_dir
+
+    return Path(os.path.abspath(state_dir(env))) / ENTRY_FOLDER / ENTRY_NAME
+
+
+def install_hook_entry(
+    override: str | None, *, write: bool, env: Mapping[str, str] | None = None
+) -> tuple[Path, str | None]:
+    """The hook executable to write into the harness's config, and a note (or None).
+
+    `override` (`--hook-command`) wins as is. Otherwise the lean entry, (re)written now
+    when `write` (a dry run only names it); if it cannot be written, pip's console script
+    with a note saying why.
+    """
+    if override:
+        return find_hook_script(override), None
+    entry = lean_entry_path(env)
+    if not write:
+        return entry, None
+    from active_memory.hooks.lean import write_entry
+
+    if not (os.path.isfile(sys.executable) and os.access(sys.executable, os.X_OK)):
+        reason = f"this interpreter {sys.executable} is not an executable file"
+    else:
+        try:
+            return write_entry(entry.parent), None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+    console = find_hook_script(None)
+    return console, (
+        f"could not write the lean hook entry {entry} ({reason}); the hooks run pip's "
+        f"console script {console} instead, which starts slower (docs/harnesses.md)"
     )
 
 

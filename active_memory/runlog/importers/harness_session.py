@@ -43,7 +43,13 @@ from active_memory.runlog.importers.session import agent_node
 from active_memory.runlog.record import RunRecord, parse_run_record
 from active_memory.settings import SettingsError, effective_settings
 
-Harness = Literal["claude", "codex"]
+Harness = Literal["claude", "codex", "pi", "gemini", "copilot"]
+
+GEMINI_MATCHER = (
+    "read_file|read_many_files|write_file|replace|edit|run_shell_command|glob|"
+    "grep_search|search_file_content|list_directory"
+)
+"""`hooks/installers/gemini.py MATCHER` (repeated: the importers do not import hooks/)."""
 
 HOOKED_TOOLS: dict[str, frozenset[str] | None] = {
     # The tools `hook install claude` matches (hooks/installers/claude.py MATCHER).
@@ -51,6 +57,10 @@ HOOKED_TOOLS: dict[str, frozenset[str] | None] = {
         {"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "Grep", "Glob", "Bash"}
     ),
     "codex": None,  # no matcher: the hook sees every tool call
+    "pi": None,  # the extension's tool_result sees every tool call
+    # The tools `hook install gemini` matches (hooks/installers/gemini.py MATCHER).
+    "gemini": frozenset(GEMINI_MATCHER.split("|")),
+    "copilot": None,  # no matcher: preToolUse sees every tool call
 }
 """Per harness, the tool names whose receipts the hook records (None: all)."""
 
@@ -165,6 +175,8 @@ def _import(harness: str, transcript: Path) -> ImportResult:
         from active_memory.runlog.importers.codex import import_rollout
 
         return import_rollout(transcript)
+    if harness in ("pi", "gemini", "copilot"):
+        return import_session_log(harness, transcript)
     raise InvalidRecord(str(transcript), f"no session importer for harness {harness!r}")
 
 
@@ -239,3 +251,18 @@ def _delivery(item: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(item.get("at"), str):
         delivery["at"] = item["at"]
     return delivery
+
+
+def import_session_log(harness: str, path: Path | str) -> ImportResult:
+    """Run the Pi, Gemini CLI or Copilot CLI session importer on `path`."""
+    if harness == "pi":
+        from active_memory.runlog.importers.pi import import_session as import_pi
+
+        return import_pi(path)
+    if harness == "gemini":
+        from active_memory.runlog.importers.gemini import import_session as import_gemini
+
+        return import_gemini(path)
+    from active_memory.runlog.importers.copilot import import_session as import_copilot
+
+    return import_copilot(path)
