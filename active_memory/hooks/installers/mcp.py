@@ -7,9 +7,10 @@
 - Codex, project: `<root>/.codex/config.toml` (read once the project is trusted, like
   its hooks); user: `$CODEX_HOME/config.toml`. A `[mcp_servers.active-memory]` table.
 
-The command is the absolute path of the `active-memory` console script next to the hook
-script, so the server starts whatever PATH the client has. Uninstalling removes only our
-entry; every other server and setting is kept byte for byte where the format allows.
+The command is the absolute path of the `active-memory` console script next to the
+installing interpreter, so the server starts whatever PATH the client has. Uninstalling
+removes only our entry; every other server and setting is kept byte for byte where the
+format allows.
 """
 
 from __future__ import annotations
@@ -37,15 +38,26 @@ APPROVALS = "enabledMcpjsonServers"
 
 
 def server_command(hook_script: Path) -> Path:
-    """The `active-memory` console script next to `active-memory-hook`."""
-    name = "active-memory.exe" if hook_script.suffix == ".exe" else "active-memory"
-    command = hook_script.parent / name
-    if not command.is_file():
-        raise UsageError(
-            f"--mcp: no {name} next to {hook_script}; reinstall active-memory with the "
-            "`mcp` extra (pip install 'active-memory[mcp]'); nothing was written"
-        )
-    return command
+    """The `active-memory` console script: next to the installing interpreter (where pip
+    put its scripts), else next to `hook_script` (a `--hook-command` in a venv's `bin/`),
+    else on PATH. The hook command itself may be the lean entry in the state dir, which
+    has no `active-memory` beside it."""
+    import shutil
+    import sys
+
+    name = "active-memory.exe" if sys.platform == "win32" else "active-memory"
+    for folder in (Path(sys.executable).parent, hook_script.parent):
+        command = folder / name
+        if command.is_file() and os.access(command, os.X_OK):
+            return Path(os.path.abspath(command))
+    found = shutil.which(name)
+    if found:
+        return Path(os.path.abspath(found))
+    raise UsageError(
+        f"--mcp: no {name} next to {sys.executable} or {hook_script}, nor on PATH; "
+        "reinstall active-memory with the `mcp` extra (pip install 'active-memory[mcp]'); "
+        "nothing was written"
+    )
 
 
 def config_path(harness: str, where: str, root: Path, env: Mapping[str, str]) -> Path:
