@@ -11,27 +11,23 @@ explicit `-e PATH` extensions load: `pi --no-extensions -e <that file>`.
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 
-from active_memory.errors import UsageError
-from active_memory.hooks.installers.files import FileChange, read_text
+from active_memory.hooks.installers.files import FileChange
+from active_memory.hooks.installers.owned_file import (
+    COMMAND_PLACEHOLDER as COMMAND_PLACEHOLDER,
+)
+from active_memory.hooks.installers.owned_file import (
+    ForeignFile,
+    installed_command,
+    plan_owned,
+    shipped_source,
+)
 
 EXTENSION_FILE = "active-memory.ts"
 MARKER = "// active-memory: written by `active-memory hook install pi`"
-COMMAND_PLACEHOLDER = '"active-memory-hook"'
-
-
-class ForeignExtensionFile(UsageError):
-    """The extension path holds a file Active Memory did not write."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(
-            f"{path}: exists and was not written by active-memory; "
-            "rename or remove it, then run the command again (nothing was changed)"
-        )
-        self.path = path
+ForeignExtensionFile = ForeignFile
+extension_command = installed_command
 
 
 def extension_path(extensions_dir: Path) -> Path:
@@ -41,32 +37,9 @@ def extension_path(extensions_dir: Path) -> Path:
 
 def extension_source(script: Path | None = None) -> str:
     """The extension's source (package data), running `script` (default: from PATH)."""
-    source = (
-        resources.files("active_memory.hooks.installers")
-        .joinpath("pi_extension.ts")
-        .read_text(encoding="utf-8")
-    )
-    if script is None:
-        return source
-    return source.replace(COMMAND_PLACEHOLDER, json.dumps(str(script)), 1)
-
-
-def extension_command(text: str) -> str | None:
-    """The hook executable an installed extension runs (None: not found)."""
-    for line in text.splitlines():
-        if line.startswith("const COMMAND = "):
-            literal = line.rsplit("||", 1)[-1].strip().rstrip(";").strip()
-            try:
-                value = json.loads(literal)
-            except ValueError:
-                return None
-            return value if isinstance(value, str) else None
-    return None
+    return shipped_source("pi_extension.ts", script)
 
 
 def plan(path: Path, install: bool, script: Path | None = None) -> FileChange:
     """The change that writes (or removes) our extension file at `path`."""
-    before = read_text(path)
-    if before is not None and not before.startswith(MARKER):
-        raise ForeignExtensionFile(path)
-    return FileChange(path, before, extension_source(script) if install else None)
+    return plan_owned(path, MARKER, extension_source(script) if install else None)
