@@ -57,6 +57,11 @@ class NotReadable(OSError):
         self.path = path
         self.reason = reason
 
+    @property
+    def missing(self) -> bool:
+        """Nothing was at the path when it was opened (it may exist by now)."""
+        return self.reason == "no such file"
+
 
 def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     """Open `path` for binary reading if it is a regular file; never blocks.

@@ -84,7 +84,9 @@ def read_bytes(path: str) -> bytes | None:
         with open_regular(path) as handle:
             return handle.read()
     except NotReadable as exc:
-        if not os.path.lexists(path):
+        # Judged at the open: another process may create the file a moment later (a
+        # scope's first `CURRENT`), and that is still "not there yet", not an error.
+        if exc.missing:
             return None
         raise OSError(str(exc)) from None
 
