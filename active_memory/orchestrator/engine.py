@@ -142,22 +142,25 @@ class Postmortem:
             meter=self.meter or UsageMeter(),
         )
         entry = await self._journal_start() if active else None
-        try:
-            with _long_lived_objects_frozen():
+        # Thawed only once the report and the journal are done: thawed earlier, the
+        # next full collection traverses the whole manifest and every decision while
+        # they are still alive (0.6 s at 10,000 adapted lessons), just before they die.
+        with _long_lived_objects_frozen():
+            try:
                 publication = await self._run(ctx, active, entry)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self._journal_end(
-                    entry, "cancelled", None, "cancelled by the caller", ctx.meter.total()
-                )
-            raise
-        except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                reason = f"{type(exc).__name__}: {exc}"
-                await self._journal_end(entry, "failed", None, reason, ctx.meter.total())
-            raise
-        report = self._report(publication, start)
-        await self._journal_end(entry, "finished", report, None, None)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._journal_end(
+                        entry, "cancelled", None, "cancelled by the caller", ctx.meter.total()
+                    )
+                raise
+            except BaseException as exc:
+                with anyio.CancelScope(shield=True):
+                    reason = f"{type(exc).__name__}: {exc}"
+                    await self._journal_end(entry, "failed", None, reason, ctx.meter.total())
+                raise
+            report = self._report(publication, start)
+            await self._journal_end(entry, "finished", report, None, None)
         return report
 
     async def _journal_usage(self, entry: JournalEntry, meter: UsageMeter) -> None:

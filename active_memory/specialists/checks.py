@@ -439,9 +439,15 @@ def check_maintenance(
 
 def _changed_text(dump: dict[str, Any], lesson: SuppliedLesson | None) -> dict[str, Any]:
     """`dump` without the card fields it repeats unchanged from the stored `lesson`: those
-    were screened when they were stored, so screening costs what the answer changed."""
+    were screened when they were stored, so screening costs what the answer changed.
+
+    Also without the `id` (it is the stored lesson's own) and the `action` (the wire
+    model admits only keep/adapt/retire/defer) when the lesson is a supplied one."""
+    if lesson is None:
+        return dump
+    dump = {k: v for k, v in dump.items() if k not in ("id", "action")}
     card = dump.get("lesson")
-    if lesson is None or not isinstance(card, dict):
+    if not isinstance(card, dict):
         return dump
     kept = dict(card)
     if kept.get("title") == lesson.title:
