@@ -334,7 +334,7 @@ async def overhead(count: int, repeat: int, folder: Path) -> None:
         CPU.setdefault("publish", []).append(time.process_time() - cpu)
         await store.aclose()
     med = {k: statistics.median(v) for k, v in rows.items()}
-    cpu = {k: statistics.median(v) for k, v in CPU.items()}
+    cpus = {k: statistics.median(v) for k, v in CPU.items()}
     print(
         f"overhead: {count:,} delivered repository lessons, instant fake provider "
         f"(median of {repeat}; {batches} batches of <= {BATCH_BYTES[0]:,} bytes)"
@@ -349,10 +349,10 @@ async def overhead(count: int, repeat: int, folder: Path) -> None:
     for key, label, note in lines:
         tail = ""
         if key == "keep":
-            tail = f"  {cpu['keep'] / cpu['read']:.1f}{note}"
+            tail = f"  {cpus['keep'] / cpus['read']:.1f}{note}"
         elif note:
             tail = f"  ({note})"
-        print(f"  {label:<46}{med[key] * 1000:8.1f} ms{cpu[key] * 1000:8.1f} ms{tail}")
+        print(f"  {label:<46}{med[key] * 1000:8.1f} ms{cpus[key] * 1000:8.1f} ms{tail}")
 
 
 async def main(options: argparse.Namespace) -> None:

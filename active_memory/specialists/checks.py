@@ -389,7 +389,8 @@ def check_maintenance(
     for index, draft in enumerate(answer.decisions):
         path = f"decisions[{index}]"
         lesson = supplied.get(draft.id)
-        ledger.reasons.extend(secret_reasons(_changed_text(draft.model_dump(), lesson), path))
+        dump = draft.model_dump()  # read, never changed, by the screen and the validation
+        ledger.reasons.extend(secret_reasons(_changed_text(dump, lesson), path))
         if lesson is None:
             where = "outside this batch" if draft.id in others else "not supplied to you"
             ledger.reasons.append(
@@ -409,7 +410,7 @@ def check_maintenance(
                 f"not {draft.revision}"
             )
             continue
-        decision, errors = _validate(Decision, draft.model_dump(), path)
+        decision, errors = _validate(Decision, dump, path)
         ledger.reasons.extend(errors)
         if decision is None:
             continue
