@@ -203,11 +203,15 @@ def literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...]:
     return alternatives
 
 
-def _prefixed(pattern: re.Pattern[str]) -> tuple[tuple[str, ...], bool]:
-    # The prefixes as compared: lowered for a case-insensitive rule (the text is too).
-    folded = bool(pattern.flags & re.IGNORECASE)
+def _prefixed(pattern: re.Pattern[str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    """A rule's gate: its prefixes as substrings, or for a case-insensitive rule a regex
+    of them with the rule's flags, so that exactly the letters the rule folds match
+    (the long s, U+017F, is an `s` to the regex engine, not to `str.lower`)."""
     prefixes = literal_prefixes(pattern)
-    return (tuple(p.lower() for p in prefixes) if folded else prefixes), folded
+    if not prefixes or not pattern.flags & re.IGNORECASE:
+        return prefixes, None
+    alternatives = "|".join(re.escape(prefix) for prefix in prefixes)
+    return (), re.compile(alternatives, pattern.flags & ~re.VERBOSE)
 
 
 _PREFIXED = tuple(
@@ -315,15 +319,16 @@ def _cached_secrets(text: str) -> tuple[Match, ...]:
 
 def _scan(text: str) -> list[Match]:
     found: list[Match] = []
-    lowered = text.lower()
-    for kind, pattern, group, prefixes, folded in _PREFIXED:
-        if prefixes:
-            haystack = lowered if folded else text
+    for kind, pattern, group, prefixes, gate in _PREFIXED:
+        if gate is not None:
+            if gate.search(text) is None:
+                continue  # no prefix, no match: the rule is not run
+        elif prefixes:
             for prefix in prefixes:
-                if prefix in haystack:
+                if prefix in text:
                     break
             else:
-                continue  # no prefix, no match: the regex is not run
+                continue
         for hit in pattern.finditer(text):
             if hit.start(group) < 0 or _PLACEHOLDER.fullmatch(hit.group(group)):
                 continue
