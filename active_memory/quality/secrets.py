@@ -438,16 +438,19 @@ def strings_of(data: object, path: str) -> list[tuple[str, str]]:
     return found
 
 
-def _texts(data: object) -> Iterable[str]:
-    """Every string inside JSON-like `data`, in `strings_of`'s order, without paths."""
-    if isinstance(data, str):
-        yield data
-    elif isinstance(data, Mapping):
-        for value in data.values():
-            yield from _texts(value)
-    elif isinstance(data, list | tuple):
-        for value in data:
-            yield from _texts(value)
+def _texts(data: object) -> list[str]:
+    """Every string inside JSON-like `data`, without paths (in no particular order)."""
+    found: list[str] = []
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return found
 
 
 def secret_reasons(data: object, path: str) -> list[str]:
