@@ -153,11 +153,24 @@ def test_a_text_shorter_than_every_rule_is_not_scanned_and_nothing_shorter_match
     assert secrets.find_secrets("pwd=") == []
 
 
-def test_a_cached_finding_is_a_fresh_list_each_time() -> None:
+def test_only_clean_texts_are_remembered_and_a_secret_is_found_every_time() -> None:
     text = f"token {TOKEN}"
     first = secrets.find_secrets(text)
     first.clear()
     assert secrets.find_secrets(text) != []
+    assert text not in secrets._CLEAN  # no secret outlives the screen in the cache
+    clean = "Run `make api-client` after editing the schema (cache test)."
+    assert secrets.find_secrets(clean) == []
+    assert clean in secrets._CLEAN
+    assert secrets.find_secrets(clean) == []
+
+
+def test_the_clean_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(secrets, "_CLEAN", {})
+    for n in range(secrets._CLEAN_MAX + 50):
+        assert secrets.find_secrets(f"plain words number {n}") == []
+    assert len(secrets._CLEAN) == secrets._CLEAN_MAX
+    assert "plain words number 0" not in secrets._CLEAN  # the oldest went first
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,9 @@ That keeps prose, commit hashes in paths, UUIDs and short words out of the findi
 
 from __future__ import annotations
 
-import functools
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -298,23 +298,26 @@ SHORTEST_SECRET_CHARS = min(
 it is not scanned at all."""
 
 CACHED_TEXT_CHARS = 1024
-"""Texts up to this long are screened once per process (`_cached_secrets`): an answer
-repeats the same short strings (an action, a folder, a reason) thousands of times."""
+"""Texts up to this long found clean are remembered (`_CLEAN`, the latest 8,192): an
+answer repeats the same short strings (a reason, a folder) thousands of times. A text
+with a finding is never kept: no secret outlives the screen in a cache."""
+
+_CLEAN_MAX = 8192
+_CLEAN: dict[str, None] = {}
+_CLEAN_LOCK = threading.Lock()
 
 
 def find_secrets(text: str) -> list[Match]:
     """Every credential-shaped span of `text`, in order, overlapping spans merged."""
-    if len(text) < SHORTEST_SECRET_CHARS:
+    if len(text) < SHORTEST_SECRET_CHARS or text in _CLEAN:
         return []
-    if len(text) <= CACHED_TEXT_CHARS:
-        return list(_cached_secrets(text))
-    return _scan(text)
-
-
-@functools.lru_cache(maxsize=8192)
-def _cached_secrets(text: str) -> tuple[Match, ...]:
-    # Bounded: 8,192 texts of at most 1 KiB each. `Match` is frozen, so sharing is safe.
-    return tuple(_scan(text))
+    found = _scan(text)
+    if not found and len(text) <= CACHED_TEXT_CHARS:
+        with _CLEAN_LOCK:  # screens run in worker threads
+            _CLEAN[text] = None
+            if len(_CLEAN) > _CLEAN_MAX:
+                del _CLEAN[next(iter(_CLEAN))]  # the oldest
+    return found
 
 
 def _scan(text: str) -> list[Match]:
