@@ -22,7 +22,7 @@ from ui_support import TOKEN, csrf_of, publish, read, seed_mutations
 
 from active_memory.hooks.paths import HEALTH_PATH, HOOK_PATH_PREFIX
 from active_memory.hooks.server import RecallApp
-from active_memory.lessons import Lesson
+from active_memory.lessons import Tombstone
 from active_memory.ui.auth import Gate
 from active_memory.ui.mount import WebMount
 
@@ -134,7 +134,7 @@ def test_pages_api_and_writes_work_inside_serve_after_login(
     done = client.post("/ui/lessons/L-1/retire", data=fields)
     assert done.status_code == 303 and done.headers["location"] == "/ui/lessons/L-1?saved=r2"
     lesson = read(location, "L-1")
-    assert not isinstance(lesson, Lesson) and lesson is not None and lesson.revision == 2
+    assert isinstance(lesson, Tombstone) and lesson.revision == 2
     assert mount._app is not None
 
 
