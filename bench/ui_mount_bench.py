@@ -19,6 +19,7 @@ import re
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -50,7 +51,7 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def caller(port: int, token: str, repo: Path, session: str) -> object:
+def caller(port: int, token: str, repo: Path, session: str) -> Callable[[], None]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
                "X-Active-Memory-Env-ACTIVE_MEMORY_RUN_ID": f"run-{session}"}  # fmt: skip
