@@ -260,3 +260,28 @@ def test_serve_without_the_ui_answers_404_under_ui(tmp_path: Path) -> None:
     app = RecallApp(Answers(), TOKEN, None)
     with TestClient(app, base_url=BASE, follow_redirects=False) as client:
         assert client.get("/ui/").status_code == 404
+
+
+def test_ui_link_to_a_server_started_without_the_view_says_so(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")} | {
+        "ZEROSHOT_STATE_DIR": str(tmp_path / "state")
+    }
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--no-ui", "--store", str(tmp_path / "x.sqlite3")],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        assert "listening on" in process.stderr.readline()
+        result = subprocess.run(
+            [*CLI, "ui", "--link"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 2 and result.stdout == ""
+        assert "serves no web view" in result.stderr and "--no-ui" in result.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+        if process.stderr is not None:
+            process.stderr.close()
