@@ -448,6 +448,7 @@ class PublishReceipt(_Model):
     adapted: list[tuple[str, int]] = []
     retired: list[tuple[str, int]] = []
     deferred: list[tuple[str, int]] = []
+    proposed: list[int] = []  # manual review: the proposals kept, by sequence number
 
     def total(self) -> int:
         """Number of lessons changed."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.recall.frame import frame, render_card
-from active_memory.store.effectiveness import Effectiveness
+from active_memory.store.effectiveness import Effectiveness, EffectivenessHistory
 from active_memory.store.protocol import LessonQuery, LessonStore
 
 CITED_LINES_MAX = 80
@@ -263,6 +263,7 @@ async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> 
         "scope": scope_json(lesson),
         "effectiveness": counters.to_json(),
         "effectiveness_text": counters.describe(),
+        "effectiveness_history": await effectiveness_history(store, lesson_id),
         "history": history_json(history),
     }
     if isinstance(lesson, Lesson):
@@ -340,4 +341,56 @@ async def review_page(store: LessonStore) -> dict[str, Any]:
         "proposed": waiting,
         "decided": decided[-REVIEW_DECIDED_SHOWN:][::-1],
         "count": len(waiting),
+    }
+
+
+EFFECTIVENESS_PER_RUN_MAX = 12
+"""A lesson with at most this many dated observations is charted per run, else per week."""
+
+EFFECTIVENESS_PER_DAY_MAX = 14
+"""The overview with at most this many days of events is charted per day, else per week."""
+
+_TERMS = (
+    "delivered",
+    "recurred_when_delivered",
+    "touched_not_delivered",
+    "recurred_when_not_delivered",
+)
+
+
+def _week(at: str) -> str:
+    from datetime import date
+
+    year, week, _ = date.fromisoformat(at[:10]).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def effectiveness_series(history: EffectivenessHistory, *, per_run: bool) -> dict[str, Any]:
+    """The chart's buckets of `history`: per run (a lesson with few observations), per
+    day (an overview of few days), else per ISO week; each with the four counts."""
+    points = history.points
+    if per_run and len(points) <= EFFECTIVENESS_PER_RUN_MAX:
+        bucket, keys = "run", [p.run_id or p.at for p in points]
+    elif not per_run and len(points) <= EFFECTIVENESS_PER_DAY_MAX:
+        bucket, keys = "day", [p.at[:10] for p in points]
+    else:
+        bucket, keys = "week", [_week(p.at) for p in points]
+    labels: list[str] = []
+    sums: dict[str, list[int]] = {term: [] for term in _TERMS}
+    for key, point in zip(keys, points, strict=True):
+        if not labels or labels[-1] != key:
+            labels.append(key)
+            for term in _TERMS:
+                sums[term].append(0)
+        for term in _TERMS:
+            sums[term][-1] += getattr(point, term)
+    return {"since": history.since, "bucket": bucket, "labels": labels, **sums}
+
+
+async def effectiveness_history(store: LessonStore, lesson_id: str | None) -> dict[str, Any]:
+    """`/api/...`'s effectiveness over time: the dated points and the chart's buckets."""
+    history = await store.effectiveness_history(lesson_id)
+    return {
+        **history.to_json(),
+        "series": effectiveness_series(history, per_run=lesson_id is not None),
     }
