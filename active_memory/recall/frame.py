@@ -22,7 +22,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Protocol, TypeVar
 
     from active_memory.recall.types import SkipReason
@@ -197,13 +197,16 @@ def select(
     remaining: int,
     *,
     floor: int = 0,
+    mark: Callable[[CardT], CardT] | None = None,
 ) -> tuple[list[CardT], list[tuple[CardT, SkipReason]], int]:
     """Cards to deliver from `hits` (already in delivery order) within `remaining` bytes.
 
     Complete cards only; an (id, revision) in `delivered` is skipped; a card that does not
     fit is skipped and the next one tried. With `floor` (the smallest card's size) it
     stops taking from `hits` once not even such a card would fit, so a lazy `hits` is
-    never read further than what could be delivered. Returns (admitted, skipped with
+    never read further than what could be delivered. `mark` may return a card grown by a
+    stale line (recall/stale.py); it is asked only for a card that fits as it is, and the
+    grown card must fit too. Returns (admitted, skipped with
     reason, bytes the delivery costs, frame included; 0 when nothing is admitted).
     """
     admitted: list[CardT] = []
@@ -223,6 +226,13 @@ def select(
         if cost + extra > remaining:
             skipped.append((hit, "over_budget"))
             continue
+        if mark is not None:
+            grown = mark(hit)
+            if grown is not hit:
+                hit, extra = grown, extra + grown.size - hit.size
+                if cost + extra > remaining:
+                    skipped.append((hit, "over_budget"))
+                    continue
         admitted.append(hit)
         cost += extra
     return admitted, skipped, cost

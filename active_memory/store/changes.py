@@ -24,9 +24,19 @@ if TYPE_CHECKING:
     from typing import Any
 
 CHANGE_COLUMNS = "id, revision, status, title, recommendation, associations"
-"""What a change row holds: id, revision, status, title, recommendation, associations JSON."""
+"""What a change row holds first: id, revision, status, title, recommendation, associations
+JSON. Two more follow (`_CITED`): the revision's date (`updated_at` as text) and the
+lesson's citations as one JSON array in the order recorded (None without any), which
+recall keeps per card to frame a stale one at delivery (docs/staleness.md)."""
 
-ChangeRow = tuple[str, int, str, "str | None", "str | None", "str | None"]
+_CITED = {
+    "sqlite": ", updated_at, (SELECT json_group_array(json(value)) FROM (SELECT value FROM "
+    "lesson_evidence WHERE lesson_id = lessons.id AND kind = 'citation' ORDER BY seq))",
+    "postgres": ", updated_at::text, (SELECT json_agg(value::json ORDER BY seq)::text FROM "
+    "lesson_evidence WHERE lesson_id = lessons.id AND kind = 'citation')",
+}
+
+ChangeRow = tuple[str, int, str, "str | None", "str | None", "str | None", "str", "str | None"]
 
 
 class ScopeChanges:
@@ -91,7 +101,9 @@ def scope_clause(scope: ScopeKey, placeholder: Any) -> tuple[str, list[str]]:
     )
 
 
-def changes_query(scope: ScopeKey, since: int | None, placeholder: Any) -> tuple[str, list[Any]]:
+def changes_query(
+    scope: ScopeKey, since: int | None, placeholder: Any, *, dialect: str = "sqlite"
+) -> tuple[str, list[Any]]:
     """The SELECT of `scope`'s changes since `since` (None: its active lessons)."""
     where, names = scope_clause(scope, placeholder)
     params: list[Any] = list(names)
@@ -100,7 +112,10 @@ def changes_query(scope: ScopeKey, since: int | None, placeholder: Any) -> tuple
     else:
         where += f" AND change_version > {placeholder(len(params) + 1)}"
         params = [*params, since]
-    return f"SELECT {CHANGE_COLUMNS} FROM lessons WHERE {where}", params
+    columns = CHANGE_COLUMNS + _CITED[dialect]
+    if dialect == "postgres":
+        columns = columns.replace("associations", "associations::text", 1)
+    return f"SELECT {columns} FROM lessons WHERE {where}", params
 
 
 class OldSchema(Exception):
