@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Backend
 from recall_support import (
     AUTHOR,
     NAMESPACE,
@@ -300,3 +301,100 @@ def test_the_server_frames_a_stale_card_and_notices_the_next_change(
     os.utime(checkout / "src" / "b.py", ns=(time.time_ns() + 10**9,) * 2)
     assert marked(ask("s-3")) == set()
     assert SEPARATOR_BYTES == 1
+
+
+def test_a_generation_of_the_older_format_is_read_and_then_rebuilt(
+    tmp_path: Path, checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import marshal
+    import os
+
+    from active_memory.recall.engine import answer_hook
+    from active_memory.recall.generations import CURRENT_FILE, read_current, scope_dir
+    from active_memory.recall.index import SnapshotIndex
+    from active_memory.store.changes import ScopeKey
+
+    store = tmp_path / "lessons.sqlite3"
+    _seed(str(store), checkout)
+    env = hook_env(tmp_path / "state", store, ACTIVE_MEMORY_BUDGET_BYTES="16384")
+    monkeypatch.setenv("ZEROSHOT_STATE_DIR", env["ZEROSHOT_STATE_DIR"])
+    env["ACTIVE_MEMORY_RUN_ID"] = "run-old"
+    answer_hook("claude", _read(checkout, "s-0"), env)
+    recall_dir = str(tmp_path / "state" / "active-memory" / "recall")
+    folder = scope_dir(recall_dir, str(store), ScopeKey("repository", repository=NAMESPACE))
+    name = read_current(folder)
+    assert name is not None
+    path = os.path.join(folder, name[0])
+
+    # Rewrite it as the previous version did: format 2, cards without `cited`, and a
+    # CURRENT without a format.
+    old = SnapshotIndex.open(path)
+    meta = {k: v for k, v in old.meta.items() if k != "offsets"}
+    blobs: list[bytes] = []
+    cards = range(meta["key_shards"], meta["key_shards"] + meta["card_shards"])
+    for number in range(len(old.meta["offsets"]) - 1):
+        value = old.load(number)
+        if number in cards:
+            value = tuple(card[:3] if card else card for card in value)
+        blobs.append(marshal.dumps(value))
+    from active_memory.recall.index import BuiltIndex
+
+    data = BuiltIndex({**meta, "format": 2}, list(blobs)).to_bytes()
+    data = b"AMGEN\x00\x02\x00" + data[8:]
+    Path(path).write_bytes(data)
+    Path(folder, CURRENT_FILE).write_bytes(
+        marshal.dumps({"generation": name[0], "checked": name[1]})
+    )
+    (checkout / "src" / "a.py").write_text(A_PY.replace("line 4\n", "line four\n"))
+
+    # A run pinned to the old file keeps reading it (nothing is claimed stale from it).
+    assert [c[0] for c in SnapshotIndex.open(path).cards()] == ["L-1", "L-2", "L-3", "L-4"]
+    pinned = answer_hook("claude", _read(checkout, "s-0b"), env)["hookSpecificOutput"]
+    assert "(L-2 r1)" in pinned["additionalContext"]
+    assert "active-memory-stale" not in pinned["additionalContext"]
+    # The scope itself is rebuilt at the next first call: a new run sees the stale line.
+    env["ACTIVE_MEMORY_RUN_ID"] = "run-new"
+    fresh = answer_hook("claude", _read(checkout, "s-1"), env)
+    cards = _cards(fresh["hookSpecificOutput"]["additionalContext"])
+    assert {k for k, v in cards.items() if "active-memory-stale" in v} == {"L-2"}
+    assert read_current(folder) is not None
+    assert SnapshotIndex.open(os.path.join(folder, read_current(folder)[0])).meta["format"] == 3
+
+
+@pytest.mark.asyncio
+async def test_both_backends_give_recall_each_cards_fingerprinted_citations(
+    backend: Backend, checkout: Path
+) -> None:
+    from active_memory.lessons import AdaptLesson
+    from active_memory.recall.generation import record_of
+    from active_memory.store import open_store
+    from active_memory.store.changes import ScopeKey
+
+    scope = ScopeKey("repository", repository=NAMESPACE)
+    async with open_store(backend.location) as store:
+        await store.publish(fingerprinted([
+            _lesson("cites a.py 1-2", "Keep.", Citation(path="src/a.py", lines=(1, 2)),
+                    Citation(path="src/b.py")),
+            _lesson("no fingerprint", "Keep."),
+        ], Checkout(checkout)))  # fmt: skip
+        (checkout / "src" / "a.py").write_text(A_PY.replace("line 1\n", "line one\n"))
+        adapt = AdaptLesson(
+            id="L-1", base_revision=1,
+            card=Card(title="again", recommendation="Keep.",
+                      associations=Associations(folders=["src"])),
+            evidence=Evidence(citations=[Citation(path="src/a.py", lines=(1, 2))]), author=AUTHOR,
+        )  # fmt: skip
+        await store.publish(fingerprinted([adapt], Checkout(checkout)))
+        rows = (await store.changes(scope, None)).rows
+    records = {row[0]: record_of(row, matched=True) for row in rows}
+    first, second = records["L-1"], records["L-2"]
+    assert first is not None and second is not None and second[3] is None
+    date, ranges = first[3]
+    assert date == time.strftime("%Y-%m-%d", time.gmtime())
+    import hashlib
+
+    # Latest fingerprint of a range cited again, in the order recorded.
+    assert ranges == (
+        ("src/b.py", 0, 0, hashlib.sha256(b"print('b')\n").hexdigest()),
+        ("src/a.py", 1, 2, hashlib.sha256(b"line one\nline 2\n").hexdigest()),
+    )
