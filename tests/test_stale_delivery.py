@@ -398,3 +398,21 @@ async def test_both_backends_give_recall_each_cards_fingerprinted_citations(
         ("src/b.py", 0, 0, hashlib.sha256(b"print('b')\n").hexdigest()),
         ("src/a.py", 1, 2, hashlib.sha256(b"line one\nline 2\n").hexdigest()),
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_mcp_get_lesson_reports_a_stale_lesson(
+    tmp_path: Path, checkout: Path, anyio_backend: str
+) -> None:
+    from test_mcp import _call, _payload
+
+    store = tmp_path / "lessons.sqlite3"
+    _seed(str(store), checkout)
+    world = {"env": hook_env(tmp_path / "state", store)}
+    (checkout / "src" / "b.py").write_text("print('B')\n")
+    shown = _payload(await _call(world, "get_lesson", {"id": "L-3"}, checkout))
+    assert shown["stale"]["cited_code_changed"] == ["src/b.py"]
+    assert STALE.fullmatch(shown["stale"]["note"])
+    fresh = _payload(await _call(world, "get_lesson", {"id": "L-1"}, checkout))
+    assert "stale" not in fresh and fresh["id"] == "L-1"

@@ -72,6 +72,15 @@ def note(cited: Cited, ranges: list[str], now: float | None = None) -> str:
     return OPEN_TAG + neutralise(" ".join(text.split())) + CLOSE_TAG + "\n"
 
 
+def cited_of_citations(date: str, citations: list[dict[str, object]]) -> Cited | None:
+    """`Cited` of a lesson's citations (as JSON, in the order recorded) and its revision
+    date, for a caller that holds the lesson rather than a generation (the MCP server)."""
+    from active_memory.recall.generation import cited_of
+    from active_memory.recall.jsonio import dumps
+
+    return cited_of("", date, dumps(citations)) if citations else None
+
+
 def framed(text: str, line: str) -> str:
     """A rendered card block with the stale `line` under its heading."""
     heading, newline, body = text.partition("\n")
