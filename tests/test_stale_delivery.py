@@ -331,10 +331,10 @@ def test_a_generation_of_the_older_format_is_read_and_then_rebuilt(
     old = SnapshotIndex.open(path)
     meta = {k: v for k, v in old.meta.items() if k != "offsets"}
     blobs: list[bytes] = []
-    cards = range(meta["key_shards"], meta["key_shards"] + meta["card_shards"])
+    card_blobs = range(meta["key_shards"], meta["key_shards"] + meta["card_shards"])
     for number in range(len(old.meta["offsets"]) - 1):
         value = old.load(number)
-        if number in cards:
+        if number in card_blobs:
             value = tuple(card[:3] if card else card for card in value)
         blobs.append(marshal.dumps(value))
     from active_memory.recall.index import BuiltIndex
@@ -357,8 +357,9 @@ def test_a_generation_of_the_older_format_is_read_and_then_rebuilt(
     fresh = answer_hook("claude", _read(checkout, "s-1"), env)
     cards = _cards(fresh["hookSpecificOutput"]["additionalContext"])
     assert {k for k, v in cards.items() if "active-memory-stale" in v} == {"L-2"}
-    assert read_current(folder) is not None
-    assert SnapshotIndex.open(os.path.join(folder, read_current(folder)[0])).meta["format"] == 3
+    rebuilt = read_current(folder)
+    assert rebuilt is not None
+    assert SnapshotIndex.open(os.path.join(folder, rebuilt[0])).meta["format"] == 3
 
 
 @pytest.mark.asyncio
