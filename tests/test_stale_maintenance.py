@@ -157,3 +157,30 @@ def test_an_excerpt_is_never_kept_half_masked_or_over_one_line() -> None:
     key = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq\n-----END RSA PRIVATE KEY-----\n"
     found = excerpt_of(key, whole_file=True)
     assert found is None or ("MIIEowIBAAKCAQEA7bq" not in found and found.count("\n") == 3)
+
+
+def test_the_lesson_page_shows_the_diff_when_the_text_was_recorded(
+    backend: Backend, checkout: Path
+) -> None:
+    from starlette.testclient import TestClient
+    from ui_support import TOKEN, login
+
+    from active_memory.ui.app import create_app
+    from active_memory.ui.auth import Gate
+
+    [cited] = fingerprint(Checkout(checkout), [Citation(path="src/long.py", lines=(2, 3))])
+    fresh = _lesson("config <b>", Citation(path="src/config.py", lines=(3, 4)))
+    older = _lesson("old", cited.model_copy(update={"excerpt": None}))
+    publish(backend.location, [*fingerprinted([fresh], Checkout(checkout)), older])
+    (checkout / "src" / "config.py").write_text(CONFIG.replace("timeout = 30", "timeout = <5>"))
+    (checkout / "src" / "long.py").write_text(LONG.replace("value_002", "value_two"))
+    app = create_app(backend.location, Gate(TOKEN), checkout=checkout)
+    with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        login(client)
+        page = client.get("/lessons/L-1").text
+        assert 'id="stale-diff-1"' in page
+        assert "-timeout = 30\n+timeout = &lt;5&gt;\n" in page  # escaped like every field
+        api = client.get("/api/lessons/L-1").json()
+        assert api["stale"][0]["diff"][-2:] == ["+timeout = <5>", " retries = 3"]
+        old = client.get("/lessons/L-2").text
+        assert 'id="stale"' in old and 'id="stale-diff' not in old

@@ -111,6 +111,22 @@ def excerpt_of(data: bytes, *, whole_file: bool) -> str | None:
     return masked
 
 
+def lines_now(checkout: Checkout, path: str, lines: tuple[int, int] | None) -> list[str]:
+    """The cited lines as the checkout has them now (the whole file without `lines`);
+    [] when the file cannot be read (bounded reader, `MAX_FILE_BYTES`)."""
+    from active_memory.reader import read_file_bytes
+
+    try:
+        data = read_file_bytes(checkout.root / path, MAX_FILE_BYTES)  # never a FIFO
+    except OSError:
+        return []
+    if data is None:
+        return []
+    split = data.decode("utf-8", errors="replace").splitlines()
+    start, end = lines if lines is not None else (1, len(split))
+    return split[start - 1 : end]
+
+
 def recorded_diff(citation: Citation, now: list[str]) -> tuple[list[str], bool]:
     """A unified diff from the citation's recorded text to `now` (the cited lines as they
     are now, `now[0]` being its first cited line), and whether it was cut.

@@ -356,9 +356,9 @@ def with_changed_code(
 
 
 def _changed_view(checkout: Checkout, citation: Citation, why: str) -> ChangedCodeView:
-    from active_memory.checkout.staleness import recorded_diff
+    from active_memory.checkout.staleness import lines_now, recorded_diff
 
-    now = _lines_now(checkout, citation.path, citation.lines) if why != "file gone" else []
+    now = lines_now(checkout, citation.path, citation.lines) if why != "file gone" else []
     if citation.excerpt is None:
         shown = tuple(now[:CHANGED_LINES_SHOWN])
         return ChangedCodeView(path=citation.path, lines=citation.lines, why=why, now=shown,
@@ -393,21 +393,6 @@ def _within(task: MaintenanceTask, bare: MaintenanceTask, max_bytes: int) -> Mai
         if not shrunk:
             break
     return task
-
-
-def _lines_now(checkout: Checkout, path: str, lines: tuple[int, int] | None) -> list[str]:
-    from active_memory.checkout.staleness import MAX_FILE_BYTES
-    from active_memory.reader import read_file_bytes
-
-    try:
-        data = read_file_bytes(checkout.root / path, MAX_FILE_BYTES)  # never a FIFO
-    except OSError:
-        return []
-    if data is None:
-        return []
-    split = data.decode("utf-8", errors="replace").splitlines()
-    start, end = lines if lines is not None else (1, len(split))
-    return split[start - 1 : end]
 
 
 def _maintenance_task(

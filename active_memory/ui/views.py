@@ -7,6 +7,7 @@ same documents, so a script sees exactly what a person sees.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,20 +98,32 @@ def _matches_effectiveness(counters: Effectiveness, wanted: str) -> bool:
     return True
 
 
-def _stale(root: Path | None, lessons: list[Any]) -> dict[str, list[dict[str, Any]]] | None:
-    """Per stale lesson, its changed citations; None without a checkout (unknown)."""
+def _stale(
+    root: Path | None, lessons: list[Any], *, diffs: bool = False
+) -> dict[str, list[dict[str, Any]]] | None:
+    """Per stale lesson, its changed citations (`diffs`: with the diff from the text
+    recorded at publish, where there is one); None without a checkout (unknown)."""
     if root is None:
         return None
     from active_memory.checkout.citations import Checkout
-    from active_memory.checkout.staleness import stale_lessons
+    from active_memory.checkout.staleness import lines_now, recorded_diff, stale_lessons
 
-    return {
-        lesson_id: [
-            {"path": c.citation.path, "lines": list(c.citation.lines or ()) or None, "why": c.why}
-            for c in changed
-        ]
-        for lesson_id, changed in stale_lessons(Checkout(root), lessons).items()
-    }
+    checkout = Checkout(root)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for lesson_id, changed in stale_lessons(checkout, lessons).items():
+        found[lesson_id] = []
+        for c in changed:
+            cited = c.citation
+            entry: dict[str, Any] = {
+                "path": cited.path,
+                "lines": list(cited.lines or ()) or None,
+                "why": c.why,
+            }
+            if diffs and cited.excerpt is not None:
+                now = lines_now(checkout, cited.path, cited.lines) if c.why != "file gone" else []
+                entry["diff"], entry["diff_cut"] = recorded_diff(cited, now)
+            found[lesson_id].append(entry)
+    return found
 
 
 async def lesson_list(
@@ -268,7 +281,9 @@ async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> 
     if isinstance(lesson, Lesson):
         import anyio.to_thread
 
-        stale = await anyio.to_thread.run_sync(_stale, root, [lesson])
+        stale = await anyio.to_thread.run_sync(
+            functools.partial(_stale, root, [lesson], diffs=True)
+        )
         document["stale"] = None if stale is None else stale.get(lesson.id, [])
         document["card"] = lesson.card().model_dump(mode="json")
         document["agent_card"] = agent_card(lesson)
