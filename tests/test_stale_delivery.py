@@ -417,3 +417,25 @@ async def test_the_mcp_get_lesson_reports_a_stale_lesson(
     assert STALE.fullmatch(shown["stale"]["note"])
     fresh = _payload(await _call(world, "get_lesson", {"id": "L-1"}, checkout))
     assert "stale" not in fresh and fresh["id"] == "L-1"
+
+
+def test_the_walk_asks_about_a_bounded_number_of_cited_cards() -> None:
+    from active_memory.recall.frame import MAX_MARKED, select
+    from active_memory.recall.types import CardHit
+
+    cited = ("2026-11-03", (("a.py", 1, 2, "0" * 64),))
+    hits = [CardHit(f"L-{n}", 1, 800, "folder", "## t  (L-1 r1)\nx\n", n, cited)
+            for n in range(500)]  # fmt: skip
+    plain = [CardHit(f"P-{n}", 1, 800, "folder", "## t  (P-1 r1)\nx\n", n) for n in range(100)]
+    asked: list[str] = []
+
+    def grows_too_much(hit: CardHit) -> CardHit:
+        asked.append(hit.id)
+        return CardHit(hit.id, hit.revision, hit.score, hit.match, hit.text + "y" * 4096)
+
+    admitted, _, cost = select(hits, set(), 2048, floor=18, mark=grows_too_much)
+    assert admitted == [] and cost == 0 and len(asked) == MAX_MARKED
+    # Cards that cite nothing are never asked about and never count.
+    asked.clear()
+    admitted, _, _ = select(plain, set(), 16384, floor=18, mark=grows_too_much)
+    assert len(admitted) == 100 and asked == []

@@ -47,6 +47,11 @@ FRAME_BYTES = len(OPEN.encode("utf-8")) + 1 + len(CLOSE.encode("utf-8"))
 SEPARATOR_BYTES = 1
 """The blank line between two cards (each card block already ends in a newline)."""
 
+MAX_MARKED = 24
+"""Cards with citations `select` asks `mark` about per call; the walk stops there. A 2 KB budget admits
+about 20 small cards, so this bounds only the walk that keeps finding cards that fit
+bare but not with their stale line (each such check is a `stat`, or a hash)."""
+
 _TAG_LETTERS = "activememory"
 
 # Characters a model may read as `<` though they are not ASCII `<`. NFKC folds the
@@ -206,12 +211,12 @@ def select(
     stops taking from `hits` once not even such a card would fit, so a lazy `hits` is
     never read further than what could be delivered. `mark` may return a card grown by a
     stale line (recall/stale.py); it is asked only for a card that fits as it is, and the
-    grown card must fit too. Returns (admitted, skipped with
+    grown card must fit too; after `MAX_MARKED` such cards the walk stops. Returns (admitted, skipped with
     reason, bytes the delivery costs, frame included; 0 when nothing is admitted).
     """
     admitted: list[CardT] = []
     skipped: list[tuple[CardT, SkipReason]] = []
-    cost = 0
+    cost = marked = 0
     iterator = iter(hits)
     while True:
         if floor and cost + floor + (SEPARATOR_BYTES if admitted else FRAME_BYTES) > remaining:
@@ -226,7 +231,10 @@ def select(
         if cost + extra > remaining:
             skipped.append((hit, "over_budget"))
             continue
-        if mark is not None:
+        if mark is not None and getattr(hit, "cited", None) is not None:
+            if marked == MAX_MARKED:
+                break
+            marked += 1
             grown = mark(hit)
             if grown is not hit:
                 hit, extra = grown, extra + grown.size - hit.size

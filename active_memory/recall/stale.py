@@ -44,6 +44,7 @@ OPEN_TAG = "<active-memory-stale>"
 CLOSE_TAG = "</active-memory-stale>"
 
 _digests: dict[tuple[str, int, int, int, int], str | None] = {}
+_roots: dict[str, str] = {}  # a checkout root → its canonical path and a separator
 
 
 def changed(cited: Cited, root: str) -> list[str]:
@@ -136,8 +137,12 @@ def _hash_lines(root: str, full: str, size: int, first: int, last: int) -> str |
     if size > MAX_FILE_BYTES:
         return None
     real = os.path.realpath(full)
-    top = os.path.realpath(root)
-    if not real.startswith(top.rstrip(os.sep) + os.sep):
+    top = _roots.get(root)
+    if top is None:
+        if len(_roots) >= 64:
+            _roots.clear()
+        top = _roots[root] = os.path.realpath(root).rstrip(os.sep) + os.sep
+    if not real.startswith(top):
         return None  # a symlink out of the checkout: not the checkout's code
     from active_memory.reader import read_file_bytes
 
