@@ -48,9 +48,9 @@ SEPARATOR_BYTES = 1
 """The blank line between two cards (each card block already ends in a newline)."""
 
 MAX_MARKED = 24
-"""Cards with citations `select` asks `mark` about per call; the walk stops there. A 2 KB budget admits
-about 20 small cards, so this bounds only the walk that keeps finding cards that fit
-bare but not with their stale line (each such check is a `stat`, or a hash)."""
+"""Cards with citations `select` asks `mark` about per call; the walk stops there. A
+2 KB budget admits about 20 small cards, so this bounds only a walk that keeps finding
+cards that fit bare but not with their stale line (each check is a `stat`, or a hash)."""
 
 _TAG_LETTERS = "activememory"
 
@@ -210,9 +210,10 @@ def select(
     fit is skipped and the next one tried. With `floor` (the smallest card's size) it
     stops taking from `hits` once not even such a card would fit, so a lazy `hits` is
     never read further than what could be delivered. `mark` may return a card grown by a
-    stale line (recall/stale.py); it is asked only for a card that fits as it is, and the
-    grown card must fit too; after `MAX_MARKED` such cards the walk stops. Returns (admitted, skipped with
-    reason, bytes the delivery costs, frame included; 0 when nothing is admitted).
+    stale line (recall/stale.py); it is asked only for a cited card that fits as it is,
+    the grown card must fit too, and after `MAX_MARKED` such cards the walk stops.
+    Returns (admitted, skipped with reason, bytes the delivery costs, frame included; 0
+    when nothing is admitted).
     """
     admitted: list[CardT] = []
     skipped: list[tuple[CardT, SkipReason]] = []

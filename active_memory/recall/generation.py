@@ -87,7 +87,8 @@ MAX_CITED = 16
 
 def cited_of(lesson_id: object, updated_at: object, citations: object) -> Cited | None:
     """A card's revision date and its fingerprinted cited ranges, from a change row's
-    `updated_at` and citations JSON array; None when no citation has a fingerprint.
+    `updated_at` and citations (a JSON array of `[path, first, last, sha256]`, in the
+    order recorded); None when no citation has a fingerprint.
 
     A range cited again (an adaptation re-cites it) keeps its latest fingerprint."""
     if not citations:
@@ -98,15 +99,12 @@ def cited_of(lesson_id: object, updated_at: object, citations: object) -> Cited 
         raise StoredRowUnreadable(f"lesson {lesson_id}: citations: {exc}") from None
     latest: dict[tuple[str, int, int], str] = {}
     for item in value if isinstance(value, list) else ():
-        if not isinstance(item, dict):
+        if not isinstance(item, list) or len(item) != 4:
             continue
-        path, lines, digest = item.get("path"), item.get("lines"), item.get("sha256")
+        path, first, last, digest = item
         if not isinstance(path, str) or not isinstance(digest, str) or len(digest) != 64:
             continue
-        if isinstance(lines, list) and len(lines) == 2:
-            key = (path, int(lines[0]), int(lines[1]))
-        else:
-            key = (path, 0, 0)  # the whole file
+        key = (path, int(first or 0), int(last or 0))
         latest.pop(key, None)  # re-inserted last: the newest fingerprints are kept
         latest[key] = digest
     if not latest:

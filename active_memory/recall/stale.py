@@ -79,7 +79,12 @@ def cited_of_citations(date: str, citations: list[dict[str, object]]) -> Cited |
     from active_memory.recall.generation import cited_of
     from active_memory.recall.jsonio import dumps
 
-    return cited_of("", date, dumps(citations)) if citations else None
+    rows = [
+        [c.get("path"), *(c.get("lines") or (0, 0)), c.get("sha256")]  # type: ignore[misc]
+        for c in citations
+        if c.get("sha256")
+    ]
+    return cited_of("", date, dumps(rows)) if rows else None
 
 
 def framed(text: str, line: str) -> str:

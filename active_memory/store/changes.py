@@ -26,14 +26,21 @@ if TYPE_CHECKING:
 CHANGE_COLUMNS = "id, revision, status, title, recommendation, associations"
 """What a change row holds first: id, revision, status, title, recommendation, associations
 JSON. Two more follow (`_CITED`): the revision's date (`updated_at` as text) and the
-lesson's citations as one JSON array in the order recorded (None without any), which
-recall keeps per card to frame a stale one at delivery (docs/staleness.md)."""
+lesson's fingerprinted citations as one JSON array of `[path, first line, last line,
+sha256]` (lines 0, 0: the whole file) in the order recorded, which recall keeps per card
+to frame a stale one at delivery (docs/staleness.md). Only those four fields are read
+from each citation: its recorded text (`excerpt`) stays in the store."""
 
 _CITED = {
-    "sqlite": ", updated_at, (SELECT json_group_array(json(value)) FROM (SELECT value FROM "
-    "lesson_evidence WHERE lesson_id = lessons.id AND kind = 'citation' ORDER BY seq))",
-    "postgres": ", updated_at::text, (SELECT json_agg(value::json ORDER BY seq)::text FROM "
-    "lesson_evidence WHERE lesson_id = lessons.id AND kind = 'citation')",
+    "sqlite": ", updated_at, (SELECT json_group_array(json_array(json_extract(value, '$.path'), "
+    "ifnull(json_extract(value, '$.lines[0]'), 0), ifnull(json_extract(value, '$.lines[1]'), 0), "
+    "json_extract(value, '$.sha256'))) FROM (SELECT value FROM lesson_evidence "
+    "WHERE lesson_id = lessons.id AND kind = 'citation' "
+    "AND json_extract(value, '$.sha256') IS NOT NULL ORDER BY seq))",
+    "postgres": ", updated_at::text, (SELECT json_agg(json_build_array(c->>'path', "
+    "coalesce((c->'lines'->>0)::int, 0), coalesce((c->'lines'->>1)::int, 0), c->>'sha256') "
+    "ORDER BY seq)::text FROM (SELECT seq, value::json AS c FROM lesson_evidence "
+    "WHERE lesson_id = lessons.id AND kind = 'citation') AS cited WHERE c->>'sha256' IS NOT NULL)",
 }
 
 ChangeRow = tuple[str, int, str, "str | None", "str | None", "str | None", "str", "str | None"]
