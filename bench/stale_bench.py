@@ -69,7 +69,7 @@ def rows(root: Path, count: int, *, cited: bool) -> list[tuple[Any, ...]]:
         if (file, first) not in digests:
             lines = (root / path).read_bytes().splitlines(keepends=True)[first - 1 : first + 11]
             digests[file, first] = hashlib.sha256(b"".join(lines)).hexdigest()
-        citations = [{"path": path, "lines": [first, first + 11], "sha256": digests[file, first]}]
+        citations = [[path, first, first + 11, digests[file, first]]]  # as the store reads them
         assoc = {"folders": ["src"], "files": [path]}
         listed = json.dumps(citations) if cited else None
         out.append((f"L-{n + 1}", 1, "active", f"Lesson {n}", RECOMMENDATION, json.dumps(assoc),
