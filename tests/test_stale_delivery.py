@@ -205,6 +205,8 @@ def test_lesson_text_cannot_forge_or_close_the_stale_line(tmp_path: Path, checko
 
 
 def test_unknown_root_or_unreadable_files_claim_nothing(tmp_path: Path) -> None:
+    import os
+
     digest = "0" * 64
     cited = ("2026-11-03", (("src/a.py", 1, 2, digest),))
     assert stale.changed(cited, "") == []
@@ -218,6 +220,10 @@ def test_unknown_root_or_unreadable_files_claim_nothing(tmp_path: Path) -> None:
     (tmp_path / "src" / "b.py").symlink_to(outside)  # out of the checkout
     assert stale.changed(("d", (("src/b.py", 1, 2, digest),)), str(tmp_path)) == []
     assert stale.changed(("d", (("../x.py", 1, 2, digest),)), str(tmp_path)) == []
+    os.mkfifo(tmp_path / "src" / "pipe")  # never opened for reading: it would block
+    assert stale.changed(("d", (("src/pipe", 1, 2, digest),)), str(tmp_path)) == []
+    (tmp_path / "src" / "big.py").write_bytes(b"x\n" * (stale.MAX_FILE_BYTES // 2 + 1))
+    assert stale.changed(("d", (("src/big.py", 1, 2, digest),)), str(tmp_path)) == []
     (tmp_path / "src" / "c.py").write_text("x\ny\n")
     assert stale.changed(("d", (("src/c.py", 1, 2, digest),)), str(tmp_path)) == ["src/c.py:1-2"]
 
