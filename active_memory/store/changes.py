@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 CHANGE_COLUMNS = "id, revision, status, title, recommendation, associations"
 """What a change row holds first: id, revision, status, title, recommendation, associations
-JSON. Two more follow (`_CITED`): the revision's date (`updated_at` as text) and the
+JSON. Two more follow (`_CITED`): the revision's date (`updated_at`, UTC, as text) and the
 lesson's fingerprinted citations as one JSON array of `[path, first line, last line,
 sha256]` (lines 0, 0: the whole file) in the order recorded, which recall keeps per card
 to frame a stale one at delivery (docs/staleness.md). Only those four fields are read
@@ -37,7 +37,8 @@ _CITED = {
     "json_extract(value, '$.sha256'))) FROM (SELECT value FROM lesson_evidence "
     "WHERE lesson_id = lessons.id AND kind = 'citation' "
     "AND json_extract(value, '$.sha256') IS NOT NULL ORDER BY seq))",
-    "postgres": ", updated_at::text, (SELECT json_agg(json_build_array(c->>'path', "
+    "postgres": ", to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), "
+    "(SELECT json_agg(json_build_array(c->>'path', "
     "coalesce((c->'lines'->>0)::int, 0), coalesce((c->'lines'->>1)::int, 0), c->>'sha256') "
     "ORDER BY seq)::text FROM (SELECT seq, value::json AS c FROM lesson_evidence "
     "WHERE lesson_id = lessons.id AND kind = 'citation') AS cited WHERE c->>'sha256' IS NOT NULL)",
