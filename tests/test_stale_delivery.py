@@ -441,6 +441,12 @@ def test_the_walk_asks_about_a_bounded_number_of_cited_cards() -> None:
 
     admitted, _, cost = select(hits, set(), 2048, floor=18, mark=grows_too_much)
     assert admitted == [] and cost == 0 and len(asked) == MAX_MARKED
+    # A listing (`recall --json`, no floor) still names every card, and why.
+    asked.clear()
+    admitted, skipped, _ = select(hits, set(), 2048, mark=grows_too_much)
+    reasons = [reason for _, reason in skipped]
+    assert len(asked) == MAX_MARKED and len(skipped) == 500
+    assert reasons == ["over_budget"] * MAX_MARKED + ["unchecked"] * (500 - MAX_MARKED)
     # Cards that cite nothing are never asked about and never count.
     asked.clear()
     admitted, _, _ = select(plain, set(), 16384, floor=18, mark=grows_too_much)

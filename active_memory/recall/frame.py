@@ -211,7 +211,8 @@ def select(
     stops taking from `hits` once not even such a card would fit, so a lazy `hits` is
     never read further than what could be delivered. `mark` may return a card grown by a
     stale line (recall/stale.py); it is asked only for a cited card that fits as it is,
-    the grown card must fit too, and after `MAX_MARKED` such cards the walk stops.
+    the grown card must fit too, and after `MAX_MARKED` such cards a walk with `floor`
+    stops (a listing skips the other cited cards as `unchecked`).
     Returns (admitted, skipped with reason, bytes the delivery costs, frame included; 0
     when nothing is admitted).
     """
@@ -234,7 +235,10 @@ def select(
             continue
         if mark is not None and getattr(hit, "cited", None) is not None:
             if marked == MAX_MARKED:
-                break
+                if floor:
+                    break  # a walk for delivery stops here
+                skipped.append((hit, "unchecked"))  # a listing (`recall --json`) goes on
+                continue
             marked += 1
             grown = mark(hit)
             if grown is not hit:

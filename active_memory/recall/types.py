@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     MatchKind = Literal["file", "folder", "identifier", "keywords"]
-    SkipReason = Literal["delivered_before", "over_budget"]
+    SkipReason = Literal["delivered_before", "over_budget", "unchecked"]
 
 DEFAULT_BUDGET_BYTES = 2048
 """SPEC §2 `budgetBytes` default: bytes of cards, framing included, per provider session."""
