@@ -179,8 +179,12 @@ def test_the_lesson_page_shows_the_diff_when_the_text_was_recorded(
         login(client)
         page = client.get("/lessons/L-1").text
         assert 'id="stale-diff-1"' in page
+        # The card as an agent receives it now: with its stale line.
+        assert "&lt;active-memory-stale&gt;cited code changed since this lesson was" in page
+        assert "src/config.py:3-4&lt;/active-memory-stale&gt;" in page
         assert "-timeout = 30\n+timeout = &lt;5&gt;\n" in page  # escaped like every field
         api = client.get("/api/lessons/L-1").json()
         assert api["stale"][0]["diff"][-2:] == ["+timeout = <5>", " retries = 3"]
         old = client.get("/lessons/L-2").text
         assert 'id="stale"' in old and 'id="stale-diff' not in old
+        assert "src/long.py:2-3&lt;/active-memory-stale&gt;" in old

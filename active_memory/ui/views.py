@@ -64,9 +64,20 @@ def scope_json(lesson: Lesson | Tombstone) -> dict[str, Any]:
     return {"kind": "repository", "repository": scope.repository, "graph_hash": "", "node": ""}
 
 
-def agent_card(lesson: Lesson) -> str:
-    """The card exactly as an agent receives it alone: framed by recall's own code."""
-    return frame([render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation)])
+def agent_card(lesson: Lesson, root: Path | None = None, written: str = "") -> str:
+    """The card exactly as an agent receives it alone: framed by recall's own code (with
+    its stale line when its cited code changed under `root`; `written`: the revision's
+    date)."""
+    card = render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation)
+    if root is not None:
+        from active_memory.recall import stale
+
+        citations = [c.model_dump(mode="json") for c in lesson.evidence.citations]
+        cited = stale.cited_of_citations(written, citations)
+        ranges = stale.changed(cited, str(root)) if cited is not None else []
+        if cited is not None and ranges:
+            card = stale.framed(card, stale.note(cited, ranges))
+    return frame([card])
 
 
 def _matches_text(lesson: Lesson | Tombstone, words: list[str]) -> bool:
@@ -286,7 +297,8 @@ async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> 
         )
         document["stale"] = None if stale is None else stale.get(lesson.id, [])
         document["card"] = lesson.card().model_dump(mode="json")
-        document["agent_card"] = agent_card(lesson)
+        written = [e.at.date().isoformat() for e in history if e.revision == lesson.revision]
+        document["agent_card"] = agent_card(lesson, root, written[-1] if written else "")
         document["evidence"] = {
             "run_ids": lesson.evidence.run_ids,
             "evidence_ids": lesson.evidence.evidence_ids,
