@@ -51,7 +51,7 @@ from active_memory.store.candidates import (
     consumed_rows,
     row_to_candidate,
 )
-from active_memory.store.changes import CHANGE_COLUMNS, ScopeChanges, ScopeKey, changes_query
+from active_memory.store.changes import ScopeChanges, ScopeKey, changes_query
 from active_memory.store.effectiveness import (
     DAY_POINT_SQL,
     EFFECTIVENESS_COLUMNS,
@@ -341,10 +341,7 @@ class PostgresStore:
 
     async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
         """`scope`'s lessons changed since `since`, and the version read, in one snapshot."""
-        sql, params = changes_query(scope, since, lambda n: f"${n}")
-        sql = sql.replace(
-            CHANGE_COLUMNS, CHANGE_COLUMNS.replace("associations", "associations::text"), 1
-        )
+        sql, params = changes_query(scope, since, lambda n: f"${n}", dialect="postgres")
         async with self._reading() as conn:
             version = int(await conn.fetchval(_VERSION_SQL))
             rows = [tuple(row) for row in await conn.fetch(sql, *params)]
