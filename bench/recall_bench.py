@@ -316,6 +316,29 @@ def bench_hooks(count: int, runs: int, work: Path) -> None:
     bench_serve(store, checkout, env, work)
 
 
+def serve_only(count: int, work: Path) -> None:
+    """The `serve` section alone: a seeded store, its generation built in this process."""
+    from active_memory.recall.generations import refresh
+    from active_memory.recall.snapshot import _reader
+    from active_memory.store.changes import ScopeKey
+
+    checkout = work / "api"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', encoding="utf-8"
+    )
+    store = work / "lessons.sqlite3"
+    print(f"\nseeding a SQLite store with {count:,} hot lessons: "
+          f"{seed_store(store, count):.1f} s")  # fmt: skip
+    scope = ScopeKey("repository", repository=NAMESPACE)
+    recall_dir = str(work / "state" / "active-memory" / "recall")
+    refresh(recall_dir, str(store), scope, _reader(str(store)), lock_seconds=120.0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")}
+    env.update(ZEROSHOT_STATE_DIR=str(work / "state"), ACTIVE_MEMORY_STORE=str(store))
+    bench_serve(store, checkout, env, work)
+    serve_breakdown(env, checkout)
+
+
 def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) -> None:
     server = subprocess.Popen(
         [sys.executable, "-c", "from active_memory.cli import run; run()", "serve", "--port",
@@ -382,6 +405,73 @@ def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) ->
         server.wait(timeout=30)
 
 
+def serve_breakdown(env: dict[str, str], checkout: Path, calls: int = 1280) -> None:
+    """Where a `serve` matching call's time goes: the engine in this process, as the
+    server's worker runs it (resident generation, a fresh session per call), each stage
+    timed by a wrapper; HTTP and the server's own work are the rest of the round trip."""
+    import active_memory.recall.engine as engine
+    import active_memory.recall.ledger as ledger
+    from active_memory.recall import SnapshotCache, answer_hook
+
+    spent: dict[str, list[float]] = {}
+    call_spent: dict[str, list[float]] = {}
+
+    def timed(label: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                call_spent.setdefault(label, []).append(time.perf_counter() - start)
+
+        return wrapper
+
+    cache = SnapshotCache()
+    patched = [(engine, "resolve_context"), (engine, "extract_signals"),
+               (engine, "record_receipt"), (ledger, "record_deliveries"),
+               (ledger, "_write_state"), (engine, "admit"), (os, "fdatasync")]  # fmt: skip
+    saved = [(module, name, getattr(module, name)) for module, name in patched]
+    labels = {"resolve_context": "context (identity, settings)", "extract_signals": "signals",
+              "record_receipt": "receipt append", "record_deliveries": "delivery append",
+              "_write_state": "ledger replace", "admit": "admit (all ledger work)",
+              "fdatasync": "  of which fdatasync"}  # fmt: skip
+    for module, name, function in saved:
+        setattr(module, name, timed(labels[name], function))
+    cache.repository_index = timed("generation lookup", cache.repository_index)  # type: ignore[method-assign]
+    base = {**env, "ACTIVE_MEMORY_RUN_ID": ""}
+    totals: list[float] = []
+    try:
+        for n in range(calls + 32):
+            run = f"breakdown-{n // 41}"
+            target = str(checkout / f"src/mod{n % 41}/x.py")
+            payload = {"session_id": f"{run}-s{n}", "cwd": str(checkout),
+                       "hook_event_name": "PreToolUse", "tool_name": "Read",
+                       "tool_input": {"file_path": target}}  # fmt: skip
+            call_spent.clear()
+            start = time.perf_counter()
+            answer = answer_hook("claude", payload, {**base, "ACTIVE_MEMORY_RUN_ID": run},
+                                 cache=cache)  # fmt: skip
+            if n % 41 == 0:  # a run's first call (it pins): not a matching call
+                continue
+            totals.append(time.perf_counter() - start)
+            for label, values in call_spent.items():
+                spent.setdefault(label, []).append(sum(values))
+            if "hookSpecificOutput" not in answer:
+                raise SystemExit(f"breakdown: no card: {answer!r}")
+    finally:
+        for module, name, function in saved:
+            setattr(module, name, function)
+    print(f"\nwhere a matching call's time goes (engine in-process, {len(totals)} calls; ms)")
+    print(f"  {'stage':<34} {'p50':>7} {'p99':>7} {'mean':>7}")
+    for label in [*labels.values(), "generation lookup"]:
+        values = spent.get(label, [])
+        if values:
+            print(f"  {label:<34} {pct(values, 0.5) * 1000:7.3f} {pct(values, 0.99) * 1000:7.3f}"
+                  f" {statistics.mean(values) * 1000:7.3f}")  # fmt: skip
+    print(f"  {'whole answer':<34} {pct(totals, 0.5) * 1000:7.3f} {pct(totals, 0.99) * 1000:7.3f}"
+          f" {statistics.mean(totals) * 1000:7.3f}")  # fmt: skip
+
+
 def sub_folder_calls(root: str, cwd: str) -> list[dict[str, object]]:
     """Calls an agent makes from `cwd` inside a real checkout: relative paths that name a
     file from the working directory, from the root only, or not at all."""
@@ -425,8 +515,18 @@ def main() -> None:
     parser.add_argument(
         "--signals-only", action="store_true", help="only the signals from a sub-folder"
     )
+    parser.add_argument(
+        "--serve-only", action="store_true", help="only `serve` over --store-lessons hot lessons"
+    )
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
+    if args.serve_only:
+        work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+        try:
+            serve_only(args.store_lessons, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     print("\nsignals of 5 calls in a real checkout (relative paths, pytest node IDs)")
     figures = bench_signals(args.repeat * 5)
     for label, micros in figures:

@@ -8,17 +8,114 @@ forwarded, never from the server's own environment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from active_memory.hooks.paths import TOKEN_ENV
-from active_memory.hooks.server import Answer, BadHookCall
+from active_memory.hooks.server import BadHookCall
 
 _IDENTITY_PREFIX = "ACTIVE_MEMORY_"
 _STORE_ENV = "ACTIVE_MEMORY_STORE"
 
 
-def make_answer(server_env: Mapping[str, str], store: str | None = None) -> Answer:
+class ResidentAnswer:
+    """The server's answer function over one resident snapshot cache.
+
+    Called as `answer(harness, payload, forwarded)` (`hooks.server.Answer`), it answers
+    any call; the server runs it in a worker thread. `quick(...)` is for the event loop:
+    the call's answer as a thunk when answering it cannot block for long (its run's
+    generations are already open here and its session's lock is free right now), else
+    None. A thread costs two cross-thread wake-ups per call, which on a busy machine
+    weigh more than the whole answer (bench/README.md, "Recall").
+    """
+
+    def __init__(self, server_env: Mapping[str, str], store: str | None = None) -> None:
+        from active_memory.recall import SnapshotCache
+
+        self.cache = SnapshotCache()
+        base = {k: v for k, v in server_env.items() if not k.startswith(_IDENTITY_PREFIX)}
+        default_store = store or server_env.get(_STORE_ENV)
+        if default_store:
+            base[_STORE_ENV] = default_store
+        self._base = base
+
+    def __call__(self, harness: str, payload: dict[str, Any], forwarded: dict[str, str]) -> Any:
+        """The JSON the command hook would print for this call (blocking)."""
+        from active_memory.recall import answer_hook
+        from active_memory.recall.harness import PayloadError
+
+        try:
+            return answer_hook(harness, payload, self._env(forwarded), cache=self.cache)
+        except PayloadError as exc:
+            raise BadHookCall(str(exc)) from None
+
+    def quick(
+        self, harness: str, payload: dict[str, Any], forwarded: dict[str, str]
+    ) -> Callable[[], Any] | None:
+        """The call's answer as a thunk to run on the event loop, or None (use a thread).
+
+        Raises BadHookCall for a payload that is not a hook call; any other error (an
+        invalid settings file, say) also returns None, so the thread path answers it
+        and logs it as before.
+        """
+        from active_memory.recall import answer_tool_call, hook_output, parse_payload
+        from active_memory.recall.environment import resolve_context
+        from active_memory.recall.harness import PayloadError
+
+        try:
+            call = parse_payload(harness, payload)
+        except PayloadError as exc:
+            raise BadHookCall(str(exc)) from None
+        try:
+            context = resolve_context(call, self._env(forwarded))
+            if not self.cache.resident(context) or _lock_busy(context):
+                return None
+        except Exception:
+            return None
+
+        def answer() -> Any:
+            return hook_output(harness, answer_tool_call(call, context, cache=self.cache)) or {}
+
+        return answer
+
+    def _env(self, forwarded: dict[str, str]) -> dict[str, str]:
+        env = dict(self._base)
+        env.update(
+            (name, value)
+            for name, value in forwarded.items()
+            if name.startswith(_IDENTITY_PREFIX) and name != TOKEN_ENV
+        )
+        return env
+
+
+def _lock_busy(context: Any) -> bool:
+    """True when another process holds the session's lock at this instant.
+
+    Checked on the event loop before answering there: waiting for a lock (up to 5 s
+    for a stopped holder) must happen in a thread, never on the loop. A holder that
+    takes the lock between this check and the answer holds it for about a millisecond.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: always the thread
+        return True
+    from active_memory.recall.ledger import ledger_path, lock_path_for
+
+    try:
+        descriptor = os.open(lock_path_for(ledger_path(context)), os.O_RDWR)
+    except FileNotFoundError:
+        return False  # made by the answer itself
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # releases the probe's lock
+    return False
+
+
+def make_answer(server_env: Mapping[str, str], store: str | None = None) -> ResidentAnswer:
     """An answer function over one resident snapshot cache.
 
     `server_env` supplies what is the same for every caller (HOME, the zeroshot state
@@ -27,25 +124,4 @@ def make_answer(server_env: Mapping[str, str], store: str | None = None) -> Answ
     other sessions. The store to pin from is `store` (`serve --store`), else the
     server's ACTIVE_MEMORY_STORE, unless the call forwards its own.
     """
-    from active_memory.recall import SnapshotCache, answer_hook
-    from active_memory.recall.harness import PayloadError
-
-    cache = SnapshotCache()
-    base = {k: v for k, v in server_env.items() if not k.startswith(_IDENTITY_PREFIX)}
-    default_store = store or server_env.get(_STORE_ENV)
-    if default_store:
-        base[_STORE_ENV] = default_store
-
-    def answer(harness: str, payload: dict[str, Any], forwarded: dict[str, str]) -> Any:
-        env = dict(base)
-        env.update(
-            (name, value)
-            for name, value in forwarded.items()
-            if name.startswith(_IDENTITY_PREFIX) and name != TOKEN_ENV
-        )
-        try:
-            return answer_hook(harness, payload, env, cache=cache)
-        except PayloadError as exc:
-            raise BadHookCall(str(exc)) from None
-
-    return answer
+    return ResidentAnswer(server_env, store)
