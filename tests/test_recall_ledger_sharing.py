@@ -29,7 +29,7 @@ from recall_support import (
 from active_memory.recall import ledger
 from active_memory.recall.engine import answer_hook
 from active_memory.recall.ledger import LOCK_STRIPES, ledger_path_for, lock_path_for, read_state
-from active_memory.recall.records import DELIVERIES_FILE, read_deliveries, run_dir
+from active_memory.recall.records import DELIVERIES_FILE, read_deliveries, read_receipts, run_dir
 
 CLI = [sys.executable, "-c", "from active_memory.cli import run; run()"]
 CARD = re.compile(r"\((L-\d+) r\d+\)")
@@ -287,3 +287,88 @@ def test_a_killed_server_loses_no_delivery_it_answered(world: World, server: Ser
     ]
     assert [CARD.findall(context_text(a)) for a in answers] == [["L-1"], [], ["L-2"]]
     assert check_session(world, session, answers) == ["L-1", "L-2"]
+
+
+# --- the server's quick path: resident runs answered on the event loop -----------------
+
+
+def test_only_calls_that_deliver_nothing_and_cannot_wait_are_answered_quickly(
+    world: World,
+) -> None:
+    from active_memory.hooks.recall_answer import make_answer
+    from active_memory.recall.files import FileLock
+
+    answer = make_answer(world.env)
+    sent = {"ACTIVE_MEMORY_BUDGET_BYTES": str(BUDGET)}  # forwarded, as the hooks send it
+
+    def body(path: str, session: str = "s-1") -> dict[str, Any]:
+        return dict(json.loads(world.body(session, path)))
+
+    assert answer.quick("claude", body(FILES[0]), sent) is None  # the run's first call
+    assert CARD.findall(context_text(answer("claude", body(FILES[0]), sent))) == ["L-1"]
+
+    # Resident now. A call that would deliver a card goes to a thread (its sync must not
+    # hold the loop); one that delivers nothing is answered on the loop, receipt kept.
+    assert answer.quick("claude", body(FILES[1]), sent) is None
+    for path in (FILES[0], "README.md"):
+        thunk = answer.quick("claude", body(path), sent)
+        assert thunk is not None
+        assert thunk() == {}
+    assert CARD.findall(context_text(answer("claude", body(FILES[1]), sent))) == ["L-2"]
+    thunk = answer.quick("claude", body(FILES[2]), sent)  # L-3 no longer fits the budget
+    assert thunk is not None
+    assert thunk() == {}
+    receipts = read_receipts(world.recall_dir, "session:s-1")
+    assert [r["paths"] for r in receipts] == [
+        [FILES[0]], [FILES[0]], ["README.md"], [FILES[1]], [FILES[2]]
+    ]  # fmt: skip
+
+    # Another process holds the session's lock: waiting for it belongs in a thread.
+    with FileLock(lock_path_for(ledger_path_for(world.recall_dir, "s-1"))):
+        assert answer.quick("claude", body(FILES[0]), sent) is None
+    # A run not pinned here yet: a thread.
+    assert answer.quick("claude", body(FILES[0], "s-2"), sent) is None
+    check_session(world, "s-1", [{"hookSpecificOutput": {"additionalContext": t}}
+                                 for t in ("(L-1 r1)", "(L-2 r1)")])  # fmt: skip
+
+
+def test_a_payload_that_is_not_a_hook_call_is_refused_by_the_quick_path(world: World) -> None:
+    from active_memory.hooks.recall_answer import make_answer
+    from active_memory.hooks.server import BadHookCall
+
+    with pytest.raises(BadHookCall):
+        make_answer(world.env).quick("claude", {"session_id": "s-1"}, {})
+
+
+class Answers:
+    """An answer function with a quick path; records on which thread each call ran."""
+
+    def __init__(self, quick: bool) -> None:
+        self.use_quick = quick
+        self.threads: list[str] = []
+
+    def __call__(self, harness: str, payload: Any, env: Any) -> dict[str, Any]:
+        import threading
+
+        self.threads.append(threading.current_thread().name)
+        return {"n": len(self.threads)}
+
+    def quick(self, harness: str, payload: Any, env: Any) -> Any:
+        return (lambda: self("claude", payload, env)) if self.use_quick else None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("quick", [True, False])
+async def test_the_app_answers_on_the_loop_only_what_quick_accepts(quick: bool) -> None:
+    import threading
+
+    from test_server_app import HOOK, TOKEN, call
+
+    from active_memory.hooks.server import RecallApp
+
+    answers = Answers(quick)
+    status, document = await call(RecallApp(answers, TOKEN), "/active-memory/v1/hook/claude", HOOK)
+
+    assert (status, document) == (200, {"n": 1})
+    on_loop = answers.threads == [threading.current_thread().name]
+    assert on_loop is quick

@@ -24,10 +24,13 @@ class ResidentAnswer:
 
     Called as `answer(harness, payload, forwarded)` (`hooks.server.Answer`), it answers
     any call; the server runs it in a worker thread. `quick(...)` is for the event loop:
-    the call's answer as a thunk when answering it cannot block for long (its run's
-    generations are already open here and its session's lock is free right now), else
-    None. A thread costs two cross-thread wake-ups per call, which on a busy machine
-    weigh more than the whole answer (bench/README.md, "Recall").
+    the call's answer as a thunk when answering it cannot block (its run's generations
+    are already open here, its session's lock is free right now, and it delivers no
+    card, so nothing is synced to disk), else None. That is most of a session's calls;
+    a thread costs them two cross-thread wake-ups, which on a busy machine weigh more
+    than the whole answer (bench/README.md, "Recall server at 100k"). A call that
+    delivers a card goes to a thread: its `fdatasync` (several ms on a busy disk) never
+    holds the loop, and concurrent deliveries share the disk's flushes.
     """
 
     def __init__(self, server_env: Mapping[str, str], store: str | None = None) -> None:
@@ -71,6 +74,8 @@ class ResidentAnswer:
             context = resolve_context(call, self._env(forwarded))
             if not self.cache.resident(context) or _lock_busy(context):
                 return None
+            if _would_deliver(call, context, self.cache):
+                return None
         except Exception:
             return None
 
@@ -87,6 +92,34 @@ class ResidentAnswer:
             if name.startswith(_IDENTITY_PREFIX) and name != TOKEN_ENV
         )
         return env
+
+
+def _would_deliver(call: Any, context: Any, cache: Any) -> bool:
+    """True when the call may deliver a card: it has signals, and some card it matches
+    is neither delivered to the session nor larger than the budget left.
+
+    Read without the session lock: a ledger only grows (more delivered, less budget
+    left), so a call that can deliver nothing now cannot later either, and a newer
+    ledger seen here only says "nothing" more often. Exclusions are not applied: they
+    only remove matches, so this errs towards "may deliver" (then a thread answers).
+    """
+    from active_memory.recall.frame import select
+    from active_memory.recall.ledger import ledger_path, read_state
+    from active_memory.recall.match import iter_matches
+    from active_memory.recall.signals import extract_signals
+
+    signals = extract_signals(call, context.workspace_root)
+    if not (signals.paths or signals.identifiers or signals.terms):
+        return False
+    index = cache.repository_index(context)
+    if index is None:
+        return False
+    state = read_state(ledger_path(context))
+    remaining = max(0, context.budget_bytes - state.spent)
+    admitted, _, _ = select(
+        iter_matches(index, signals), state.delivered, remaining, floor=index.min_card
+    )
+    return bool(admitted)
 
 
 def _lock_busy(context: Any) -> bool:
