@@ -304,18 +304,22 @@ def test_only_calls_that_deliver_nothing_and_cannot_wait_are_answered_quickly(
     def body(path: str, session: str = "s-1") -> dict[str, Any]:
         return dict(json.loads(world.body(session, path)))
 
-    assert answer.quick("claude", body(FILES[0]), sent) is None  # the run's first call
+    assert answer.quick("claude", body(FILES[0]), sent, False) is None  # the run's first call
     assert CARD.findall(context_text(answer("claude", body(FILES[0]), sent))) == ["L-1"]
 
-    # Resident now. A call that would deliver a card goes to a thread (its sync must not
-    # hold the loop); one that delivers nothing is answered on the loop, receipt kept.
-    assert answer.quick("claude", body(FILES[1]), sent) is None
+    # Resident now. While other calls are in threads, a call that would deliver a card
+    # joins them (its sync must not hold the loop); one that delivers nothing is
+    # answered on the loop, its receipt kept.
+    assert answer.quick("claude", body(FILES[1]), sent, False) is None
     for path in (FILES[0], "README.md"):
-        thunk = answer.quick("claude", body(path), sent)
+        thunk = answer.quick("claude", body(path), sent, False)
         assert thunk is not None
         assert thunk() == {}
-    assert CARD.findall(context_text(answer("claude", body(FILES[1]), sent))) == ["L-2"]
-    thunk = answer.quick("claude", body(FILES[2]), sent)  # L-3 no longer fits the budget
+    # With no call in a thread, a delivering call is answered on the loop too.
+    alone = answer.quick("claude", body(FILES[1]), sent, True)
+    assert alone is not None
+    assert CARD.findall(context_text(alone())) == ["L-2"]
+    thunk = answer.quick("claude", body(FILES[2]), sent, False)  # L-3 no longer fits the budget
     assert thunk is not None
     assert thunk() == {}
     receipts = read_receipts(world.recall_dir, "session:s-1")
@@ -325,9 +329,9 @@ def test_only_calls_that_deliver_nothing_and_cannot_wait_are_answered_quickly(
 
     # Another process holds the session's lock: waiting for it belongs in a thread.
     with FileLock(lock_path_for(ledger_path_for(world.recall_dir, "s-1"))):
-        assert answer.quick("claude", body(FILES[0]), sent) is None
+        assert answer.quick("claude", body(FILES[0]), sent, False) is None
     # A run not pinned here yet: a thread.
-    assert answer.quick("claude", body(FILES[0], "s-2"), sent) is None
+    assert answer.quick("claude", body(FILES[0], "s-2"), sent, False) is None
     check_session(world, "s-1", [{"hookSpecificOutput": {"additionalContext": t}}
                                  for t in ("(L-1 r1)", "(L-2 r1)")])  # fmt: skip
 
@@ -337,7 +341,7 @@ def test_a_payload_that_is_not_a_hook_call_is_refused_by_the_quick_path(world: W
     from active_memory.hooks.server import BadHookCall
 
     with pytest.raises(BadHookCall):
-        make_answer(world.env).quick("claude", {"session_id": "s-1"}, {})
+        make_answer(world.env).quick("claude", {"session_id": "s-1"}, {}, True)
 
 
 class Answers:
@@ -353,7 +357,7 @@ class Answers:
         self.threads.append(threading.current_thread().name)
         return {"n": len(self.threads)}
 
-    def quick(self, harness: str, payload: Any, env: Any) -> Any:
+    def quick(self, harness: str, payload: Any, env: Any, alone: bool) -> Any:
         return (lambda: self("claude", payload, env)) if self.use_quick else None
 
 

@@ -24,13 +24,13 @@ class ResidentAnswer:
 
     Called as `answer(harness, payload, forwarded)` (`hooks.server.Answer`), it answers
     any call; the server runs it in a worker thread. `quick(...)` is for the event loop:
-    the call's answer as a thunk when answering it cannot block (its run's generations
-    are already open here, its session's lock is free right now, and it delivers no
-    card, so nothing is synced to disk), else None. That is most of a session's calls;
-    a thread costs them two cross-thread wake-ups, which on a busy machine weigh more
+    the call's answer as a thunk when answering it cannot wait on anything (its run's
+    generations are already open here, its session's lock is free right now), else
+    None. A thread costs two cross-thread wake-ups, which on a busy machine weigh more
     than the whole answer (bench/README.md, "Recall server at 100k"). A call that
-    delivers a card goes to a thread: its `fdatasync` (several ms on a busy disk) never
-    holds the loop, and concurrent deliveries share the disk's flushes.
+    delivers a card (and so syncs its delivery to disk) is answered on the loop only
+    when no other call is in a thread (`alone`); otherwise it joins them, so that
+    concurrent deliveries share the disk's flushes instead of queueing on the loop.
     """
 
     def __init__(self, server_env: Mapping[str, str], store: str | None = None) -> None:
@@ -54,7 +54,7 @@ class ResidentAnswer:
             raise BadHookCall(str(exc)) from None
 
     def quick(
-        self, harness: str, payload: dict[str, Any], forwarded: dict[str, str]
+        self, harness: str, payload: dict[str, Any], forwarded: dict[str, str], alone: bool
     ) -> Callable[[], Any] | None:
         """The call's answer as a thunk to run on the event loop, or None (use a thread).
 
@@ -74,7 +74,7 @@ class ResidentAnswer:
             context = resolve_context(call, self._env(forwarded))
             if not self.cache.resident(context) or _lock_busy(context):
                 return None
-            if _would_deliver(call, context, self.cache):
+            if not alone and _would_deliver(call, context, self.cache):
                 return None
         except Exception:
             return None

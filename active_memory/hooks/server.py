@@ -48,9 +48,12 @@ log = logging.getLogger("active_memory.server")
 Answer = Callable[[str, dict[str, Any], dict[str, str]], Mapping[str, Any]]
 """(harness, hook JSON, forwarded environment) → the JSON the command hook would print."""
 
-Quick = Callable[[str, dict[str, Any], dict[str, str]], Callable[[], Mapping[str, Any]] | None]
-"""An answer function's optional `quick`: the answer as a thunk safe to run on the event
-loop (it cannot block for long), or None to answer in a worker thread."""
+Quick = Callable[
+    [str, dict[str, Any], dict[str, str], bool], Callable[[], Mapping[str, Any]] | None
+]
+"""An answer function's optional `quick(harness, payload, env, alone)`: the answer as a
+thunk safe to run on the event loop, or None to answer in a worker thread. `alone`: no
+other call is being answered in a thread at this moment."""
 
 HARNESSES = frozenset({"claude", "codex", "after-tool", "pi", "gemini", "copilot"})
 """The hook names the server answers (the same as `active-memory hook NAME`)."""
@@ -180,7 +183,8 @@ class RecallApp:
         env = forwarded_env(scope)
         quick: Quick | None = getattr(self._answer, "quick", None)
         try:
-            thunk = quick(harness, payload, env) if quick is not None else None
+            alone = self._limiter.borrowed_tokens == 0
+            thunk = quick(harness, payload, env, alone) if quick is not None else None
             if thunk is not None:
                 encoded = _encode(thunk())
             else:
