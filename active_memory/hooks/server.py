@@ -123,14 +123,17 @@ def loopback_host(host: str) -> str:
 class RecallApp:
     """The ASGI application: token check, body limits, JSON in and out, never a crash."""
 
-    def __init__(self, answer: Answer, token: str) -> None:
+    def __init__(self, answer: Answer, token: str, web: Any = None) -> None:
         self._answer = answer
         self._expected = f"Bearer {token}".encode()
         self._limiter: anyio.CapacityLimiter | None = None
+        self._web = web  # the web view under /ui/ (ui/mount.py), built at its first use
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one HTTP request (other ASGI scopes are ignored); never a traceback."""
         if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
             return
         try:
             await self._serve(scope, receive, send)
@@ -152,6 +155,11 @@ class RecallApp:
             return
         harness = path.removeprefix(HOOK_PATH_PREFIX)
         if harness == path or harness not in HARNESSES:
+            # Not a hook call: the web view's prefix goes to it (checked only here, so
+            # hook calls never pay for it), anything else is 404.
+            if self._web is not None and (path == "/ui" or path.startswith("/ui/")):
+                await self._web(scope, receive, send)
+                return
             await _respond(send, 404, {"error": "no such hook"})
             return
         if method != "POST":
@@ -199,6 +207,20 @@ class RecallApp:
             log.exception("recall failed on a %s hook call; answered with no context", harness)
             encoded = b"{}"
         await _send(send, 200, encoded)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        # Only with the web view mounted: its store, opened at its first use, is closed
+        # when the server stops.
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._web is not None:
+                    with contextlib.suppress(Exception):
+                        await self._web.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
     def _answer_json(self, harness: str, payload: dict[str, Any], env: dict[str, str]) -> bytes:
         return _encode(self._answer(harness, payload, env))
@@ -340,8 +362,10 @@ def serve(
     host: str = "127.0.0.1",
     port: int,
     on_listen: Callable[[str, int], None] | None = None,
+    web: Any = None,
 ) -> None:
-    """Listen on loopback and answer hook calls until SIGINT or SIGTERM.
+    """Listen on loopback and answer hook calls until SIGINT or SIGTERM; with `web`
+    (ui/mount.py's `WebMount`), serve the web view under `/ui/` too.
 
     Refuses a non-loopback host (NotLoopback) and a second live server (ServerAlreadyRunning);
     writes the discovery file once listening and removes it on the way out.
@@ -361,8 +385,8 @@ def serve(
     sock = bind_loopback(ip, port)
     bound_port: int = sock.getsockname()[1]
     config = uvicorn.Config(
-        RecallApp(answer, token),
-        lifespan="off",
+        RecallApp(answer, token, web),
+        lifespan="off" if web is None else "on",
         access_log=False,
         log_level="warning",
         server_header=False,

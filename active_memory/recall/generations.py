@@ -15,7 +15,10 @@ checksums of the store location and of the complete scope, so two stores or two
 repositories sharing a graph never share a file):
 
 - `g<store version, 16 hex>.gen`: one immutable generation (index.py format);
-- `CURRENT`: marshal `{"generation": file name, "checked": store version}`.
+- `CURRENT`: marshal `{"generation": file name, "checked": store version, "format":
+  index format}`. A `CURRENT` of another format (before the format was recorded: 2) reads
+  as no generation yet, so the scope is rebuilt from a complete read, as at its first
+  pin; runs pinned to the older file keep reading it (index.py reads format 2).
 
 `refresh` brings a scope up to the store's version: it reads only the changes since the
 version `CURRENT` was checked at (one indexed query; none in the steady state), builds
@@ -34,6 +37,7 @@ import time
 import zlib
 
 from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
+from active_memory.recall.index import FORMAT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,7 +91,13 @@ def read_current(folder: str) -> tuple[str, int] | None:
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE} ({exc})") from None
     if not isinstance(name, str) or not isinstance(checked, int):
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE}")
+    if value.get("format") != FORMAT:
+        return None  # built by an older version: rebuild (the old file stays readable)
     return name, checked
+
+
+def _pointer(name: str, version: int) -> bytes:
+    return marshal.dumps({"generation": name, "checked": version, "format": FORMAT})
 
 
 class GenerationsCorrupt(Exception):
@@ -144,7 +154,7 @@ def refresh(
         _write(path, built)
         atomic_write(
             os.path.join(folder, CURRENT_FILE),
-            marshal.dumps({"generation": name, "checked": changes.version}),
+            _pointer(name, changes.version),
         )
         collect(recall_dir, folder)
     return path, None
@@ -191,7 +201,7 @@ def _advance(folder: str, name: str, version: int) -> None:
         if latest is not None and latest[0] == name and latest[1] < version:
             atomic_write(
                 os.path.join(folder, CURRENT_FILE),
-                marshal.dumps({"generation": name, "checked": version}),
+                _pointer(name, version),
             )
 
 

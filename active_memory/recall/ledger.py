@@ -25,13 +25,13 @@ import zlib
 from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
 from active_memory.recall.frame import frame, select
 from active_memory.recall.records import record_deliveries
-from active_memory.recall.types import Skipped
+from active_memory.recall.types import CardHit, Skipped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
-    from active_memory.recall.types import CardHit, RecallContext
+    from active_memory.recall.types import RecallContext
 
 
 class LedgerCorrupt(Exception):
@@ -117,11 +117,33 @@ def admit(
     return admitted, skipped, text, left
 
 
+def stale_marker(root: str) -> Callable[[CardHit], CardHit]:
+    """The check `select` asks of a card about to be admitted: the card itself, or a copy
+    framed as stale when its cited code changed under `root` (recall/stale.py)."""
+
+    def mark(hit: CardHit) -> CardHit:
+        if hit.cited is None:
+            return hit
+        from active_memory.recall import stale
+
+        ranges = stale.changed(hit.cited, root)
+        if not ranges:
+            return hit
+        line = stale.note(hit.cited, ranges)
+        grown = CardHit(hit.id, hit.revision, hit.score, hit.match,
+                        stale.framed(hit.text, line), hit.ordinal, hit.cited)  # fmt: skip
+        grown.stale = tuple(ranges)
+        return grown
+
+    return mark
+
+
 def _decide(
     context: RecallContext, state: LedgerState, hits: Iterable[CardHit], floor: int
 ) -> tuple[list[CardHit], list[Skipped], str, int, int]:
     remaining = max(0, context.budget_bytes - state.spent)
-    admitted, skipped, cost = select(hits, state.delivered, remaining, floor=floor)
+    mark = stale_marker(context.workspace_root)
+    admitted, skipped, cost = select(hits, state.delivered, remaining, floor=floor, mark=mark)
     text = frame(hit.text for hit in admitted)
     left = remaining - cost
     return admitted, [Skipped(hit, reason) for hit, reason in skipped], text, left, cost
