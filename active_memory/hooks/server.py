@@ -15,7 +15,9 @@ answer is logged and answered `200 {}` (no context).
 The answer function blocks (it takes the session ledger's file lock, and a run's first
 call pins its generation, maybe building it from the store's changes), so it runs in
 worker threads, a few at a time: one slow first call never holds up the event loop,
-other sessions' calls, or the token checks.
+other sessions' calls, or the token checks. An answer function with a `quick` method
+(hooks/recall_answer.py) may answer a call on the event loop instead, when it says the
+call cannot block for long: that saves the two cross-thread wake-ups of a thread hop.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ log = logging.getLogger("active_memory.server")
 
 Answer = Callable[[str, dict[str, Any], dict[str, str]], Mapping[str, Any]]
 """(harness, hook JSON, forwarded environment) → the JSON the command hook would print."""
+
+Quick = Callable[
+    [str, dict[str, Any], dict[str, str], bool], Callable[[], Mapping[str, Any]] | None
+]
+"""An answer function's optional `quick(harness, payload, env, alone)`: the answer as a
+thunk safe to run on the event loop, or None to answer in a worker thread. `alone`: no
+other call is being answered in a thread at this moment."""
 
 HARNESSES = frozenset({"claude", "codex", "after-tool", "pi", "gemini", "copilot"})
 """The hook names the server answers (the same as `active-memory hook NAME`)."""
@@ -179,9 +188,16 @@ class RecallApp:
             return
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(ANSWER_THREADS)
-        work = functools.partial(self._answer_json, harness, payload, forwarded_env(scope))
+        env = forwarded_env(scope)
+        quick: Quick | None = getattr(self._answer, "quick", None)
         try:
-            encoded = await anyio.to_thread.run_sync(work, limiter=self._limiter)
+            alone = self._limiter.borrowed_tokens == 0
+            thunk = quick(harness, payload, env, alone) if quick is not None else None
+            if thunk is not None:
+                encoded = _encode(thunk())
+            else:
+                work = functools.partial(self._answer_json, harness, payload, env)
+                encoded = await anyio.to_thread.run_sync(work, limiter=self._limiter)
         except BadHookCall as exc:
             log.warning("bad %s hook call: %s", harness, exc)
             await _respond(send, 400, {"error": str(exc)})
@@ -207,8 +223,7 @@ class RecallApp:
                 return
 
     def _answer_json(self, harness: str, payload: dict[str, Any], env: dict[str, str]) -> bytes:
-        document = dict(self._answer(harness, payload, env))
-        return json.dumps(document, ensure_ascii=False).encode()
+        return _encode(self._answer(harness, payload, env))
 
     def _authorize(self, scope: Scope) -> int:
         values = [value for name, value in scope["headers"] if name == b"authorization"]
@@ -220,6 +235,11 @@ class RecallApp:
 
 
 _TOKEN_REASON = {401: "missing", 403: "wrong"}
+
+
+def _encode(answer: Mapping[str, Any]) -> bytes:
+    return json.dumps(dict(answer), ensure_ascii=False).encode()
+
 
 _PREFIX = ENV_HEADER_PREFIX.encode()
 

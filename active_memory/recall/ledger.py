@@ -2,17 +2,25 @@
 
 One file per provider session (`recall/sessions/<session>.ledger`, marshal): bytes
 delivered so far, framing included, and the (id, revision) pairs delivered. Every
-hook process of the session reads, decides and writes it while holding the session's
-exclusive lock (`<session>.lock`), so concurrent tool calls of one session can never
+hook process of the session, and the recall server, reads, decides and writes it while
+holding the session's exclusive lock, so concurrent tool calls of one session can never
 together exceed the budget or deliver a card twice. The file is replaced atomically;
 an unreadable ledger is an error (the hook then delivers nothing), never a reset that
 could overspend.
+
+The locks are striped: a session locks `sessions/locks/<NN>.lock`, one of
+`LOCK_STRIPES` files chosen by a checksum of its name, made once and reused by every
+later session. One lock file per session cost every session's first card the creation
+of a file (an inode allocation: 0.3-1 ms on an ext4 VM, more than the rest of the
+call); two sessions sharing a stripe only wait for each other's few microseconds of
+ledger work.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
+import zlib
 
 from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
 from active_memory.recall.frame import frame, select
@@ -50,6 +58,17 @@ def ledger_path_for(recall_dir: str, session: str) -> str:
     return os.path.join(recall_dir, "sessions", safe_name(session) + ".ledger")
 
 
+LOCK_STRIPES = 256
+"""Session lock files; a session's is fixed by its name (`lock_path_for`)."""
+
+
+def lock_path_for(ledger: str) -> str:
+    """The lock file guarding the ledger file `ledger` (`sessions/locks/<NN>.lock`)."""
+    folder, name = os.path.split(ledger)
+    stripe = zlib.crc32(name.encode("utf-8")) % LOCK_STRIPES
+    return os.path.join(folder, "locks", f"{stripe:02x}.lock")
+
+
 def read_state(path: str) -> LedgerState:
     """The ledger at `path` (an empty one when the file does not exist)."""
     data = read_bytes(path)
@@ -84,7 +103,7 @@ def admit(
     path = ledger_path(context)
     if context.dry_run:
         return _decide(context, read_state(path), hits, floor)[:4]
-    with FileLock(path[: -len(".ledger")] + ".lock"):
+    with FileLock(lock_path_for(path)):
         state = read_state(path)
         admitted, skipped, text, left, cost = _decide(context, state, hits, floor)
         if admitted:
