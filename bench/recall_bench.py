@@ -229,7 +229,7 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
     return result["seconds"], result["rss"], base64.b64decode(result["out"])
 
 
-def bench_hooks(count: int, runs: int, work: Path) -> None:
+def bench_hooks(count: int, runs: int, work: Path, *, serve: bool = True) -> None:
     from active_memory.hooks.installers.command_path import install_hook_entry
     from active_memory.hooks.lean import compile_hook_path
 
@@ -313,7 +313,10 @@ def bench_hooks(count: int, runs: int, work: Path) -> None:
     print(f"  {'first call, 10 published through open_store':<52} {median * 1000:8.1f} ms"
           f" {'':>11} {median / bare_s:7.1f} x bare  (the writer built it: "
           f"publish + refresh {statistics.median(sessions) * 1000:.0f} ms)")  # fmt: skip
-    bench_serve(store, checkout, env, work)
+    again = statistics.median(run_child([python, "-c", "pass"], b"", env)[0] for _ in range(runs))
+    print(f"  {'python -c pass (baseline, again)':<52} {again * 1000:8.1f} ms")
+    if serve:
+        bench_serve(store, checkout, env, work)
 
 
 def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) -> None:
@@ -425,8 +428,21 @@ def main() -> None:
     parser.add_argument(
         "--signals-only", action="store_true", help="only the signals from a sub-folder"
     )
+    parser.add_argument(
+        "--hooks-only", action="store_true", help="only the hook processes (no serve)"
+    )
     args = parser.parse_args()
-    print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
+    print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
+          f"load {' '.join(f'{n:.2f}' for n in os.getloadavg())}")  # fmt: skip
+    if args.hooks_only:
+        work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+        try:
+            print(f"\nhook processes, {args.store_lessons:,} hot lessons "
+                  f"(median of {args.runs}; RSS: peak)")  # fmt: skip
+            bench_hooks(args.store_lessons, args.runs, work, serve=False)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     print("\nsignals of 5 calls in a real checkout (relative paths, pytest node IDs)")
     figures = bench_signals(args.repeat * 5)
     for label, micros in figures:

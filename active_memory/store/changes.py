@@ -81,7 +81,8 @@ def scope_clause(scope: ScopeKey, placeholder: Any) -> tuple[str, list[str]]:
     """The WHERE clause selecting `scope`'s rows; `placeholder(n)` spells parameter n."""
     if scope.kind == "repository":
         return (
-            f"scope_kind = 'repository' AND repository = {placeholder(1)} AND graph_hash = ''",
+            f"scope_kind = 'repository' AND repository = {placeholder(1)} AND graph_hash = '' "
+            "AND node = ''",
             [scope.repository or ""],
         )
     return (
