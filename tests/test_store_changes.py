@@ -175,3 +175,25 @@ async def test_changes_since_a_version_seek_the_version_in_the_index(
     finally:
         raw.close()
     assert "lessons_by_change" in plan and "change_version>?" in plan, plan
+
+
+@pytest.mark.asyncio
+async def test_the_lean_reader_opens_a_store_whose_path_has_uri_characters(
+    tmp_path: Path,
+) -> None:
+    """`?`, `#` and `%` mean something in a SQLite URI; spaces and non-ASCII do not."""
+    from active_memory.store.changes import count_sqlite_scope
+    from active_memory.store.sqlite import SqliteStore
+
+    folder = tmp_path / "a b?c#d%41é"
+    folder.mkdir()
+    path = folder / "lessons.sqlite3"
+    store = await SqliteStore.open(path)
+    try:
+        await store.publish([create("one"), create("two")])
+    finally:
+        await store.aclose()
+    changes = read_sqlite_changes(str(path), REPOSITORY, None)
+    assert (changes.version, ids(changes.rows)) == (1, ["L-1", "L-2"])
+    assert count_sqlite_scope(str(path), REPOSITORY) == 2
+    assert not (tmp_path / "a b").exists()  # nothing created at a truncated name
