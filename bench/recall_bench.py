@@ -232,7 +232,9 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
     return result["seconds"], result["rss"], base64.b64decode(result["out"])
 
 
-def bench_hooks(count: int, runs: int, work: Path, *, serve: bool = True) -> None:
+def bench_hooks(
+    count: int, runs: int, work: Path, *, serve: bool = True, compare: str = ""
+) -> None:
     from active_memory.hooks.installers.command_path import install_hook_entry
     from active_memory.hooks.lean import compile_hook_path
 
@@ -260,10 +262,11 @@ def bench_hooks(count: int, runs: int, work: Path, *, serve: bool = True) -> Non
     module = [python, "-m", "active_memory.hooks.command", "claude"]
     console = str(Path(python).with_name("active-memory-hook"))
 
-    def call(command: list[str], run: str, session: str) -> tuple[float, int]:
+    def call(command: list[str], run: str, session: str, code: str = "") -> tuple[float, int]:
         payload["session_id"] = session
+        extra = {"PYTHONPATH": code} if code else {}
         seconds, rss, out = run_child(command, json.dumps(payload).encode(),
-                                      {**env, "ACTIVE_MEMORY_RUN_ID": run})  # fmt: skip
+                                      {**env, "ACTIVE_MEMORY_RUN_ID": run, **extra})  # fmt: skip
         if b"additionalContext" not in out:
             raise SystemExit(f"{command}: no card delivered: {out!r}")
         return seconds, rss
@@ -300,15 +303,20 @@ def bench_hooks(count: int, runs: int, work: Path, *, serve: bool = True) -> Non
         print(f"  {label:<52} {median * 1000:8.1f} ms {rss:>11} {median / base:7.2f} x bare"
               f"{note}")  # fmt: skip
 
-    for name, command in (("lean entry", [lean, "claude"]),
-                          ("pip console script", [console, "claude"]),
-                          ("python -m", module)):  # fmt: skip
-        call(command, f"{name}-warm", f"{name}-w")  # pins the warm run
+    variants = [("lean entry", [lean, "claude"], ""),
+                ("pip console script", [console, "claude"], ""),
+                ("python -m", module, "")]  # fmt: skip
+    if compare:
+        # The same entry running another copy of the package (PYTHONPATH wins over the
+        # editable install), right after ours: same store, its own interleaved bares.
+        variants.insert(1, (f"lean entry, code from {compare}", [lean, "claude"], compare))
+    for name, command, code in variants:
+        call(command, f"{name}-warm", f"{name}-w", code)  # pins the warm run
         firsts, warms, bares = [], [], []
         for n in range(runs):
             bares.append(bare_call())
-            firsts.append(call(command, f"{name}-first-{n}", f"{name}-f{n}"))
-            warms.append(call(command, f"{name}-warm", f"{name}-w{n}"))
+            firsts.append(call(command, f"{name}-first-{n}", f"{name}-f{n}", code))
+            warms.append(call(command, f"{name}-warm", f"{name}-w{n}", code))
         for label, values in (("first call of a run", firsts), ("warm call", warms)):
             rss = f"{max(v[1] for v in values) / 1024:7.1f} MiB"
             row(f"{label}, {name}", [v[0] for v in values], bares, rss, "")
@@ -458,6 +466,11 @@ def main() -> None:
     parser.add_argument(
         "--hooks-only", action="store_true", help="only the hook processes (no serve)"
     )
+    parser.add_argument(
+        "--compare", default="", metavar="DIR",
+        help="also time the lean entry running the package in DIR (e.g. `git archive` of "
+        "main), interleaved with this one",
+    )  # fmt: skip
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
           f"load {' '.join(f'{n:.2f}' for n in os.getloadavg())}")  # fmt: skip
@@ -466,7 +479,7 @@ def main() -> None:
         try:
             print(f"\nhook processes, {args.store_lessons:,} hot lessons "
                   f"(median of {args.runs}; RSS: peak)")  # fmt: skip
-            bench_hooks(args.store_lessons, args.runs, work, serve=False)
+            bench_hooks(args.store_lessons, args.runs, work, serve=False, compare=args.compare)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
