@@ -297,10 +297,11 @@ def bench_hooks(
         return run_child([python, "-c", "pass"], b"", env)[0]
 
     def row(label: str, values: list[float], bares: list[float], rss: str, note: str) -> None:
-        # Each figure against bare start-ups interleaved with it: the load of a shared
-        # machine moves both alike.
-        median, base = statistics.median(values), statistics.median(bares)
-        print(f"  {label:<52} {median * 1000:8.1f} ms {rss:>11} {median / base:7.2f} x bare"
+        # Each call against the bare start-up just before it (the median of those
+        # ratios): the load of a shared machine moves both alike.
+        median = statistics.median(values)
+        ratio = statistics.median(value / bare for value, bare in zip(values, bares, strict=True))
+        print(f"  {label:<52} {median * 1000:8.1f} ms {rss:>11} {ratio:7.2f} x bare"
               f"{note}")  # fmt: skip
 
     variants = [("lean entry", [lean, "claude"], ""),
@@ -309,7 +310,7 @@ def bench_hooks(
     if compare:
         # The same entry running another copy of the package (PYTHONPATH wins over the
         # editable install), right after ours: same store, its own interleaved bares.
-        variants.insert(1, (f"lean entry, code from {compare}", [lean, "claude"], compare))
+        variants.insert(1, (f"lean entry, {Path(compare).name}", [lean, "claude"], compare))
     for name, command, code in variants:
         call(command, f"{name}-warm", f"{name}-w", code)  # pins the warm run
         firsts, warms, bares = [], [], []
