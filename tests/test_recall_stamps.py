@@ -205,3 +205,54 @@ main(["claude"])
 sys.stdout = real
 sys.stderr.write(" ".join(sorted(sys.modules)) + "\\n" + out.getvalue())
 """
+
+
+_RACER = """
+import os, sys, time
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.001)
+from active_memory.hooks.command import main
+main(["claude"])
+"""
+
+
+@pytest.mark.slow
+def test_16_first_calls_of_one_run_racing_a_publish_agree_on_one_generation(
+    tmp_path: Path,
+) -> None:
+    """A stamped CURRENT, 16 hook processes making the run's first call at once, and a
+    publish landing among them: each answers from the one generation the run pinned."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = make_checkout(tmp_path / "api")
+    store, state = tmp_path / "lessons.sqlite3", tmp_path / "state"
+    env = hook_env(state, store)
+    publish(store, [repository_lesson("Before", folders=["src"])])
+    payload = claude_payload("Read", {"file_path": "src/a.py"}, session="w", cwd=root)
+    run_hook("claude", json.dumps(payload), {**env, "ACTIVE_MEMORY_RUN_ID": "warm-up"})
+    time.sleep(generations.STAMP_QUIET_SECONDS + 0.2)
+    payload["session_id"] = "stamper"
+    run_hook("claude", json.dumps(payload), {**env, "ACTIVE_MEMORY_RUN_ID": "stamper"})
+    folder = scope_dir(str(state / "active-memory" / "recall"), str(store), REPOSITORY)
+    assert "stamp" in pointer(folder)
+    go = tmp_path / "go"
+
+    def call(n: int) -> bytes:
+        mine = claude_payload("Read", {"file_path": f"src/f{n}.py"}, session=f"s-{n}", cwd=root)
+        return subprocess.run(
+            [sys.executable, "-c", _RACER, str(go)], input=json.dumps(mine).encode(),
+            capture_output=True, env={**env, "ACTIVE_MEMORY_RUN_ID": "race"},
+            cwd=str(REPO_ROOT), timeout=120, check=True,
+        ).stdout  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        pending = [pool.submit(call, n) for n in range(16)]
+        time.sleep(0.3)  # let the interpreters start
+        go.touch()
+        publish(store, [repository_lesson("Later", folders=["src"])])
+        outputs = [future.result() for future in pending]
+    assert all(b"Before" in out for out in outputs), outputs
+    assert len({b"Later" in out for out in outputs}) == 1, outputs  # one generation
+    pins = list((state / "active-memory" / "recall" / "runs").glob("*race/pin-*"))
+    assert len(pins) == 1
+    assert not (state / "active-memory" / "recall" / "hook.log").exists()
