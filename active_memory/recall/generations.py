@@ -31,8 +31,8 @@ Stamps (a SQLite store only). Most first calls of a run find the store unchanged
 `CURRENT` was checked, and opening SQLite to learn that costs a hook process `sqlite3`'s
 import (about 3 ms on a quiet machine). So a check that read the store's version also
 records the identity of the store's files, taken *before* its read transaction began
-(`sqlite_stamp`: device, inode, size, mtime and ctime of the file and its `-wal`; every
-commit writes one of them). A later pin whose own `sqlite_stamp` is equal knows no commit
+(`sqlite_stamp`: device, inode, size and times of the file and its `-wal`; every commit
+writes one of them). A later pin whose own `sqlite_stamp` is equal knows no commit
 happened since, so `checked` is still the store's version: it pins `CURRENT` without
 reading the store. A stamp is recorded only when the files were last modified more than
 `STAMP_QUIET_SECONDS` before it was taken (so a write in the same clock tick, or one in
