@@ -253,15 +253,25 @@ class Citation(_Model):
     # Set by the publish, never taken from a model: the SHA-256 of the cited lines (the
     # whole file without `lines`) as the checkout had them; later different: stale.
     sha256: Annotated[str | None, Field(pattern=r"^[0-9a-f]{64}$")] = None
+    # Set by the publish too: the cited lines as they were (at most 4 KB of whole lines,
+    # credentials masked), so maintenance can be shown a diff (docs/staleness.md).
+    excerpt: Annotated[str | None, Field(max_length=8192)] = None
 
     @model_serializer(mode="wrap")
     def _without_unknown_hash(self, handler: SerializerFunctionWrapHandler) -> Any:
         # No fingerprint: serialized as before fingerprints existed (stored evidence,
         # tasks and their recorded-answer digests stay the same).
         data = handler(self)
-        if isinstance(data, dict) and self.sha256 is None:
-            data.pop("sha256", None)
+        if isinstance(data, dict):
+            if self.sha256 is None:
+                data.pop("sha256", None)
+            if self.excerpt is None:
+                data.pop("excerpt", None)
         return data
+
+    def without_excerpt(self) -> Citation:
+        """This citation without its recorded text (what a specialist's task shows)."""
+        return self if self.excerpt is None else self.model_copy(update={"excerpt": None})
 
     @model_validator(mode="after")
     def _ordered(self) -> Citation:
@@ -281,6 +291,13 @@ class Evidence(_Model):
     run_ids: Annotated[list[str], AfterValidator(_dedupe)] = []
     evidence_ids: Annotated[list[str], AfterValidator(_dedupe)] = []
     citations: Annotated[list[Citation], AfterValidator(_dedupe)] = []
+
+    def without_excerpts(self) -> Evidence:
+        """This evidence with its citations' recorded text left out."""
+        if all(c.excerpt is None for c in self.citations):
+            return self
+        cited = [c.without_excerpt() for c in self.citations]
+        return self.model_copy(update={"citations": cited})
 
     def merged(self, other: Evidence) -> Evidence:
         """This evidence with `other`'s entries appended (duplicates dropped)."""
@@ -448,6 +465,7 @@ class PublishReceipt(_Model):
     adapted: list[tuple[str, int]] = []
     retired: list[tuple[str, int]] = []
     deferred: list[tuple[str, int]] = []
+    proposed: list[int] = []  # manual review: the proposals kept, by sequence number
 
     def total(self) -> int:
         """Number of lessons changed."""

@@ -6,7 +6,9 @@ A stdio MCP server on the maintained SDK (`mcp`, the `mcp` extra). Two tools:
   first: `id`, `title`, `score`, `match` (what matched: `file:…`, `folder:…`,
   `identifier:…`, `keyword:…`, `title`, `recommendation`).
 - `get_lesson(id)`: the lesson's card (title, recommendation, associations) and why it
-  exists (its citations, the runs it came from, its revision). A card handed out here is
+  exists (its citations, the runs it came from, its revision); when the cited code
+  changed since (checked as a hook delivery checks it, recall/stale.py) also `stale`: the
+  changed ranges and the line a hook frames the card with. A card handed out here is
   recorded like a hook delivery (recall/records.py), so the postmortem knows the session
   received it.
 
@@ -116,10 +118,11 @@ def in_scope(lesson: Lesson, namespace: str | None, scope: Scope) -> bool:
     )
 
 
-def lesson_view(lesson: Lesson) -> dict[str, Any]:
-    """What `get_lesson` answers: the card and why the lesson exists."""
+def lesson_view(lesson: Lesson, stale: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What `get_lesson` answers: the card and why the lesson exists (and `stale`, when
+    its cited code changed)."""
     evidence = lesson.evidence
-    return {
+    view = {
         "id": lesson.id,
         "revision": lesson.revision,
         "title": lesson.title,
@@ -131,6 +134,33 @@ def lesson_view(lesson: Lesson) -> dict[str, Any]:
             "evidence": list(evidence.evidence_ids),
         },
     }
+    if stale is not None:
+        view["stale"] = stale
+    return view
+
+
+def stale_view(lesson: Lesson, root: str | None, date: str) -> dict[str, Any] | None:
+    """`{"cited_code_changed", "note"}` when cited code changed under `root` since the
+    lesson's revision of `date` (`YYYY-MM-DD`); None when not, or when nothing can tell."""
+    from active_memory.recall import stale
+
+    citations = [c.model_dump(mode="json") for c in lesson.evidence.citations]
+    cited = stale.cited_of_citations(date, citations)
+    ranges = stale.changed(cited, root or "") if cited is not None else []
+    if cited is None or not ranges:
+        return None
+    return {"cited_code_changed": ranges, "note": stale.note(cited, ranges).rstrip("\n")}
+
+
+async def _revision_date(env: Mapping[str, str], lesson: Lesson) -> str:
+    """The date (`YYYY-MM-DD`) the lesson's current revision was written; "" if unknown."""
+    from active_memory.store.location import resolve_store_location
+    from active_memory.store.opening import open_store
+
+    async with open_store(resolve_store_location(None, env), create=False) as store:
+        entries = await store.history(lesson.id)
+    dates = [e.at.date().isoformat() for e in entries if e.revision == lesson.revision]
+    return dates[-1] if dates else ""
 
 
 async def _lessons(env: Mapping[str, str]) -> list[Lesson]:
@@ -209,7 +239,10 @@ def build_server(cwd: str | None = None, env: Mapping[str, str] | None = None) -
         if lesson is None:
             raise ToolError(f"no active lesson {id} in this repository; use search_lessons")
         _record_delivery(place, lesson)
-        return lesson_view(lesson)
+        stale = None
+        if any(c.sha256 for c in lesson.evidence.citations):
+            stale = stale_view(lesson, place.root, await _revision_date(environment, lesson))
+        return lesson_view(lesson, stale)
 
     return server
 

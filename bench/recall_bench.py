@@ -54,6 +54,7 @@ from active_memory.recall.frame import select  # noqa: E402
 from active_memory.recall.generation import build  # noqa: E402
 from active_memory.recall.harness import parse_payload  # noqa: E402
 from active_memory.recall.index import SnapshotIndex  # noqa: E402
+from active_memory.recall.ledger import stale_marker  # noqa: E402
 from active_memory.recall.match import iter_matches, match  # noqa: E402
 from active_memory.recall.signals import extract_signals  # noqa: E402
 
@@ -119,10 +120,11 @@ def bench_matching(corpus: str, size: int, repeat: int, work: Path) -> dict[str,
     # that land in the bounded walk's samples.
     bounded: list[float] = []
     listed: list[float] = []
+    mark = stale_marker(ROOT)  # as delivery asks it (these cards cite nothing)
     for _ in range(repeat):
         for signals in prepared:
             start = time.perf_counter()
-            select(iter_matches(index, signals), set(), BUDGET, floor=index.min_card)
+            select(iter_matches(index, signals), set(), BUDGET, floor=index.min_card, mark=mark)
             bounded.append(time.perf_counter() - start)
     for _ in range(max(1, repeat // 4)):
         for signals in prepared:
@@ -326,11 +328,9 @@ def bench_hooks(
     # store's version and changes through sqlite3, then stamps CURRENT again.
     unstamped, bares = [], []
     for n in range(runs):
-        pointer = read_current(folder)
-        assert pointer is not None
-        (Path(folder) / "CURRENT").write_bytes(
-            marshal.dumps({"generation": pointer[0], "checked": pointer[1]})
-        )
+        pointer = marshal.loads((Path(folder) / "CURRENT").read_bytes())
+        pointer.pop("stamp", None)
+        (Path(folder) / "CURRENT").write_bytes(marshal.dumps(pointer))
         bares.append(bare_call())
         unstamped.append(call([lean, "claude"], f"unstamped-{n}", f"unstamped-{n}")[0])
     row("first call of a run, lean entry, reads the store", unstamped, bares, "", "")
@@ -355,6 +355,29 @@ def bench_hooks(
         bench_serve(store, checkout, env, work)
 
 
+def serve_only(count: int, work: Path) -> None:
+    """The `serve` section alone: a seeded store, its generation built in this process."""
+    from active_memory.recall.generations import refresh
+    from active_memory.recall.snapshot import _reader
+    from active_memory.store.changes import ScopeKey
+
+    checkout = work / "api"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:acme/api.git\n', encoding="utf-8"
+    )
+    store = work / "lessons.sqlite3"
+    print(f"\nseeding a SQLite store with {count:,} hot lessons: "
+          f"{seed_store(store, count):.1f} s")  # fmt: skip
+    scope = ScopeKey("repository", repository=NAMESPACE)
+    recall_dir = str(work / "state" / "active-memory" / "recall")
+    refresh(recall_dir, str(store), scope, _reader(str(store)), lock_seconds=120.0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")}
+    env.update(ZEROSHOT_STATE_DIR=str(work / "state"), ACTIVE_MEMORY_STORE=str(store))
+    bench_serve(store, checkout, env, work)
+    serve_breakdown(env, checkout)
+
+
 def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) -> None:
     server = subprocess.Popen(
         [sys.executable, "-c", "from active_memory.cli import run; run()", "serve", "--port",
@@ -368,7 +391,7 @@ def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) ->
         token = (work / "state" / "active-memory" / "server.token").read_text().strip()
         conn = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=120)
 
-        def post(run: str, session: str, path: str) -> float:
+        def post(run: str, session: str, path: str, card: bool = True) -> float:
             body = json.dumps(
                 {
                     "session_id": session,
@@ -383,7 +406,7 @@ def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) ->
             start = time.perf_counter()
             conn.request("POST", "/active-memory/v1/hook/claude", body, headers)
             answer = conn.getresponse().read()
-            if b"additionalContext" not in answer:
+            if card and b"additionalContext" not in answer:
                 raise SystemExit(f"serve: no card: {answer!r}")
             return time.perf_counter() - start
 
@@ -400,11 +423,15 @@ def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) ->
         print(f"\nserve over the same store ({'run count':>9}: RSS)")
         firsts: list[float] = []
         samples: list[float] = []
+        later: list[float] = []
         marks = {1, 8, 16, 32}
         for run in range(32):
             firsts.append(post(f"run-{run}", f"run-{run}-first", f"src/mod{run}/x.py"))
             for n in range(40):
                 samples.append(post(f"run-{run}", f"run-{run}-s{n}", f"src/mod{n}/x.py"))
+            # The first session again: it matches as many cards, its budget already spent.
+            for n in range(40):
+                later.append(post(f"run-{run}", f"run-{run}-first", f"src/mod{n}/y.py", False))
             if run + 1 in marks:
                 print(f"  {run + 1:>9} runs: {rss():7.1f} MiB")
         baseline = [health() for _ in range(400)]
@@ -416,9 +443,78 @@ def bench_serve(store: Path, checkout: Path, env: dict[str, str], work: Path) ->
             f"  matching call         p50 {pct(samples, 0.5) * 1000:7.2f} ms   "
             f"p99 {pct(samples, 0.99) * 1000:7.2f} ms   ({len(samples)} calls, 32 runs)"
         )
+        print(f"  later call, budget spent p50 {pct(later, 0.5) * 1000:7.2f} ms   "
+              f"p99 {pct(later, 0.99) * 1000:7.2f} ms   (same matches, no card left)")  # fmt: skip
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def serve_breakdown(env: dict[str, str], checkout: Path, calls: int = 1280) -> None:
+    """Where a `serve` matching call's time goes: the engine in this process, as the
+    server's worker runs it (resident generation, a fresh session per call), each stage
+    timed by a wrapper; HTTP and the server's own work are the rest of the round trip."""
+    import active_memory.recall.engine as engine
+    import active_memory.recall.ledger as ledger
+    from active_memory.recall import SnapshotCache, answer_hook
+
+    spent: dict[str, list[float]] = {}
+    call_spent: dict[str, list[float]] = {}
+
+    def timed(label: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                call_spent.setdefault(label, []).append(time.perf_counter() - start)
+
+        return wrapper
+
+    cache = SnapshotCache()
+    patched = [(engine, "resolve_context"), (engine, "extract_signals"),
+               (engine, "record_receipt"), (ledger, "record_deliveries"),
+               (ledger, "_write_state"), (engine, "admit"), (os, "fdatasync")]  # fmt: skip
+    saved = [(module, name, getattr(module, name)) for module, name in patched]
+    labels = {"resolve_context": "context (identity, settings)", "extract_signals": "signals",
+              "record_receipt": "receipt append", "record_deliveries": "delivery append",
+              "_write_state": "ledger replace", "admit": "admit (all ledger work)",
+              "fdatasync": "  of which fdatasync"}  # fmt: skip
+    for module, name, function in saved:
+        setattr(module, name, timed(labels[name], function))
+    cache.repository_index = timed("generation lookup", cache.repository_index)  # type: ignore[method-assign]
+    base = {**env, "ACTIVE_MEMORY_RUN_ID": ""}
+    totals: list[float] = []
+    try:
+        for n in range(calls + 32):
+            run = f"breakdown-{n // 41}"
+            target = str(checkout / f"src/mod{n % 41}/x.py")
+            payload = {"session_id": f"{run}-s{n}", "cwd": str(checkout),
+                       "hook_event_name": "PreToolUse", "tool_name": "Read",
+                       "tool_input": {"file_path": target}}  # fmt: skip
+            call_spent.clear()
+            start = time.perf_counter()
+            answer = answer_hook("claude", payload, {**base, "ACTIVE_MEMORY_RUN_ID": run},
+                                 cache=cache)  # fmt: skip
+            if n % 41 == 0:  # a run's first call (it pins): not a matching call
+                continue
+            totals.append(time.perf_counter() - start)
+            for label, values in call_spent.items():
+                spent.setdefault(label, []).append(sum(values))
+            if "hookSpecificOutput" not in answer:
+                raise SystemExit(f"breakdown: no card: {answer!r}")
+    finally:
+        for module, name, function in saved:
+            setattr(module, name, function)
+    print(f"\nwhere a matching call's time goes (engine in-process, {len(totals)} calls; ms)")
+    print(f"  {'stage':<34} {'p50':>7} {'p99':>7} {'mean':>7}")
+    for label in [*labels.values(), "generation lookup"]:
+        values = spent.get(label, [])
+        if values:
+            print(f"  {label:<34} {pct(values, 0.5) * 1000:7.3f} {pct(values, 0.99) * 1000:7.3f}"
+                  f" {statistics.mean(values) * 1000:7.3f}")  # fmt: skip
+    print(f"  {'whole answer':<34} {pct(totals, 0.5) * 1000:7.3f} {pct(totals, 0.99) * 1000:7.3f}"
+          f" {statistics.mean(totals) * 1000:7.3f}")  # fmt: skip
 
 
 def sub_folder_calls(root: str, cwd: str) -> list[dict[str, object]]:
@@ -472,9 +568,19 @@ def main() -> None:
         help="also time the lean entry running the package in DIR (e.g. `git archive` of "
         "main), interleaved with this one",
     )  # fmt: skip
+    parser.add_argument(
+        "--serve-only", action="store_true", help="only `serve` over --store-lessons hot lessons"
+    )
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
           f"load {' '.join(f'{n:.2f}' for n in os.getloadavg())}")  # fmt: skip
+    if args.serve_only:
+        work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+        try:
+            serve_only(args.store_lessons, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     if args.hooks_only:
         work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
         try:

@@ -204,9 +204,16 @@ async def store(backend: Backend) -> AsyncIterator[Any]:
         await opened.aclose()
 
 
+async def drop_effectiveness_events(backend: Backend) -> None:
+    """Undo schema version 7 (dated effectiveness events, docs/store.md)."""
+    await backend.sql("DROP TABLE IF EXISTS lesson_effectiveness_events")
+    await backend.sql("DELETE FROM store_meta WHERE key = 'effectiveness_events_since'")
+
+
 async def drop_change_versions(backend: Backend) -> None:
     """Undo the change-version migration (store.md, "Version and changes") and every one
     after it, so a test can make a store what an earlier schema version was."""
+    await drop_effectiveness_events(backend)  # version 7
     await backend.sql("DROP TABLE IF EXISTS lesson_proposals")  # the review migration
     await backend.sql("DROP INDEX lessons_by_change")
     await backend.sql("ALTER TABLE lessons DROP COLUMN change_version")

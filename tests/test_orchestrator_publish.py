@@ -254,6 +254,7 @@ class FailingStore:
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
         mark: object = None,
+        proposals: object = (),
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise StoreBusy(self.inner.location, 0.1)
@@ -298,6 +299,7 @@ class ConflictingStore(FailingStore):
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
         mark: object = None,
+        proposals: object = (),
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise RevisionConflict([Conflict("L-999", 1, 2, "active")])

@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from conftest import Backend, create
+from conftest import Backend, create, drop_effectiveness_events
 
 from active_memory.errors import QueueEntryNotFound, UsageError
 from active_memory.store import SessionEnd, open_store, queue_of
@@ -194,6 +194,7 @@ async def test_a_version_4_store_migrates_to_the_queue_keeping_its_lessons(
 ) -> None:
     async with open_store(backend.location) as store:
         await store.publish([create()])
+    await drop_effectiveness_events(backend)  # version 7
     await backend.sql("DROP TABLE lesson_proposals")  # version 6, after the queue
     await backend.sql("DROP TABLE postmortem_queue")
     if backend.name == "sqlite":
@@ -208,4 +209,4 @@ async def test_a_version_4_store_migrates_to_the_queue_keeping_its_lessons(
         if backend.name == "sqlite"
         else "SELECT version FROM active_memory_schema"
     )
-    assert rows[0][0] == SCHEMA_VERSION == 6  # through the queue (5) and review (6)
+    assert rows[0][0] == SCHEMA_VERSION == 7  # through the queue (5), review (6), events (7)

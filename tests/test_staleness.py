@@ -168,6 +168,10 @@ def test_maintenance_is_shown_the_changed_code_of_a_stale_lesson_only(
     assert "cited_code_changed" not in first
     assert second["cited_code_changed"] == [
         {"path": "src/a.py", "lines": [4, 5], "why": "lines changed",
-         "now": ["line four", "line 5"]},
+         "diff": ["--- recorded", "+++ now", "@@ -1,2 +1,2 @@", "-line 4", "+line four",
+                  " line 5"]},
     ]  # fmt: skip
     assert "cited_code_changed" not in plain.to_json()["lessons"][1]
+    # The recorded text is stored with the citation, never shown to a specialist as is.
+    assert lessons[1].evidence.citations[0].excerpt == "line 4\nline 5\n"  # type: ignore[attr-defined]
+    assert "excerpt" not in json.dumps(task.to_json())

@@ -225,3 +225,116 @@ def test_review_edit_conflict_revert_and_retire_in_chromium(
         "postmortems.png", "retired.png", "review.png",
     ]  # fmt: skip
     print(f"screenshots: {shots}")
+
+
+@pytest.fixture
+def served_by_serve(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """`active-memory serve` on a free loopback port over a seeded store, with lessons
+    observed by runs: (login link under /ui/, store, token)."""
+    from test_ui_effectiveness import observe
+
+    store = str(tmp_path / "lessons.sqlite3")
+    publish(store, seed_mutations())
+    propose(store, [proposed_lesson("Regenerate the SDK after schema edits",
+                                    "Run `make sdk` after `api/schema.json` edits.")])  # fmt: skip
+    observe(store, "run-1", ("L-1", True, False), ("L-3", False, True))
+    observe(store, "run-2", ("L-1", True, True))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")}
+    env["ZEROSHOT_STATE_DIR"] = str(tmp_path / "state")
+    command = Path(sys.executable).with_name("active-memory")
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            [str(command), "serve", "--port", "0", "--store", store],
+            stderr=sink, cwd=tmp_path, env=env,
+        )  # fmt: skip
+    try:
+        found = None
+        for _ in range(200):
+            found = re.search(r"(http://127\.0\.0\.1:\d+/ui/login\?code=\S+)", log.read_text())
+            if found or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert found, f"no login link printed: {log.read_text()!r}"
+        token = (tmp_path / "state" / "active-memory" / "server.token").read_text().strip()
+        yield found.group(1), store, token
+    finally:
+        process.terminate()
+        assert process.wait(timeout=20) == 0
+
+
+def _hook_call(base: str, token: str) -> int:
+    import http.client
+    import json
+
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    body = json.dumps({"session_id": "s-1", "cwd": "/nowhere", "tool_name": "Read",
+                       "tool_input": {"file_path": "/nowhere/x"}})  # fmt: skip
+    conn.request("POST", "/active-memory/v1/hook/claude", body=body,
+                 headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_the_same_pages_through_serves_mount_in_chromium(
+    served_by_serve: tuple[str, str, str], tmp_path: Path
+) -> None:
+    sync_playwright = _browser_or_skip()
+    link, store, token = served_by_serve
+    base = link.split("/ui/login")[0]
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    assert _hook_call(base, token) == 200  # the hook path answers before the view exists
+    with sync_playwright() as driver:
+        context = driver.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"),
+            executable_path=CHROMIUM,
+            args=CHROMIUM_FLAGS,
+            headless=True,
+            java_script_enabled=False,
+            viewport={"width": 1200, "height": 900},
+        )
+        try:
+            page = context.new_page()
+            page.goto(base + "/ui/")
+            assert page.locator("h1").inner_text() == "Log in"
+            page.goto(link)
+            assert page.url == base + "/ui/"
+            assert page.locator("#count").inner_text() == "3 lessons"
+            page.screenshot(path=str(shots / "serve-lessons.png"), full_page=True)
+
+            # Effectiveness over time: one group of bars per run on the lesson page.
+            page.click("text=L-1")
+            assert page.url == base + "/ui/lessons/L-1"
+            assert "per run" in (
+                page.locator("#effectiveness-chart svg title").first.text_content() or ""
+            )
+            assert page.locator("#effectiveness-chart svg rect").count() == 2 * 4 + 4
+            assert "store schema 7" in page.locator("#effectiveness-since").inner_text()
+            page.screenshot(path=str(shots / "serve-lesson.png"), full_page=True)
+
+            # A write through the mount (CSRF from the page), then the store has it.
+            page.fill("#title", "Regenerate the API client with make api-client")
+            page.fill("#reason", "a clearer title")
+            page.click("#save")
+            assert "is now r2" in page.locator("#saved").inner_text()
+            edited = read(store, "L-1")
+            assert isinstance(edited, Lesson) and edited.revision == 2
+
+            # Review: approve the waiting proposal.
+            page.click("text=Review")
+            assert page.url == base + "/ui/review"
+            page.click("#approve-1")
+            assert "proposal 1 approved: L-4 r1" in page.locator("#saved").inner_text()
+            assert isinstance(read(store, "L-4"), Lesson)
+
+            page.goto(base + "/ui/costs")
+            chart = page.locator("#chart-effectiveness svg")
+            assert "every lesson" in (chart.locator("title").first.text_content() or "")
+            page.screenshot(path=str(shots / "serve-costs.png"), full_page=True)
+            assert _hook_call(base, token) == 200  # and still answers with the view open
+        finally:
+            context.close()
+    print(f"screenshots: {shots}")

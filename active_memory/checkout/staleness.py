@@ -23,6 +23,12 @@ from active_memory.lessons import Citation
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """A larger cited file is not fingerprinted (and never called changed)."""
+EXCERPT_BYTES = 4096
+"""The recorded text of a citation: at most this many bytes of whole cited lines."""
+DIFF_LINES = 40
+"""Lines of a diff shown to maintenance (then marked cut)."""
+DIFF_LINE_CHARS = 240
+"""Characters of one diff line shown (then marked cut)."""
 
 
 def _lines_of(path: Path, lines: tuple[int, int] | None) -> bytes | None:
@@ -64,13 +70,91 @@ def _readable(checkout: Checkout, citations: Iterable[Citation]) -> dict[str, Pa
 
 
 def fingerprint(checkout: Checkout, citations: Sequence[Citation]) -> list[Citation]:
-    """`citations` with the hash of what each cites now (None where unreadable)."""
+    """`citations` with the hash of what each cites now (None where unreadable) and its
+    recorded text (`excerpt_of`)."""
     files = _readable(checkout, citations)
     out: list[Citation] = []
     for c in citations:
         data = _lines_of(files[c.path], c.lines) if c.path in files else None
-        out.append(c.model_copy(update={"sha256": _digest(data) if data is not None else None}))
+        update = {
+            "sha256": _digest(data) if data is not None else None,
+            "excerpt": excerpt_of(data, whole_file=c.lines is None) if data is not None else None,
+        }
+        out.append(c.model_copy(update=update))
     return out
+
+
+def excerpt_of(data: bytes, *, whole_file: bool) -> str | None:
+    """The recorded text of cited bytes: the first whole lines within `EXCERPT_BYTES`,
+    credentials masked (quality/secrets.py: a lesson never stores a secret).
+
+    None when nothing can be kept honestly: a whole-file citation over the bound (its
+    first lines would read as the whole file), a first line over the bound, or text
+    whose masking spans lines (the diff would then misalign)."""
+    from active_memory.quality.secrets import mask
+
+    if whole_file and len(data) > EXCERPT_BYTES:
+        return None
+    kept: list[bytes] = []
+    size = 0
+    for line in data.splitlines(keepends=True):
+        if size + len(line) > EXCERPT_BYTES:
+            break
+        kept.append(line)
+        size += len(line)
+    if not kept:
+        return None
+    text = b"".join(kept).decode("utf-8", errors="replace")
+    masked = mask(text)
+    if len(masked.splitlines()) != len(text.splitlines()):
+        return None
+    return masked
+
+
+def lines_now(checkout: Checkout, path: str, lines: tuple[int, int] | None) -> list[str]:
+    """The cited lines as the checkout has them now (the whole file without `lines`);
+    [] when the file cannot be read (bounded reader, `MAX_FILE_BYTES`)."""
+    from active_memory.reader import read_file_bytes
+
+    try:
+        data = read_file_bytes(checkout.root / path, MAX_FILE_BYTES)  # never a FIFO
+    except OSError:
+        return []
+    if data is None:
+        return []
+    split = data.decode("utf-8", errors="replace").splitlines()
+    start, end = lines if lines is not None else (1, len(split))
+    return split[start - 1 : end]
+
+
+def recorded_diff(citation: Citation, now: list[str]) -> tuple[list[str], bool]:
+    """A unified diff from the citation's recorded text to `now` (the cited lines as they
+    are now, `now[0]` being its first cited line), and whether it was cut.
+
+    A recorded text shorter than the range (cut at `EXCERPT_BYTES`) is compared with as
+    many lines now. Both sides are masked alike, so a masked credential is not a change.
+    Bounded: `DIFF_LINES` lines of at most `DIFF_LINE_CHARS` characters."""
+    import difflib
+
+    from active_memory.quality.secrets import mask
+
+    old = (citation.excerpt or "").splitlines()
+    short = citation.lines is not None and len(old) < citation.lines[1] - citation.lines[0] + 1
+    cut = short
+    if short:
+        now = now[: len(old)]
+    elif len(now) > len(old) + DIFF_LINES:  # a whole file that grew: its start is enough
+        now, cut = now[: len(old) + DIFF_LINES], True
+    current = [mask(line) for line in now]
+    diff = list(difflib.unified_diff(old, current, "recorded", "now", lineterm=""))
+    if len(diff) > DIFF_LINES:
+        diff, cut = diff[:DIFF_LINES], True
+    shown = []
+    for line in diff:
+        if len(line) > DIFF_LINE_CHARS:
+            line, cut = line[:DIFF_LINE_CHARS] + " …", True
+        shown.append(line)
+    return shown, cut
 
 
 @dataclass(frozen=True, slots=True)

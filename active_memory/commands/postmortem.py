@@ -435,6 +435,7 @@ class _EmptyStore:
         candidates: object = (),
         consumed: object = (),
         mark: object = None,
+        proposals: object = (),
     ) -> Any:
         """A dry run never publishes."""
         raise RuntimeError("a dry run does not publish")
@@ -446,6 +447,12 @@ class _EmptyStore:
     async def effectiveness(self, lesson_ids: object) -> dict[str, Any]:
         """No lesson has counters."""
         return {}
+
+    async def effectiveness_history(self, lesson_id: str | None = None) -> Any:
+        """No history."""
+        from active_memory.store.effectiveness import EffectivenessHistory
+
+        return EffectivenessHistory(since=None, points=[])
 
     async def candidates(self, lesson_ids: object) -> dict[str, Any]:
         """No lesson has candidates."""

@@ -44,6 +44,18 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="print the token (creating it if needed) and exit, e.g. "
         'export ACTIVE_MEMORY_TOKEN="$(active-memory serve --print-token)"',
     )
+    parser.add_argument(
+        "--no-ui",
+        action="store_true",
+        help="do not serve the web view under /ui/ (docs/ui.md)",
+    )
+    parser.add_argument(
+        "--checkout",
+        metavar="DIR",
+        default=None,
+        help="the web view's checkout for cited lines (default: the git checkout around "
+        "the current directory, if any)",
+    )
     add_store_option(parser)
     parser.set_defaults(handler=_serve)
 
@@ -71,6 +83,8 @@ def _serve(args: argparse.Namespace) -> int:
     from active_memory.hooks.recall_answer import make_answer
     from active_memory.hooks.server import serve
 
+    web, login = _web_view(args, token) if not args.no_ui else (None, None)
+
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
@@ -85,6 +99,13 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if login is not None:
+            print(
+                f"active-memory serve: web view at http://{shown}:{port}/ui/login?code={login} "
+                "(one-time link, valid 10 minutes; later: `active-memory ui --link`)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     serve(
         make_answer(os.environ, args.store),
@@ -94,6 +115,20 @@ def _serve(args: argparse.Namespace) -> int:
         host=host,
         port=args.port,
         on_listen=listening,
+        web=web,
     )
     print("active-memory serve: stopped", file=sys.stderr)
     return 0
+
+
+def _web_view(args: argparse.Namespace, token: str) -> tuple[object, str]:
+    """The web view to mount under /ui/ (built at its first request, docs/ui.md), and
+    the code of the one-time login link to print."""
+    from active_memory.commands.ui import checkout_of
+    from active_memory.store import resolve_store_location
+    from active_memory.ui.auth import Gate
+    from active_memory.ui.mount import WebMount
+
+    gate = Gate(token)
+    location = resolve_store_location(args.store)
+    return WebMount(location, gate, checkout_of(args.checkout)), gate.new_login_code()

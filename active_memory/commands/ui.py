@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from active_memory.commands.common import add_store_option
+from active_memory.commands.common import add_json_option, add_store_option
 
 DEFAULT_UI_PORT = 47684
 """The web view's default port: the recall server's plus one."""
@@ -45,11 +45,19 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="a checkout to show cited lines from (default: the git checkout around the "
         "current directory, if any)",
     )
+    parser.add_argument(
+        "--link",
+        action="store_true",
+        help="print a one-time login link to the web view of the running `active-memory "
+        "serve` (under /ui/) and exit",
+    )
+    add_json_option(parser)
     add_store_option(parser)
     parser.set_defaults(handler=_ui)
 
 
-def _checkout(argument: str | None) -> Path | None:
+def checkout_of(argument: str | None) -> Path | None:
+    """The checkout to show cited lines from: `--checkout`, else the one around cwd."""
     from active_memory.checkout.git import NotACheckout, worktree_root
     from active_memory.errors import UsageError
 
@@ -78,6 +86,9 @@ def _check_store(location: str) -> None:
 def _ui(args: argparse.Namespace) -> int:
     import sys
 
+    if args.link:
+        return _link(args)
+
     from active_memory.errors import UsageError
     from active_memory.hooks.paths import default_token_path
     from active_memory.hooks.server import bind_loopback, loopback_host
@@ -100,7 +111,7 @@ def _ui(args: argparse.Namespace) -> int:
 
     location = resolve_store_location(args.store)
     _check_store(location)
-    checkout = _checkout(args.checkout)
+    checkout = checkout_of(args.checkout)
     token_file = Path(args.token_file or default_token_path())
     gate = Gate(load_or_create_token(token_file))
     app = create_app(location, gate, checkout=checkout)
@@ -122,4 +133,60 @@ def _ui(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     print("active-memory ui: stopped", file=sys.stderr)
+    return 0
+
+
+def _link(args: argparse.Namespace) -> int:
+    """Ask the running `serve` (its discovery file) for a one-time login code."""
+    import http.client
+    import json
+
+    from active_memory.errors import UsageError
+    from active_memory.hooks.discovery import read_discovery
+    from active_memory.hooks.paths import discovery_path
+    from active_memory.hooks.token import read_token
+
+    running = read_discovery(discovery_path())
+    if running is None:
+        raise UsageError(
+            "no recall server is running (no live discovery file); start it with "
+            "`active-memory serve`, or run `active-memory ui` on its own"
+        )
+    token = read_token(Path(args.token_file or running.token_file))
+    if token is None:
+        raise UsageError(f"{running.token_file}: the server's token cannot be read")
+    host = f"[{running.host}]" if ":" in running.host else running.host
+    try:
+        conn = http.client.HTTPConnection(running.host, running.port, timeout=30)
+        conn.request(
+            "POST",
+            "/ui/login/code",
+            headers={"Authorization": f"Bearer {token}", "Host": host},
+        )
+        reply = conn.getresponse()
+        body = reply.read()
+        conn.close()
+    except OSError as exc:
+        raise UsageError(
+            f"the recall server on {host}:{running.port} (pid {running.pid}) did not answer: {exc}"
+        ) from None
+    if reply.status == 404:
+        raise UsageError(
+            f"the recall server (pid {running.pid}) serves no web view: it was started "
+            "with --no-ui or by an older version; restart `active-memory serve`"
+        )
+    try:
+        document = json.loads(body)
+        code, path, seconds = document["code"], document["login_path"], document["valid_seconds"]
+    except (ValueError, KeyError, TypeError):
+        text = body.decode("utf-8", "replace").strip()[:200]
+        raise UsageError(
+            f"the recall server (pid {running.pid}) refused a login link "
+            f"(HTTP {reply.status}: {text})"
+        ) from None
+    link = f"http://{host}:{running.port}{path}?code={code}"
+    if args.json:
+        print(json.dumps({"link": link, "valid_seconds": seconds, "pid": running.pid}))
+    else:
+        print(link)
     return 0

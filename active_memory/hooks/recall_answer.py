@@ -8,17 +8,147 @@ forwarded, never from the server's own environment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from active_memory.hooks.paths import TOKEN_ENV
-from active_memory.hooks.server import Answer, BadHookCall
+from active_memory.hooks.server import BadHookCall
 
 _IDENTITY_PREFIX = "ACTIVE_MEMORY_"
 _STORE_ENV = "ACTIVE_MEMORY_STORE"
 
 
-def make_answer(server_env: Mapping[str, str], store: str | None = None) -> Answer:
+class ResidentAnswer:
+    """The server's answer function over one resident snapshot cache.
+
+    Called as `answer(harness, payload, forwarded)` (`hooks.server.Answer`), it answers
+    any call; the server runs it in a worker thread. `quick(...)` is for the event loop:
+    the call's answer as a thunk when answering it cannot wait on anything (its run's
+    generations are already open here, its session's lock is free right now), else
+    None. A thread costs two cross-thread wake-ups, which on a busy machine weigh more
+    than the whole answer (bench/README.md, "Recall server at 100k"). A call that
+    delivers a card (and so syncs its delivery to disk) is answered on the loop only
+    when no other call is in a thread (`alone`); otherwise it joins them, so that
+    concurrent deliveries share the disk's flushes instead of queueing on the loop.
+    """
+
+    def __init__(self, server_env: Mapping[str, str], store: str | None = None) -> None:
+        from active_memory.recall import SnapshotCache
+
+        self.cache = SnapshotCache()
+        base = {k: v for k, v in server_env.items() if not k.startswith(_IDENTITY_PREFIX)}
+        default_store = store or server_env.get(_STORE_ENV)
+        if default_store:
+            base[_STORE_ENV] = default_store
+        self._base = base
+
+    def __call__(self, harness: str, payload: dict[str, Any], forwarded: dict[str, str]) -> Any:
+        """The JSON the command hook would print for this call (blocking)."""
+        from active_memory.recall import answer_hook
+        from active_memory.recall.harness import PayloadError
+
+        try:
+            return answer_hook(harness, payload, self._env(forwarded), cache=self.cache)
+        except PayloadError as exc:
+            raise BadHookCall(str(exc)) from None
+
+    def quick(
+        self, harness: str, payload: dict[str, Any], forwarded: dict[str, str], alone: bool
+    ) -> Callable[[], Any] | None:
+        """The call's answer as a thunk to run on the event loop, or None (use a thread).
+
+        Raises BadHookCall for a payload that is not a hook call; any other error (an
+        invalid settings file, say) also returns None, so the thread path answers it
+        and logs it as before.
+        """
+        from active_memory.recall import answer_tool_call, hook_output, parse_payload
+        from active_memory.recall.environment import resolve_context
+        from active_memory.recall.harness import PayloadError
+
+        try:
+            call = parse_payload(harness, payload)
+        except PayloadError as exc:
+            raise BadHookCall(str(exc)) from None
+        try:
+            context = resolve_context(call, self._env(forwarded))
+            if not self.cache.resident(context) or _lock_busy(context):
+                return None
+            if not alone and _would_deliver(call, context, self.cache):
+                return None
+        except Exception:
+            return None
+
+        def answer() -> Any:
+            return hook_output(harness, answer_tool_call(call, context, cache=self.cache)) or {}
+
+        return answer
+
+    def _env(self, forwarded: dict[str, str]) -> dict[str, str]:
+        env = dict(self._base)
+        env.update(
+            (name, value)
+            for name, value in forwarded.items()
+            if name.startswith(_IDENTITY_PREFIX) and name != TOKEN_ENV
+        )
+        return env
+
+
+def _would_deliver(call: Any, context: Any, cache: Any) -> bool:
+    """True when the call may deliver a card: it has signals, and some card it matches
+    is neither delivered to the session nor larger than the budget left.
+
+    Read without the session lock: a ledger only grows (more delivered, less budget
+    left), so a call that can deliver nothing now cannot later either, and a newer
+    ledger seen here only says "nothing" more often. Exclusions are not applied: they
+    only remove matches, so this errs towards "may deliver" (then a thread answers).
+    """
+    from active_memory.recall.frame import select
+    from active_memory.recall.ledger import ledger_path, read_state
+    from active_memory.recall.match import iter_matches
+    from active_memory.recall.signals import extract_signals
+
+    signals = extract_signals(call, context.workspace_root)
+    if not (signals.paths or signals.identifiers or signals.terms):
+        return False
+    index = cache.repository_index(context)
+    if index is None:
+        return False
+    state = read_state(ledger_path(context))
+    remaining = max(0, context.budget_bytes - state.spent)
+    admitted, _, _ = select(
+        iter_matches(index, signals), state.delivered, remaining, floor=index.min_card
+    )
+    return bool(admitted)
+
+
+def _lock_busy(context: Any) -> bool:
+    """True when another process holds the session's lock at this instant.
+
+    Checked on the event loop before answering there: waiting for a lock (up to 5 s
+    for a stopped holder) must happen in a thread, never on the loop. A holder that
+    takes the lock between this check and the answer holds it for about a millisecond.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: always the thread
+        return True
+    from active_memory.recall.ledger import ledger_path, lock_path_for
+
+    try:
+        descriptor = os.open(lock_path_for(ledger_path(context)), os.O_RDWR)
+    except FileNotFoundError:
+        return False  # made by the answer itself
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # releases the probe's lock
+    return False
+
+
+def make_answer(server_env: Mapping[str, str], store: str | None = None) -> ResidentAnswer:
     """An answer function over one resident snapshot cache.
 
     `server_env` supplies what is the same for every caller (HOME, the zeroshot state
@@ -27,25 +157,4 @@ def make_answer(server_env: Mapping[str, str], store: str | None = None) -> Answ
     other sessions. The store to pin from is `store` (`serve --store`), else the
     server's ACTIVE_MEMORY_STORE, unless the call forwards its own.
     """
-    from active_memory.recall import SnapshotCache, answer_hook
-    from active_memory.recall.harness import PayloadError
-
-    cache = SnapshotCache()
-    base = {k: v for k, v in server_env.items() if not k.startswith(_IDENTITY_PREFIX)}
-    default_store = store or server_env.get(_STORE_ENV)
-    if default_store:
-        base[_STORE_ENV] = default_store
-
-    def answer(harness: str, payload: dict[str, Any], forwarded: dict[str, str]) -> Any:
-        env = dict(base)
-        env.update(
-            (name, value)
-            for name, value in forwarded.items()
-            if name.startswith(_IDENTITY_PREFIX) and name != TOKEN_ENV
-        )
-        try:
-            return answer_hook(harness, payload, env, cache=cache)
-        except PayloadError as exc:
-            raise BadHookCall(str(exc)) from None
-
-    return answer
+    return ResidentAnswer(server_env, store)

@@ -15,7 +15,9 @@ answer is logged and answered `200 {}` (no context).
 The answer function blocks (it takes the session ledger's file lock, and a run's first
 call pins its generation, maybe building it from the store's changes), so it runs in
 worker threads, a few at a time: one slow first call never holds up the event loop,
-other sessions' calls, or the token checks.
+other sessions' calls, or the token checks. An answer function with a `quick` method
+(hooks/recall_answer.py) may answer a call on the event loop instead, when it says the
+call cannot block for long: that saves the two cross-thread wake-ups of a thread hop.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ log = logging.getLogger("active_memory.server")
 
 Answer = Callable[[str, dict[str, Any], dict[str, str]], Mapping[str, Any]]
 """(harness, hook JSON, forwarded environment) → the JSON the command hook would print."""
+
+Quick = Callable[
+    [str, dict[str, Any], dict[str, str], bool], Callable[[], Mapping[str, Any]] | None
+]
+"""An answer function's optional `quick(harness, payload, env, alone)`: the answer as a
+thunk safe to run on the event loop, or None to answer in a worker thread. `alone`: no
+other call is being answered in a thread at this moment."""
 
 HARNESSES = frozenset({"claude", "codex", "after-tool", "pi", "gemini", "copilot"})
 """The hook names the server answers (the same as `active-memory hook NAME`)."""
@@ -114,14 +123,17 @@ def loopback_host(host: str) -> str:
 class RecallApp:
     """The ASGI application: token check, body limits, JSON in and out, never a crash."""
 
-    def __init__(self, answer: Answer, token: str) -> None:
+    def __init__(self, answer: Answer, token: str, web: Any = None) -> None:
         self._answer = answer
         self._expected = f"Bearer {token}".encode()
         self._limiter: anyio.CapacityLimiter | None = None
+        self._web = web  # the web view under /ui/ (ui/mount.py), built at its first use
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one HTTP request (other ASGI scopes are ignored); never a traceback."""
         if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
             return
         try:
             await self._serve(scope, receive, send)
@@ -143,6 +155,11 @@ class RecallApp:
             return
         harness = path.removeprefix(HOOK_PATH_PREFIX)
         if harness == path or harness not in HARNESSES:
+            # Not a hook call: the web view's prefix goes to it (checked only here, so
+            # hook calls never pay for it), anything else is 404.
+            if self._web is not None and (path == "/ui" or path.startswith("/ui/")):
+                await self._web(scope, receive, send)
+                return
             await _respond(send, 404, {"error": "no such hook"})
             return
         if method != "POST":
@@ -171,9 +188,16 @@ class RecallApp:
             return
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(ANSWER_THREADS)
-        work = functools.partial(self._answer_json, harness, payload, forwarded_env(scope))
+        env = forwarded_env(scope)
+        quick: Quick | None = getattr(self._answer, "quick", None)
         try:
-            encoded = await anyio.to_thread.run_sync(work, limiter=self._limiter)
+            alone = self._limiter.borrowed_tokens == 0
+            thunk = quick(harness, payload, env, alone) if quick is not None else None
+            if thunk is not None:
+                encoded = _encode(thunk())
+            else:
+                work = functools.partial(self._answer_json, harness, payload, env)
+                encoded = await anyio.to_thread.run_sync(work, limiter=self._limiter)
         except BadHookCall as exc:
             log.warning("bad %s hook call: %s", harness, exc)
             await _respond(send, 400, {"error": str(exc)})
@@ -184,9 +208,22 @@ class RecallApp:
             encoded = b"{}"
         await _send(send, 200, encoded)
 
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        # Only with the web view mounted: its store, opened at its first use, is closed
+        # when the server stops.
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._web is not None:
+                    with contextlib.suppress(Exception):
+                        await self._web.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
     def _answer_json(self, harness: str, payload: dict[str, Any], env: dict[str, str]) -> bytes:
-        document = dict(self._answer(harness, payload, env))
-        return json.dumps(document, ensure_ascii=False).encode()
+        return _encode(self._answer(harness, payload, env))
 
     def _authorize(self, scope: Scope) -> int:
         values = [value for name, value in scope["headers"] if name == b"authorization"]
@@ -198,6 +235,11 @@ class RecallApp:
 
 
 _TOKEN_REASON = {401: "missing", 403: "wrong"}
+
+
+def _encode(answer: Mapping[str, Any]) -> bytes:
+    return json.dumps(dict(answer), ensure_ascii=False).encode()
+
 
 _PREFIX = ENV_HEADER_PREFIX.encode()
 
@@ -320,8 +362,10 @@ def serve(
     host: str = "127.0.0.1",
     port: int,
     on_listen: Callable[[str, int], None] | None = None,
+    web: Any = None,
 ) -> None:
-    """Listen on loopback and answer hook calls until SIGINT or SIGTERM.
+    """Listen on loopback and answer hook calls until SIGINT or SIGTERM; with `web`
+    (ui/mount.py's `WebMount`), serve the web view under `/ui/` too.
 
     Refuses a non-loopback host (NotLoopback) and a second live server (ServerAlreadyRunning);
     writes the discovery file once listening and removes it on the way out.
@@ -341,8 +385,8 @@ def serve(
     sock = bind_loopback(ip, port)
     bound_port: int = sock.getsockname()[1]
     config = uvicorn.Config(
-        RecallApp(answer, token),
-        lifespan="off",
+        RecallApp(answer, token, web),
+        lifespan="off" if web is None else "on",
         access_log=False,
         log_level="warning",
         server_header=False,

@@ -39,6 +39,9 @@ deliveries, effectiveness counters, run evidence IDs, candidates, deferral (typi
 def rendered_lesson_size(lesson: Lesson) -> int:
     """Bytes a lesson takes in a task as the prompt shows it: indented JSON, three levels
     deep, plus `SUPPLIED_EXTRA_BYTES`."""
+    evidence = lesson.evidence.without_excerpts()  # a task shows no recorded text
+    if evidence is not lesson.evidence:
+        lesson = lesson.model_copy(update={"evidence": evidence})
     text = lesson.model_dump_json(indent=2)
     return len(text.encode("utf-8")) + 4 * (text.count("\n") + 1) + SUPPLIED_EXTRA_BYTES
 

@@ -152,17 +152,6 @@ def describe_proposed(
     ]
 
 
-async def bounded_propose(
-    store: LessonStore, proposed: Sequence[CreateLesson | AdaptLesson], seconds: float
-) -> list[int]:
-    """`store.propose`, shielded from cancellation and bounded like the publish."""
-    with anyio.CancelScope(shield=True):
-        with anyio.move_on_after(seconds) as bound:
-            return await store.propose(proposed)
-    assert bound.cancelled_caught
-    raise DeadlineExceeded("keeping the proposals", seconds)
-
-
 def consumed_candidates(
     outcomes: Mapping[SpecialistName, Outcome], shown: Mapping[str, int]
 ) -> list[Consumed]:
@@ -191,6 +180,7 @@ async def bounded_publish(
     consumed: Sequence[Consumed] = (),
     wait_until: float | None = None,
     mark: PublishMark | None = None,
+    proposals: Sequence[CreateLesson | AdaptLesson] = (),
 ) -> PublishReceipt:
     """`store.publish`, shielded from the caller's cancellation, bounded by `seconds`.
 
@@ -205,12 +195,13 @@ async def bounded_publish(
         limit = min(limit, max(wait_until, now + PUBLISH_GRACE))
     with anyio.CancelScope(shield=True):
         with anyio.CancelScope(deadline=limit) as bound:
-            if mark is None:
-                return await store.publish(
-                    pending, effectiveness, candidates=candidates, consumed=consumed
-                )
+            extra: dict[str, Any] = {}
+            if mark is not None:
+                extra["mark"] = mark
+            if proposals:  # manual review: kept in the publish's own transaction
+                extra["proposals"] = proposals
             return await store.publish(
-                pending, effectiveness, candidates=candidates, consumed=consumed, mark=mark
+                pending, effectiveness, candidates=candidates, consumed=consumed, **extra
             )
     assert bound.cancelled_caught
     raise DeadlineExceeded("the publish (waiting for the store's lock)", limit - now)
@@ -233,8 +224,8 @@ async def publish(
     observations of lessons, its refused near-duplicates as adaptation `candidates`, and
     the consumption of the candidates each maintenance decision was `shown` (highest seq
     by lesson ID), in one transaction (see module). With `review="manual"`, creations and
-    adaptations are kept as proposals for a person instead (docs/review.md), right after
-    that transaction."""
+    adaptations are kept as proposals for a person instead (docs/review.md), in that same
+    transaction: a crash never keeps the publish without its proposals."""
     unresolved: list[ConflictReport] = []
     rounds = 0
     while True:
@@ -263,6 +254,7 @@ async def publish(
                 consumed=consumed,
                 wait_until=ctx.deadline,
                 mark=mark,
+                proposals=proposed,
             )
         except RevisionConflict as exc:
             stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}
@@ -277,7 +269,8 @@ async def publish(
             ctx.notify("published", detail=f"{len(pending)} change(s)")
             result.mutations = describe(pending, receipt)
             if proposed:
-                await _propose(ctx, store, proposed, result)
+                ctx.notify("proposed", detail=f"{len(receipt.proposed)} change(s) for review")
+                result.mutations += describe_proposed(proposed, receipt.proposed)
             return result
         rounds += 1
         ctx.notify("conflict", detail=", ".join(sorted(stale)))
@@ -293,21 +286,6 @@ async def publish(
             unresolved.extend(_conflict_reports(out, ids, stale))
             if out.status == "reconciled":
                 out.end("failed", f"revision conflict on {', '.join(ids)}: not decided again")
-
-
-async def _propose(
-    ctx: Context, store: LessonStore, proposed: Sequence[Any], result: Publication
-) -> None:
-    try:
-        seqs = await bounded_propose(store, proposed, ctx.limits.publish_seconds)
-    except Exception as exc:  # e.g. an adapted lesson retired meanwhile: nothing kept
-        log.warning("keeping the proposals of run %s failed: %s", ctx.record.run_id, exc)
-        result.error = f"proposals not kept: {type(exc).__name__}: {exc}"
-        result.counts = result.counts.model_copy(update={"proposed": 0})
-        result.mutations += describe_proposed(proposed, None)
-        return
-    ctx.notify("proposed", detail=f"{len(seqs)} change(s) for review")
-    result.mutations += describe_proposed(proposed, seqs)
 
 
 def _owners(

@@ -32,7 +32,7 @@ from pydantic import JsonValue
 from active_memory.checkout import Checkout
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.evidence import ScanResult
-from active_memory.lessons import Lesson
+from active_memory.lessons import Citation, Lesson
 from active_memory.orchestrator.batching import cut_for_prompt
 from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
 from active_memory.orchestrator.outcome import Outcome
@@ -55,6 +55,7 @@ from active_memory.specialists.mutations import (
 )
 from active_memory.specialists.providers import Message, ProviderSession
 from active_memory.specialists.tasks import (
+    ChangedCodeView,
     DiscoveryTask,
     LessonRef,
     MaintenanceTask,
@@ -285,7 +286,9 @@ async def ask_batch(
     checks fail, ask once more with every failure listed and check that answer."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
     if ctx.checkout is not None:
-        task = await in_thread(functools.partial(with_changed_code, task, ctx.checkout))
+        task = await in_thread(
+            functools.partial(with_changed_code, task, ctx.checkout, ctx.task_bytes(name))
+        )
     data = task.to_json()
     prompt = ctx.prompts.render(name, task, data)
     reply = await session.ask(prompt, answer_schema(name), input=data)
@@ -331,45 +334,65 @@ CHANGED_LINES_SHOWN = 20
 """Lines now of a changed citation a maintenance task shows."""
 
 
-def with_changed_code(task: MaintenanceTask, checkout: Checkout) -> MaintenanceTask:
-    """`task` with each stale lesson's changed citations and their lines now
-    (docs/staleness.md): maintenance judges whether the lesson still holds."""
+def with_changed_code(
+    task: MaintenanceTask, checkout: Checkout, max_bytes: int | None = None
+) -> MaintenanceTask:
+    """`task` with each stale lesson's changed citations: a diff from the text recorded
+    at publish to the lines now, else the lines now and "recorded text unknown"
+    (docs/staleness.md): maintenance judges whether the lesson still holds. Within
+    `max_bytes` rendered bytes when the task was: views are shortened, and marked cut."""
     from active_memory.checkout.staleness import changed_citations
-    from active_memory.specialists.tasks import ChangedCodeView
 
     lessons = []
     for lesson in task.lessons:
         changed = changed_citations(checkout, lesson.evidence.citations)
         if changed:
-            views = tuple(
-                ChangedCodeView(
-                    path=c.citation.path,
-                    lines=c.citation.lines,
-                    why=c.why,
-                    now=tuple(_lines_now(checkout, c.citation.path, c.citation.lines))
-                    if c.why != "file gone"
-                    else (),
-                )
-                for c in changed[:3]
-            )
+            # The task shows citations without their recorded text; the store has it.
+            views = tuple(_changed_view(checkout, c.citation, c.why) for c in changed[:3])
             lesson = lesson.model_copy(update={"cited_code_changed": views})
         lessons.append(lesson)
-    return task.model_copy(update={"lessons": tuple(lessons)})
+    out = task.model_copy(update={"lessons": tuple(lessons)})
+    return _within(out, task, max_bytes) if max_bytes is not None else out
 
 
-def _lines_now(checkout: Checkout, path: str, lines: tuple[int, int] | None) -> list[str]:
-    from active_memory.checkout.staleness import MAX_FILE_BYTES
-    from active_memory.reader import read_file_bytes
+def _changed_view(checkout: Checkout, citation: Citation, why: str) -> ChangedCodeView:
+    from active_memory.checkout.staleness import lines_now, recorded_diff
 
-    try:
-        data = read_file_bytes(checkout.root / path, MAX_FILE_BYTES)  # never a FIFO
-    except OSError:
-        return []
-    if data is None:
-        return []
-    split = data.decode("utf-8", errors="replace").splitlines()
-    start, end = lines if lines is not None else (1, len(split))
-    return split[start - 1 : min(end, start - 1 + CHANGED_LINES_SHOWN)]
+    now = lines_now(checkout, citation.path, citation.lines) if why != "file gone" else []
+    if citation.excerpt is None:
+        shown = tuple(now[:CHANGED_LINES_SHOWN])
+        return ChangedCodeView(path=citation.path, lines=citation.lines, why=why, now=shown,
+                               note="recorded text unknown")  # fmt: skip
+    diff, cut = recorded_diff(citation, now)
+    return ChangedCodeView(path=citation.path, lines=citation.lines, why=why, diff=tuple(diff),
+                           note="diff cut" if cut else "")  # fmt: skip
+
+
+def _within(task: MaintenanceTask, bare: MaintenanceTask, max_bytes: int) -> MaintenanceTask:
+    """`task` with its changed-code views' lines halved until it fits `max_bytes` (or
+    `bare`'s size, the task without them, which was fitted already). Each view keeps
+    its path, lines, why and note: which code changed is never cut, only how."""
+    from active_memory.specialists.tasks import rendered_size
+
+    limit = max(max_bytes, rendered_size(bare))
+    while rendered_size(task) > limit:
+        lessons, shrunk = [], False
+        for lesson in task.lessons:
+            views = []
+            for view in lesson.cited_code_changed:
+                if view.diff or view.now:
+                    shrunk = True
+                    view = view.model_copy(update={
+                        "diff": view.diff[: len(view.diff) // 2],
+                        "now": view.now[: len(view.now) // 2],
+                        "note": "recorded text unknown; cut" if view.now else "diff cut",
+                    })  # fmt: skip
+                views.append(view)
+            lessons.append(lesson.model_copy(update={"cited_code_changed": tuple(views)}))
+        task = task.model_copy(update={"lessons": tuple(lessons)})
+        if not shrunk:
+            break
+    return task
 
 
 def _maintenance_task(

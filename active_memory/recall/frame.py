@@ -22,7 +22,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Protocol, TypeVar
 
     from active_memory.recall.types import SkipReason
@@ -46,6 +46,11 @@ FRAME_BYTES = len(OPEN.encode("utf-8")) + 1 + len(CLOSE.encode("utf-8"))
 
 SEPARATOR_BYTES = 1
 """The blank line between two cards (each card block already ends in a newline)."""
+
+MAX_MARKED = 24
+"""Cards with citations `select` asks `mark` about per call; the walk stops there. A
+2 KB budget admits about 20 small cards, so this bounds only a walk that keeps finding
+cards that fit bare but not with their stale line (each check is a `stat`, or a hash)."""
 
 _TAG_LETTERS = "activememory"
 
@@ -197,18 +202,23 @@ def select(
     remaining: int,
     *,
     floor: int = 0,
+    mark: Callable[[CardT], CardT] | None = None,
 ) -> tuple[list[CardT], list[tuple[CardT, SkipReason]], int]:
     """Cards to deliver from `hits` (already in delivery order) within `remaining` bytes.
 
     Complete cards only; an (id, revision) in `delivered` is skipped; a card that does not
     fit is skipped and the next one tried. With `floor` (the smallest card's size) it
     stops taking from `hits` once not even such a card would fit, so a lazy `hits` is
-    never read further than what could be delivered. Returns (admitted, skipped with
-    reason, bytes the delivery costs, frame included; 0 when nothing is admitted).
+    never read further than what could be delivered. `mark` may return a card grown by a
+    stale line (recall/stale.py); it is asked only for a cited card that fits as it is,
+    the grown card must fit too, and after `MAX_MARKED` such cards a walk with `floor`
+    stops (a listing skips the other cited cards as `unchecked`).
+    Returns (admitted, skipped with reason, bytes the delivery costs, frame included; 0
+    when nothing is admitted).
     """
     admitted: list[CardT] = []
     skipped: list[tuple[CardT, SkipReason]] = []
-    cost = 0
+    cost = marked = 0
     iterator = iter(hits)
     while True:
         if floor and cost + floor + (SEPARATOR_BYTES if admitted else FRAME_BYTES) > remaining:
@@ -223,6 +233,19 @@ def select(
         if cost + extra > remaining:
             skipped.append((hit, "over_budget"))
             continue
+        if mark is not None and getattr(hit, "cited", None) is not None:
+            if marked == MAX_MARKED:
+                if floor:
+                    break  # a walk for delivery stops here
+                skipped.append((hit, "unchecked"))  # a listing (`recall --json`) goes on
+                continue
+            marked += 1
+            grown = mark(hit)
+            if grown is not hit:
+                hit, extra = grown, extra + grown.size - hit.size
+                if cost + extra > remaining:
+                    skipped.append((hit, "over_budget"))
+                    continue
         admitted.append(hit)
         cost += extra
     return admitted, skipped, cost

@@ -1,7 +1,8 @@
 """Building one recall generation from the previous one and the store's changes (pure).
 
 A generation's *source* is the list of its cards in lesson-ID order, each
-`(id, revision, rendered card, files, folders, identifiers, keywords)`. The next
+`(id, revision, rendered card, cited, files, folders, identifiers, keywords)` (`cited`:
+index.py). The next
 generation's source is the previous one with the changed rows applied: an `active` row
 replaces (or adds) its card, any other status removes it. The store is read only for
 the rows that changed (`LessonStore.changes`), never the whole scope again. New lessons
@@ -30,6 +31,7 @@ from active_memory.recall.index import (
     KEYS_PER_SHARD,
     KEYWORD,
     BuiltIndex,
+    Cited,
     IndexCard,
     SnapshotIndex,
     build_index,
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 Record = tuple["Any", ...]
-"""(id, revision, card text, files, folders, identifiers, keywords)."""
+"""(id, revision, card text, cited, files, folders, identifiers, keywords)."""
 
 
 class StoredRowUnreadable(ValueError):
@@ -59,7 +61,8 @@ def record_of(row: Sequence[Any], *, matched: bool) -> Record | None:
         return None
     text = render_card(str(lesson_id), int(revision), title or "", recommendation or "")
     if not matched:
-        return (lesson_id, int(revision), text, (), (), (), ())
+        return (lesson_id, int(revision), text, None, (), (), (), ())
+    cited = cited_of(lesson_id, row[6], row[7]) if len(row) > 7 else None
     try:
         value = jsonio.loads(associations or "{}")
     except ValueError as exc:
@@ -70,11 +73,44 @@ def record_of(row: Sequence[Any], *, matched: bool) -> Record | None:
         lesson_id,
         int(revision),
         text,
+        cited,
         tuple(value.get("files") or ()),
         tuple(value.get("folders") or ()),
         tuple(value.get("identifiers") or ()),
         tuple(tuple(group) for group in value.get("keywords") or ()),
     )
+
+
+MAX_CITED = 16
+"""Fingerprinted ranges kept per card (the latest ones); delivery checks at most these."""
+
+
+def cited_of(lesson_id: object, updated_at: object, citations: object) -> Cited | None:
+    """A card's revision date and its fingerprinted cited ranges, from a change row's
+    `updated_at` and citations (a JSON array of `[path, first, last, sha256]`, in the
+    order recorded); None when no citation has a fingerprint.
+
+    A range cited again (an adaptation re-cites it) keeps its latest fingerprint."""
+    if not citations:
+        return None
+    try:
+        value = jsonio.loads(str(citations))
+    except ValueError as exc:
+        raise StoredRowUnreadable(f"lesson {lesson_id}: citations: {exc}") from None
+    latest: dict[tuple[str, int, int], str] = {}
+    for item in value if isinstance(value, list) else ():
+        if not isinstance(item, list) or len(item) != 4:
+            continue
+        path, first, last, digest = item
+        if not isinstance(path, str) or not isinstance(digest, str) or len(digest) != 64:
+            continue
+        key = (path, int(first or 0), int(last or 0))
+        latest.pop(key, None)  # re-inserted last: the newest fingerprints are kept
+        latest[key] = digest
+    if not latest:
+        return None
+    ranges = tuple((*key, digest) for key, digest in latest.items())[-MAX_CITED:]
+    return (str(updated_at or "")[:10], ranges)
 
 
 def next_source(
@@ -110,10 +146,11 @@ def full(records: Sequence[Record], scope: dict[str, Any]) -> BuiltIndex:
                 record[0],
                 record[1],
                 record[2],
-                files=record[3],
-                folders=record[4],
-                identifiers=record[5],
-                keywords=record[6],
+                cited=record[3],
+                files=record[4],
+                folders=record[5],
+                identifiers=record[6],
+                keywords=record[7],
             )
             for record in records
         ]
@@ -129,7 +166,8 @@ def source_of(index: SnapshotIndex) -> list[Record]:
         associations = index.load(key_shards + card_shards + number)
         for card, assoc in zip(cards, associations, strict=True):
             if card is not None:
-                records.append((*card, *assoc))
+                # A format 2 card has no `cited` (it is never built upon; kept readable).
+                records.append((*card[:3], card[3] if len(card) > 3 else None, *assoc))
     return records
 
 
@@ -208,9 +246,9 @@ def _incremental(
         if record is None:
             card_shard[offset] = assoc_shard[offset] = None
         else:
-            card_shard[offset] = record[:3]
-            assoc_shard[offset] = record[3:]
-            added[ordinal] = record[3:]
+            card_shard[offset] = record[:4]
+            assoc_shard[offset] = record[4:]
+            added[ordinal] = record[4:]
             size = len(record[2].encode("utf-8"))
             min_card = size if min_card == 0 else min(min_card, size)
     if cards_count - live > cards_count // 4 + 64:

@@ -15,9 +15,12 @@ checksums of the store location and of the complete scope, so two stores or two
 repositories sharing a graph never share a file):
 
 - `g<store version, 16 hex>.gen`: one immutable generation (index.py format);
-- `CURRENT`: marshal `{"generation": file name, "checked": store version}`, and for a
-  SQLite store optionally `"stamp"`/`"stamped"`: what the store's files were when
-  `checked` was read (see "Stamps" below).
+- `CURRENT`: marshal `{"generation": file name, "checked": store version, "format":
+  index format}`, and for a SQLite store optionally `"stamp"`/`"stamped"`: what the
+  store's files were when `checked` was read (see "Stamps" below). A `CURRENT` of
+  another format (before the format was recorded: 2) reads as no generation yet, so the
+  scope is rebuilt from a complete read, as at its first pin; runs pinned to the older
+  file keep reading it (index.py reads format 2).
 
 `refresh` brings a scope up to the store's version: it reads only the changes since the
 version `CURRENT` was checked at (one indexed query; none in the steady state), builds
@@ -50,6 +53,7 @@ import time
 import zlib
 
 from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
+from active_memory.recall.index import FORMAT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,6 +122,8 @@ def _read_pointer(folder: str) -> tuple[str, int, Stamp | None, float] | None:
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE} ({exc})") from None
     if not isinstance(name, str) or not isinstance(checked, int):
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE}")
+    if value.get("format") != FORMAT:
+        return None  # built by an older version: rebuild (the old file stays readable)
     if not isinstance(stamp, tuple) or not isinstance(stamped, float):
         stamp = None  # an older writer's pointer, or a damaged stamp: read the store
     return name, checked, stamp, stamped
@@ -234,7 +240,7 @@ def refresh(
 
 def _pointer(name: str, checked: int, taken: tuple[Stamp, float] | None) -> bytes:
     """`CURRENT`'s bytes: the generation, the version it was checked at, and its stamp."""
-    value: dict[str, Any] = {"generation": name, "checked": checked}
+    value: dict[str, Any] = {"generation": name, "checked": checked, "format": FORMAT}
     if taken is not None:
         value["stamp"], value["stamped"] = taken
     return marshal.dumps(value)

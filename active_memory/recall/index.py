@@ -7,8 +7,12 @@ A generation is one file (`encode_generation`), written once, then only read:
 - key shards: each a dict from index key to postings. A key lands in shard
   `crc32(key) % key_shards`; `key_shards` is a power of two chosen so a shard holds
   about `KEYS_PER_SHARD` keys whatever the number of lessons;
-- card shards: each a tuple of `(id, revision, rendered text)` for `CARDS_PER_SHARD`
-  consecutive ordinals;
+- card shards: each a tuple of `(id, revision, rendered text, cited)` for
+  `CARDS_PER_SHARD` consecutive ordinals; `cited` is None, or `(date, ranges)`: the
+  revision's date (`YYYY-MM-DD`) and the fingerprinted cited ranges
+  `(path, first line, last line, sha256)` (lines 0, 0: the whole file), which delivery
+  checks to frame a stale card (stale.py). Format 2 had no `cited` and is still read;
+  it is never built upon (generations.py rebuilds a scope whose current one is older);
 - the source: what the next generation is built from (generation.py), read only then.
 
 Index keys: `f\\0<file>`, `d\\0<folder>`, `i\\0<identifier>` → ordinals; `k\\0<term>` →
@@ -33,10 +37,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
-FORMAT = 2
+FORMAT = 3
+READABLE_FORMATS = (2, 3)
+"""Format 2 (before `cited`) is still read: a run pinned to one keeps working."""
 KEYS_PER_SHARD = 64
 CARDS_PER_SHARD = 32
-MAGIC = b"AMGEN\x00\x02\x00"
+MAGIC = b"AMGEN\x00\x03\x00"
+_MAGICS = (b"AMGEN\x00\x02\x00", MAGIC)
+
+Cited = tuple[str, tuple[tuple[str, int, int, str], ...]]
+"""A card's revision date and its fingerprinted cited ranges (see the module docstring)."""
 
 FILE, FOLDER, IDENTIFIER, KEYWORD = "f\0", "d\0", "i\0", "k\0"
 
@@ -57,7 +67,9 @@ class SnapshotCorrupt(Exception):
 class IndexCard:
     """What the index keeps of one lesson: identity, card text, associations."""
 
-    __slots__ = ("files", "folders", "id", "identifiers", "keywords", "revision", "text")
+    __slots__ = (
+        "cited", "files", "folders", "id", "identifiers", "keywords", "revision", "text"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -69,8 +81,10 @@ class IndexCard:
         folders: Sequence[str] = (),
         identifiers: Sequence[str] = (),
         keywords: Sequence[Sequence[str]] = (),
+        cited: Cited | None = None,
     ) -> None:
         self.id = id
+        self.cited = cited
         self.revision = revision
         self.text = text  # the rendered card block (frame.render_card)
         self.files = tuple(files)
@@ -198,7 +212,9 @@ def build_index(
         key_shards[key_shard(key, shard_count)][key] = tuple(values)
     step = CARDS_PER_SHARD
     card_shards = [
-        tuple((card.id, card.revision, card.text) for card in ordered_cards[i : i + step])
+        tuple(
+            (card.id, card.revision, card.text, card.cited) for card in ordered_cards[i : i + step]
+        )
         for i in range(0, len(ordered_cards), step)
     ]
     assoc_shards = [
@@ -272,7 +288,7 @@ class SnapshotIndex:
         try:
             descriptor = os.open(path, os.O_RDONLY)
             prefix = _read_at(descriptor, len(MAGIC) + 8, 0)
-            if len(prefix) != len(MAGIC) + 8 or prefix[: len(MAGIC)] != MAGIC:
+            if len(prefix) != len(MAGIC) + 8 or prefix[: len(MAGIC)] not in _MAGICS:
                 raise SnapshotCorrupt(path, f"not a generation (this version reads {FORMAT})")
             size = int.from_bytes(prefix[len(MAGIC) :], "little")
             meta = marshal.loads(_read_at(descriptor, size, len(prefix)))
@@ -315,7 +331,7 @@ class SnapshotIndex:
     @classmethod
     def from_bytes(cls, data: bytes, name: str = "<memory>") -> SnapshotIndex:
         """A generation held in memory (e.g. a look-only recall before it is written)."""
-        if data[: len(MAGIC)] != MAGIC:
+        if data[: len(MAGIC)] not in _MAGICS:
             raise SnapshotCorrupt(name, f"not a generation (this version reads {FORMAT})")
         size = int.from_bytes(data[len(MAGIC) : len(MAGIC) + 8], "little")
         base = len(MAGIC) + 8 + size
@@ -369,14 +385,15 @@ class SnapshotIndex:
         )
         return found
 
-    def card(self, ordinal: int) -> tuple[str, int, str]:
-        """(id, revision, rendered text) of the card numbered `ordinal`."""
+    def card(self, ordinal: int) -> tuple[Any, ...]:
+        """(id, revision, rendered text, cited) of the card numbered `ordinal` (no `cited`
+        in a format 2 generation)."""
         card = self.card_or_hole(ordinal)
         if card is None:
             raise SnapshotCorrupt(self.directory, f"no card {ordinal}")
         return card
 
-    def card_or_hole(self, ordinal: int) -> tuple[str, int, str] | None:
+    def card_or_hole(self, ordinal: int) -> tuple[Any, ...] | None:
         """The card numbered `ordinal`, or None where a removed card was."""
         number, offset = divmod(ordinal, self.meta["cards_per_shard"])
         shard = self._cards.get(number)
@@ -386,15 +403,15 @@ class SnapshotIndex:
                 raise SnapshotCorrupt(self.directory, f"card shard {number} is not a list")
             self._cards[number] = shard
         try:
-            card: tuple[str, int, str] | None = shard[offset]
+            card: tuple[Any, ...] | None = shard[offset]
         except IndexError:
             raise SnapshotCorrupt(self.directory, f"no card {ordinal}") from None
         return card
 
     def cards(self) -> list[tuple[str, int, str]]:
-        """Every card, in lesson-ID order."""
+        """Every card's (id, revision, rendered text), in lesson-ID order."""
         found = (self.card_or_hole(ordinal) for ordinal in range(self.card_count))
-        return [card for card in found if card is not None]
+        return [(card[0], card[1], card[2]) for card in found if card is not None]
 
     def preload(self) -> None:
         """Load every key and card shard now, so no lookup touches the file."""
@@ -422,7 +439,7 @@ def _read_at(descriptor: int, size: int, offset: int) -> bytes:
 
 
 def _check_meta(meta: Any, directory: str) -> None:
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") not in READABLE_FORMATS:
         raise SnapshotCorrupt(directory, f"unknown index format (this version reads {FORMAT})")
     offsets = meta.get("offsets")
     if not isinstance(offsets, tuple) or len(offsets) != (

@@ -86,8 +86,9 @@ def _tier(
             continue
         previous = ordinal
         seen.add(ordinal)
-        lesson_id, revision, text = index.card(ordinal)
-        yield CardHit(lesson_id, revision, score, kind, text, ordinal)
+        card = index.card(ordinal)
+        cited = card[3] if len(card) > 3 else None  # format 2: nothing cited
+        yield CardHit(card[0], card[1], score, kind, card[2], ordinal, cited)
 
 
 def match(index: SnapshotIndex, signals: Signals) -> list[CardHit]:

@@ -435,6 +435,20 @@ class SnapshotCache:
         _trim(self._indexes, self.max_runs * 2)
         return index
 
+    def resident(self, context: RecallContext) -> bool:
+        """True when answering the context's call reads no store and builds nothing: its
+        run's repository generation is pinned and open here, and its graph scope (if
+        any) pinned. The server answers such a call on its event loop."""
+        if context.dry_run:
+            return False
+        scope = repository_scope(context)
+        if scope is not None:
+            path = self._pins.get((context.recall_dir, context.run_key, scope.name))
+            if path is None or path not in self._indexes:
+                return False
+        scope = graph_scope(context)
+        return scope is None or pinned(context, scope) is not None
+
     def repository_index(self, context: RecallContext) -> SnapshotIndex | None:
         """The repository generation the context's run pinned (pinned now if needed)."""
         scope = repository_scope(context)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     MatchKind = Literal["file", "folder", "identifier", "keywords"]
-    SkipReason = Literal["delivered_before", "over_budget"]
+    SkipReason = Literal["delivered_before", "over_budget", "unchecked"]
 
 DEFAULT_BUDGET_BYTES = 2048
 """SPEC §2 `budgetBytes` default: bytes of cards, framing included, per provider session."""
@@ -143,12 +143,24 @@ class RecallContext:
 
 
 class CardHit:
-    """One card a tool call matched: why (`match`, `score`) and its rendered text."""
+    """One card a tool call matched: why (`match`, `score`) and its rendered text.
 
-    __slots__ = ("id", "match", "ordinal", "revision", "score", "text")
+    `cited`: the card's revision date and fingerprinted cited ranges (index.py), checked
+    when the card is about to be admitted; `stale`: the ranges found changed then (the
+    text then carries the stale line, recall/stale.py), else empty.
+    """
+
+    __slots__ = ("cited", "id", "match", "ordinal", "revision", "score", "stale", "text")
 
     def __init__(
-        self, id: str, revision: int, score: int, match: MatchKind, text: str, ordinal: int = 0
+        self,
+        id: str,
+        revision: int,
+        score: int,
+        match: MatchKind,
+        text: str,
+        ordinal: int = 0,
+        cited: Any = None,
     ) -> None:
         self.id = id
         self.revision = revision
@@ -156,6 +168,8 @@ class CardHit:
         self.match: MatchKind = match
         self.text = text
         self.ordinal = ordinal  # rank in lesson-ID order inside its snapshot
+        self.cited = cited
+        self.stale: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -163,8 +177,15 @@ class CardHit:
         return len(self.text.encode("utf-8"))
 
     def to_json(self) -> dict[str, Any]:
-        """SPEC §10's card entry: id, revision, score, match."""
-        return {"id": self.id, "revision": self.revision, "score": self.score, "match": self.match}
+        """SPEC §10's card entry: id, revision, score, match; a stale card adds
+        `"stale": true` and the changed ranges (`cited_code_changed`)."""
+        entry: dict[str, Any] = {
+            "id": self.id, "revision": self.revision, "score": self.score, "match": self.match
+        }  # fmt: skip
+        if self.stale:
+            entry["stale"] = True
+            entry["cited_code_changed"] = list(self.stale)
+        return entry
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CardHit):

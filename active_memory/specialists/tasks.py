@@ -29,7 +29,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_serializer,
+)
 
 from active_memory.checkout import Checkout
 from active_memory.evidence import EvidenceItem, ScanResult, scan
@@ -173,12 +179,28 @@ class CandidateView(_Model):
 
 
 class ChangedCodeView(_Model):
-    """A citation of a stale lesson: what changed, and the cited lines as they are now."""
+    """A citation of a stale lesson: what changed, and how: a unified diff from the text
+    recorded at publish to the lines now (`diff`), or, for a lesson published before
+    texts were recorded, the cited lines as they are now (`now`) and a `note` saying the
+    recorded text is unknown. `note` also says when the diff was cut."""
 
     path: str
     lines: tuple[int, int] | None
     why: str  # "lines changed", "lines gone", "file gone"
     now: tuple[str, ...] = ()
+    diff: tuple[str, ...] = ()
+    note: str = ""
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in ("diff", "note"):
+                if not data.get(name):
+                    data.pop(name, None)
+            if "diff" in data:
+                data.pop("now", None)  # the diff holds the lines now
+        return data
 
 
 class SuppliedLesson(_Model):
@@ -203,6 +225,14 @@ class SuppliedLesson(_Model):
     candidates: tuple[CandidateView, ...] = ()
     cited_code_changed: tuple[ChangedCodeView, ...] = ()
     """Its citations whose code changed since it was published, with the lines now."""
+
+    @field_serializer("evidence", mode="wrap")
+    def _without_recorded_text(
+        self, value: Evidence, handler: SerializerFunctionWrapHandler
+    ) -> Any:
+        # The text recorded at publish is shown as a diff (`cited_code_changed`), never
+        # as is: tasks of lessons with recorded text stay as they were.
+        return handler(value.without_excerpts())
 
     @model_serializer(mode="wrap")
     def _without_unchanged(self, handler: SerializerFunctionWrapHandler) -> Any:

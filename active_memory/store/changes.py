@@ -24,9 +24,27 @@ if TYPE_CHECKING:
     from typing import Any
 
 CHANGE_COLUMNS = "id, revision, status, title, recommendation, associations"
-"""What a change row holds: id, revision, status, title, recommendation, associations JSON."""
+"""What a change row holds first: id, revision, status, title, recommendation, associations
+JSON. Two more follow (`_CITED`): the revision's date (`updated_at`, UTC, as text) and the
+lesson's fingerprinted citations as one JSON array of `[path, first line, last line,
+sha256]` (lines 0, 0: the whole file) in the order recorded, which recall keeps per card
+to frame a stale one at delivery (docs/staleness.md). Only those four fields are read
+from each citation: its recorded text (`excerpt`) stays in the store."""
 
-ChangeRow = tuple[str, int, str, "str | None", "str | None", "str | None"]
+_CITED = {
+    "sqlite": ", updated_at, (SELECT json_group_array(json_array(json_extract(value, '$.path'), "
+    "ifnull(json_extract(value, '$.lines[0]'), 0), ifnull(json_extract(value, '$.lines[1]'), 0), "
+    "json_extract(value, '$.sha256'))) FROM (SELECT value FROM lesson_evidence "
+    "WHERE lesson_id = lessons.id AND kind = 'citation' "
+    "AND json_extract(value, '$.sha256') IS NOT NULL ORDER BY seq))",
+    "postgres": ", to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), "
+    "(SELECT json_agg(json_build_array(c->>'path', "
+    "coalesce((c->'lines'->>0)::int, 0), coalesce((c->'lines'->>1)::int, 0), c->>'sha256') "
+    "ORDER BY seq)::text FROM (SELECT seq, value::json AS c FROM lesson_evidence "
+    "WHERE lesson_id = lessons.id AND kind = 'citation') AS cited WHERE c->>'sha256' IS NOT NULL)",
+}
+
+ChangeRow = tuple[str, int, str, "str | None", "str | None", "str | None", "str", "str | None"]
 
 
 class ScopeChanges:
@@ -92,7 +110,9 @@ def scope_clause(scope: ScopeKey, placeholder: Any) -> tuple[str, list[str]]:
     )
 
 
-def changes_query(scope: ScopeKey, since: int | None, placeholder: Any) -> tuple[str, list[Any]]:
+def changes_query(
+    scope: ScopeKey, since: int | None, placeholder: Any, *, dialect: str = "sqlite"
+) -> tuple[str, list[Any]]:
     """The SELECT of `scope`'s changes since `since` (None: its active lessons)."""
     where, names = scope_clause(scope, placeholder)
     params: list[Any] = list(names)
@@ -101,7 +121,10 @@ def changes_query(scope: ScopeKey, since: int | None, placeholder: Any) -> tuple
     else:
         where += f" AND change_version > {placeholder(len(params) + 1)}"
         params = [*params, since]
-    return f"SELECT {CHANGE_COLUMNS} FROM lessons WHERE {where}", params
+    columns = CHANGE_COLUMNS + _CITED[dialect]
+    if dialect == "postgres":
+        columns = columns.replace("associations", "associations::text", 1)
+    return f"SELECT {columns} FROM lessons WHERE {where}", params
 
 
 def sqlite_uri(path: str) -> str:

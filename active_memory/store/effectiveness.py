@@ -129,3 +129,83 @@ def row_to_effectiveness(values: Sequence[Any]) -> Effectiveness:
         recurred_when_not_delivered=int(values[3]),
         last_run_id=values[4],
     )
+
+
+# --- dated history (schema 7) ----------------------------------------------------------
+#
+# Beside the counters, every counted observation is kept as a dated event (one per lesson
+# and run), written in the same publish transaction. Counters older than the migration to
+# version 7 have no dates: the history starts then (`EVENTS_SINCE_KEY`), never invented.
+
+EVENTS_SINCE_KEY = "effectiveness_events_since"
+"""`store_meta` key: epoch seconds from which effectiveness events are recorded."""
+
+
+class EffectivenessPoint(BaseModel):
+    """One run's observation of one lesson, or (`run_id` None) one UTC day's sum over
+    every lesson, in the counters' four terms."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at: str  # ISO time of the publish, or the day (YYYY-MM-DD) of a sum
+    run_id: str | None
+    delivered: int
+    recurred_when_delivered: int
+    touched_not_delivered: int
+    recurred_when_not_delivered: int
+
+
+class EffectivenessHistory(BaseModel):
+    """Dated effectiveness events, and since when the store records them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    since: str | None  # ISO UTC; None: a store without the events table (never here)
+    points: list[EffectivenessPoint]
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"since", "points": [...]}` as the API gives it."""
+        return self.model_dump(mode="json")
+
+
+def event_rows(
+    observations: Sequence[tuple[str, int, int, int, int, str]], at: str
+) -> list[tuple[str, str, int, int, str]]:
+    """Event rows (lesson ID, run ID, delivered, recurred, at) of `observation_rows`."""
+    return [(row[0], row[5], row[1], int(bool(row[2] or row[4])), at) for row in observations]
+
+
+EVENT_POINT_SQL = (
+    "SELECT at, run_id, delivered, delivered * recurred, 1 - delivered, "
+    "(1 - delivered) * recurred FROM lesson_effectiveness_events "
+    "WHERE lesson_id = {p} ORDER BY at, seq"
+)
+"""One lesson's events, oldest first (`{p}`: the backend's placeholder)."""
+
+DAY_POINT_SQL = (
+    "SELECT substr(at, 1, 10) AS day, NULL, SUM(delivered), SUM(delivered * recurred), "
+    "SUM(1 - delivered), SUM((1 - delivered) * recurred) FROM lesson_effectiveness_events "
+    "GROUP BY day ORDER BY day"
+)
+"""Every lesson's events summed per UTC day, oldest first."""
+
+
+def row_to_point(row: Sequence[Any]) -> EffectivenessPoint:
+    """An `EVENT_POINT_SQL` / `DAY_POINT_SQL` row as a point."""
+    return EffectivenessPoint(
+        at=str(row[0]),
+        run_id=row[1],
+        delivered=int(row[2]),
+        recurred_when_delivered=int(row[3]),
+        touched_not_delivered=int(row[4]),
+        recurred_when_not_delivered=int(row[5]),
+    )
+
+
+def since_iso(value: object) -> str | None:
+    """The `EVENTS_SINCE_KEY` value (epoch seconds) as ISO UTC."""
+    if value is None:
+        return None
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(int(str(value)), UTC).isoformat()

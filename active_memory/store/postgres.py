@@ -51,13 +51,20 @@ from active_memory.store.candidates import (
     consumed_rows,
     row_to_candidate,
 )
-from active_memory.store.changes import CHANGE_COLUMNS, ScopeChanges, ScopeKey, changes_query
+from active_memory.store.changes import ScopeChanges, ScopeKey, changes_query
 from active_memory.store.effectiveness import (
+    DAY_POINT_SQL,
     EFFECTIVENESS_COLUMNS,
+    EVENT_POINT_SQL,
+    EVENTS_SINCE_KEY,
     Effectiveness,
+    EffectivenessHistory,
     RunObservation,
+    event_rows,
     observation_rows,
     row_to_effectiveness,
+    row_to_point,
+    since_iso,
 )
 from active_memory.store.location import mask_url
 from active_memory.store.planning import (
@@ -334,10 +341,7 @@ class PostgresStore:
 
     async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
         """`scope`'s lessons changed since `since`, and the version read, in one snapshot."""
-        sql, params = changes_query(scope, since, lambda n: f"${n}")
-        sql = sql.replace(
-            CHANGE_COLUMNS, CHANGE_COLUMNS.replace("associations", "associations::text"), 1
-        )
+        sql, params = changes_query(scope, since, lambda n: f"${n}", dialect="postgres")
         async with self._reading() as conn:
             version = int(await conn.fetchval(_VERSION_SQL))
             rows = [tuple(row) for row in await conn.fetch(sql, *params)]
@@ -381,15 +385,18 @@ class PostgresStore:
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
         mark: PublishMark | None = None,
+        proposals: Sequence[ProposedMutation] = (),
     ) -> PublishReceipt:
-        """Apply every mutation, effectiveness observation and candidate change in one
-        transaction, or none; with `mark`, record it in that transaction."""
+        """Apply every mutation, effectiveness observation and candidate change, and keep
+        every proposal, in one transaction, or none; with `mark`, record it there too."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
         extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
-        if not mutations and not observations and not any(extras):
+        if not mutations and not observations and not any(extras) and not proposals:
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations, extras, mark)
+        return await self._in_write_transaction(
+            self._apply, mutations, observations, extras, mark, proposals
+        )
 
     async def publish_mark(self, key: str) -> int | None:
         """The token of the last committed publish marked with `key`, or None."""
@@ -485,6 +492,7 @@ class PostgresStore:
         observations: list[tuple[str, int, int, int, int, str]],
         extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
         mark: PublishMark | None = None,
+        proposals: Sequence[ProposedMutation] = (),
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -502,6 +510,14 @@ class PostgresStore:
                 + _ADD_COUNTS
                 + " WHERE lesson_effectiveness.last_run_id IS DISTINCT FROM excluded.last_run_id",
                 observations,
+            )
+            # The dated history beside the counters (schema 7): one event per lesson and run.
+            await conn.executemany(
+                "INSERT INTO lesson_effectiveness_events (lesson_id, run_id, delivered, "
+                "recurred, at) SELECT $1, $2, $3, $4, $5 "
+                "WHERE EXISTS (SELECT 1 FROM lessons WHERE id = $1) "
+                "ON CONFLICT (lesson_id, run_id) DO NOTHING",
+                event_rows(observations, utcnow().isoformat()),
             )
         consumed, candidates = extras
         if consumed:
@@ -532,6 +548,11 @@ class PostgresStore:
                 f"{MARK_PREFIX}{mark.key}",
                 mark.token,
             )
+        if proposals:
+            from active_memory.store.postgres_review import insert_proposals
+
+            proposed = await insert_proposals(conn, proposals)
+            receipt = receipt.model_copy(update={"proposed": proposed})
         return receipt
 
     async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
@@ -546,6 +567,20 @@ class PostgresStore:
         for row in rows:
             found.setdefault(row[1], []).append(row_to_candidate(tuple(row)))
         return found
+
+    async def effectiveness_history(self, lesson_id: str | None = None) -> EffectivenessHistory:
+        """One lesson's dated effectiveness events, or (None) every lesson's per UTC day."""
+        async with self._reading() as conn:
+            since = await conn.fetchval(
+                "SELECT value FROM store_meta WHERE key = $1", EVENTS_SINCE_KEY
+            )
+            if lesson_id is None:
+                rows = await conn.fetch(DAY_POINT_SQL)
+            else:
+                rows = await conn.fetch(EVENT_POINT_SQL.format(p="$1"), lesson_id)
+        return EffectivenessHistory(
+            since=since_iso(since), points=[row_to_point(tuple(row)) for row in rows]
+        )
 
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
         """The counters of each named lesson that has any."""

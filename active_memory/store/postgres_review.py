@@ -31,22 +31,24 @@ async def propose(store: PostgresStore, mutations: Sequence[ProposedMutation]) -
     """Keep `mutations` as proposals, all or none; their sequence numbers."""
     if not mutations:
         return []
+    return await store._in_write_transaction(insert_proposals, mutations)
 
-    async def body(conn: Connection) -> list[int]:
-        scopes: dict[str, tuple[str, str, str, str]] = {}
-        adapted = sorted({m.id for m in mutations if m.action == "adapt"})
-        for row in await conn.fetch(
-            "SELECT id, scope_kind, repository, graph_hash, node FROM lessons "
-            "WHERE id = ANY($1::text[]) AND status <> 'retired'",
-            adapted,
-        ):
-            scopes[row[0]] = (row[1], row[2], row[3], row[4])
-        seqs: list[int] = []
-        for values in proposal_rows(mutations, scopes, utcnow().isoformat()):
-            seqs.append(int(await conn.fetchval(_INSERT, *values)))
-        return seqs
 
-    return await store._in_write_transaction(body)
+async def insert_proposals(conn: Connection, mutations: Sequence[ProposedMutation]) -> list[int]:
+    """Insert `mutations` as proposals inside the caller's write transaction (a publish's
+    own, so a crash can never keep one without the other); their sequence numbers."""
+    scopes: dict[str, tuple[str, str, str, str]] = {}
+    adapted = sorted({m.id for m in mutations if m.action == "adapt"})
+    for row in await conn.fetch(
+        "SELECT id, scope_kind, repository, graph_hash, node FROM lessons "
+        "WHERE id = ANY($1::text[]) AND status <> 'retired'",
+        adapted,
+    ):
+        scopes[row[0]] = (row[1], row[2], row[3], row[4])
+    seqs: list[int] = []
+    for values in proposal_rows(mutations, scopes, utcnow().isoformat()):
+        seqs.append(int(await conn.fetchval(_INSERT, *values)))
+    return seqs
 
 
 async def proposals(store: PostgresStore, state: str | None) -> list[Proposal]:

@@ -24,6 +24,7 @@ TABLES = (
     "lesson_candidates",
     "postmortem_queue",
     "lesson_proposals",
+    "lesson_effectiveness_events",
 )
 
 # Index i holds the statements that create version i + 1.
@@ -227,6 +228,27 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """
         CREATE INDEX lesson_proposals_by_scope
             ON lesson_proposals (scope_kind, repository, graph_hash, node, state)
+        """,
+    ),
+    # Version 7 (docs/store.md, "Effectiveness over time"): one dated event per counted
+    # observation of a lesson by a run, written in the publish that adds to the counters.
+    # Counters from before this step keep no dates: the history starts at the migration.
+    (
+        """
+        CREATE TABLE lesson_effectiveness_events (
+            seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            lesson_id TEXT NOT NULL REFERENCES lessons (id),
+            run_id    TEXT NOT NULL,
+            delivered SMALLINT NOT NULL CHECK (delivered IN (0, 1)),
+            recurred  SMALLINT NOT NULL CHECK (recurred IN (0, 1)),
+            at        TEXT NOT NULL,  -- ISO UTC time of the publish
+            UNIQUE (lesson_id, run_id)
+        )
+        """,
+        "CREATE INDEX lesson_effectiveness_events_by_at ON lesson_effectiveness_events (at)",
+        """
+        INSERT INTO store_meta (key, value)
+            VALUES ('effectiveness_events_since', extract(epoch FROM now())::bigint)
         """,
     ),
 )

@@ -18,7 +18,7 @@ from active_memory.lessons import (
 )
 from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.changes import ScopeChanges, ScopeKey
-from active_memory.store.effectiveness import Effectiveness, RunObservation
+from active_memory.store.effectiveness import Effectiveness, EffectivenessHistory, RunObservation
 from active_memory.store.review import Proposal, ProposedMutation, ReviewDecision
 
 StoredLesson = Annotated[Lesson | Tombstone, Field(discriminator="status")]
@@ -131,10 +131,13 @@ class LessonStore(Protocol):
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
         mark: PublishMark | None = None,
+        proposals: Sequence[ProposedMutation] = (),
     ) -> PublishReceipt:
-        """Apply every mutation, add every effectiveness observation and adaptation
-        candidate, and clear every consumed candidate, in one transaction, or none.
-        With `mark`, the same transaction records it (see `publish_mark`).
+        """Apply every mutation, add every effectiveness observation (to the counters and
+        as a dated event) and adaptation candidate, clear every consumed candidate, and
+        keep every proposal (manual review; their numbers in `receipt.proposed`), in one
+        transaction, or none. With `mark`, the same transaction records it (see
+        `publish_mark`).
 
         A candidate of an unknown or retired lesson is skipped, as is one its run and
         specialist already added; each lesson keeps its latest `CANDIDATES_KEPT`.
@@ -150,6 +153,11 @@ class LessonStore(Protocol):
 
     async def publish_mark(self, key: str) -> int | None:
         """The token of the last committed publish marked with `key`, or None."""
+        ...
+
+    async def effectiveness_history(self, lesson_id: str | None = None) -> EffectivenessHistory:
+        """`lesson_id`'s dated effectiveness events, oldest first, or (None) every
+        lesson's summed per UTC day; with the time the store began recording them."""
         ...
 
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:

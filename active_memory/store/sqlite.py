@@ -55,11 +55,18 @@ from active_memory.store.candidates import (
 )
 from active_memory.store.changes import ScopeChanges, ScopeKey, changes_query
 from active_memory.store.effectiveness import (
+    DAY_POINT_SQL,
     EFFECTIVENESS_COLUMNS,
+    EVENT_POINT_SQL,
+    EVENTS_SINCE_KEY,
     Effectiveness,
+    EffectivenessHistory,
     RunObservation,
+    event_rows,
     observation_rows,
     row_to_effectiveness,
+    row_to_point,
+    since_iso,
 )
 from active_memory.store.location import default_store_path
 from active_memory.store.planning import (
@@ -382,15 +389,18 @@ class SqliteStore:
         candidates: Sequence[Candidate] = (),
         consumed: Sequence[Consumed] = (),
         mark: PublishMark | None = None,
+        proposals: Sequence[ProposedMutation] = (),
     ) -> PublishReceipt:
-        """Apply every mutation, effectiveness observation and candidate change in one
-        transaction, or none; with `mark`, record it in that transaction."""
+        """Apply every mutation, effectiveness observation and candidate change, and keep
+        every proposal, in one transaction, or none; with `mark`, record it there too."""
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
         extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
-        if not mutations and not observations and not any(extras):
+        if not mutations and not observations and not any(extras) and not proposals:
             return PublishReceipt()
-        return await self._in_write_transaction(self._apply, mutations, observations, extras, mark)
+        return await self._in_write_transaction(
+            self._apply, mutations, observations, extras, mark, proposals
+        )
 
     async def publish_mark(self, key: str) -> int | None:
         """The token of the last committed publish marked with `key`, or None."""
@@ -498,6 +508,7 @@ class SqliteStore:
         observations: list[tuple[Any, ...]],
         extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
         mark: PublishMark | None = None,
+        proposals: Sequence[ProposedMutation] = (),
     ) -> PublishReceipt:
         receipt = PublishReceipt()
         if mutations:
@@ -513,6 +524,14 @@ class SqliteStore:
                 + _ADD_COUNTS
                 + " WHERE lesson_effectiveness.last_run_id IS NOT excluded.last_run_id",
                 [(*row, row[0]) for row in observations],
+            )
+            # The dated history beside the counters (schema 7): one event per lesson and run.
+            await self._conn.executemany(
+                "INSERT INTO lesson_effectiveness_events (lesson_id, run_id, delivered, "
+                "recurred, at) SELECT ?, ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM lessons WHERE id = ?) "
+                "ON CONFLICT (lesson_id, run_id) DO NOTHING",
+                [(*row, row[0]) for row in event_rows(observations, utcnow().isoformat())],
             )
         consumed, candidates = extras
         if consumed:
@@ -540,6 +559,11 @@ class SqliteStore:
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (f"{MARK_PREFIX}{mark.key}", str(mark.token)),
             )
+        if proposals:
+            from active_memory.store.sqlite_review import insert_proposals
+
+            proposed = await insert_proposals(self._conn, proposals)
+            receipt = receipt.model_copy(update={"proposed": proposed})
         return receipt
 
     async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
@@ -554,6 +578,22 @@ class SqliteStore:
         for row in rows:
             found.setdefault(row[1], []).append(row_to_candidate(tuple(row)))
         return found
+
+    async def effectiveness_history(self, lesson_id: str | None = None) -> EffectivenessHistory:
+        """One lesson's dated effectiveness events, or (None) every lesson's per UTC day."""
+        with self._translated():
+            since = await self._scalar(
+                "SELECT value FROM store_meta WHERE key = ?", (EVENTS_SINCE_KEY,)
+            )
+            if lesson_id is None:
+                rows = await self._conn.execute_fetchall(DAY_POINT_SQL)
+            else:
+                rows = await self._conn.execute_fetchall(
+                    EVENT_POINT_SQL.format(p="?"), (lesson_id,)
+                )
+        return EffectivenessHistory(
+            since=since_iso(since), points=[row_to_point(tuple(row)) for row in rows]
+        )
 
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
         """The counters of each named lesson that has any."""

@@ -18,6 +18,8 @@ from active_memory.store.review import (
 )
 
 if TYPE_CHECKING:
+    from aiosqlite import Connection
+
     from active_memory.store.sqlite import SqliteStore
 
 _INSERT = (
@@ -31,27 +33,28 @@ async def propose(store: SqliteStore, mutations: Sequence[ProposedMutation]) -> 
     """Keep `mutations` as proposals, all or none; their sequence numbers."""
     if not mutations:
         return []
+    return await store._in_write_transaction(insert_proposals, store._conn, mutations)
 
-    async def body() -> list[int]:
-        conn = store._conn
-        scopes: dict[str, tuple[str, str, str, str]] = {}
-        for m in mutations:
-            if m.action == "adapt":
-                rows = await conn.execute_fetchall(
-                    "SELECT scope_kind, repository, graph_hash, node FROM lessons "
-                    "WHERE id = ? AND status <> 'retired'",
-                    (m.id,),
-                )
-                for row in rows:
-                    scopes[m.id] = (row[0], row[1], row[2], row[3])
-        seqs: list[int] = []
-        for values in proposal_rows(mutations, scopes, utcnow().isoformat()):
-            cursor = await conn.execute(_INSERT, values)
-            assert cursor.lastrowid is not None
-            seqs.append(cursor.lastrowid)
-        return seqs
 
-    return await store._in_write_transaction(body)
+async def insert_proposals(conn: Connection, mutations: Sequence[ProposedMutation]) -> list[int]:
+    """Insert `mutations` as proposals inside the caller's write transaction (a publish's
+    own, so a crash can never keep one without the other); their sequence numbers."""
+    scopes: dict[str, tuple[str, str, str, str]] = {}
+    for m in mutations:
+        if m.action == "adapt":
+            rows = await conn.execute_fetchall(
+                "SELECT scope_kind, repository, graph_hash, node FROM lessons "
+                "WHERE id = ? AND status <> 'retired'",
+                (m.id,),
+            )
+            for row in rows:
+                scopes[m.id] = (row[0], row[1], row[2], row[3])
+    seqs: list[int] = []
+    for values in proposal_rows(mutations, scopes, utcnow().isoformat()):
+        cursor = await conn.execute(_INSERT, values)
+        assert cursor.lastrowid is not None
+        seqs.append(cursor.lastrowid)
+    return seqs
 
 
 async def proposals(store: SqliteStore, state: str | None) -> list[Proposal]:

@@ -47,6 +47,24 @@ CREATE INDEX lesson_proposals_by_scope
     ON lesson_proposals (scope_kind, repository, graph_hash, node, state);
 """
 
+# Version 7 (docs/store.md, "Effectiveness over time"): one dated event per counted
+# observation of a lesson by a run, written in the publish that adds to the counters.
+# Counters from before this step keep no dates: the history starts at the migration.
+EFFECTIVENESS_EVENTS_MIGRATION = """
+CREATE TABLE lesson_effectiveness_events (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    lesson_id TEXT NOT NULL REFERENCES lessons (id),
+    run_id    TEXT NOT NULL,
+    delivered INTEGER NOT NULL CHECK (delivered IN (0, 1)),
+    recurred  INTEGER NOT NULL CHECK (recurred IN (0, 1)),
+    at        TEXT NOT NULL,  -- ISO UTC time of the publish
+    UNIQUE (lesson_id, run_id)
+) STRICT;
+CREATE INDEX lesson_effectiveness_events_by_at ON lesson_effectiveness_events (at);
+INSERT INTO store_meta (key, value)
+    VALUES ('effectiveness_events_since', CAST(CAST(strftime('%s', 'now') AS INTEGER) AS TEXT));
+"""
+
 # Index i holds the script that creates version i + 1.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -180,6 +198,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX postmortem_queue_by_state ON postmortem_queue (state, not_before, id);
     """,
     REVIEW_MIGRATION,
+    EFFECTIVENESS_EVENTS_MIGRATION,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -30,7 +30,14 @@ from active_memory.errors import ActiveMemoryError, LessonNotFound, RevisionConf
 from active_memory.lessons import Author, Lesson
 from active_memory.store.protocol import LessonStore
 from active_memory.ui import charts, costs, views
-from active_memory.ui.auth import COOKIE, Gate, Session, csrf_ok
+from active_memory.ui.auth import (
+    COOKIE,
+    LOGIN_CODE_SECONDS,
+    LOOPBACK_NAMES,
+    Gate,
+    Session,
+    csrf_ok,
+)
 from active_memory.ui.edits import (
     CardForm,
     EditRefused,
@@ -39,9 +46,6 @@ from active_memory.ui.edits import (
     retire_lesson,
     revert_lesson,
 )
-
-LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]", "::1"]
-"""Host headers accepted: a page reached under any other name (DNS rebinding) is refused."""
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -107,7 +111,7 @@ class WebView:
         """`handler` behind the session cookie; without one, 401 and how to log in."""
 
         async def guarded(request: Request) -> Response:
-            session = self.gate.session(request.cookies.get(COOKIE))
+            session = self.gate.session(request.cookies.get(_cookie(request)))
             if session is None:
                 return self._render(request, None, "login.html", {}, status=401)
             try:
@@ -126,7 +130,7 @@ class WebView:
 
         async def guarded(request: Request) -> Response:
             bearer = self.gate.bearer_ok(request.headers.get("authorization"))
-            if not bearer and self.gate.session(request.cookies.get(COOKIE)) is None:
+            if not bearer and self.gate.session(request.cookies.get(_cookie(request))) is None:
                 return JSONResponse({"error": "missing or wrong token"}, status_code=401)
             try:
                 return JSONResponse(await handler(request))
@@ -148,7 +152,18 @@ class WebView:
         *,
         status: int = 200,
     ) -> Response:
-        context = {"csrf": session.csrf if session else "", "location": self.location, **context}
+        lesson = context.get("lesson")
+        if isinstance(lesson, dict) and "effectiveness_history" in lesson:
+            series = lesson["effectiveness_history"]["series"]
+            context["effectiveness_chart"] = Markup(
+                charts.effectiveness_chart(f"{lesson['id']}: runs", series)
+            )
+        context = {
+            "csrf": session.csrf if session else "",
+            "location": self.location,
+            "base": _base(request),
+            **context,
+        }
         response = self.templates.TemplateResponse(request, name, context, status_code=status)
         response.headers["Cache-Control"] = "no-store"
         response.headers["X-Frame-Options"] = "DENY"
@@ -189,19 +204,32 @@ class WebView:
             ok = self.gate.redeem_code(request.query_params.get("code", ""))
         if not ok:
             return self._render(request, None, "login.html", {"failed": True}, status=403)
-        response = RedirectResponse("/", status_code=303)
+        response = RedirectResponse(f"{_base(request)}/", status_code=303)
         response.set_cookie(
-            COOKIE, self.gate.open_session(), httponly=True, samesite="strict", path="/"
-        )
+            _cookie(request), self.gate.open_session(), httponly=True, samesite="strict",
+            path=f"{_base(request)}/",
+        )  # fmt: skip
         return response
+
+    async def new_login_code(self, request: Request) -> Response:
+        """A fresh one-time login code, for the bearer of the server's token only
+        (`active-memory ui --link` asks the running `serve` for one)."""
+        if not self.gate.bearer_ok(request.headers.get("authorization")):
+            return JSONResponse({"error": "missing or wrong token"}, status_code=401)
+        return JSONResponse(
+            {"code": self.gate.new_login_code(), "login_path": f"{_base(request)}/login",
+             "valid_seconds": LOGIN_CODE_SECONDS},
+            headers={"Cache-Control": "no-store"},
+        )  # fmt: skip
 
     async def logout(self, request: Request) -> Response:
         """End this browser's session (CSRF-checked like every write)."""
-        session = self.gate.session(request.cookies.get(COOKIE))
+        cookie = _cookie(request)
+        session = self.gate.session(request.cookies.get(cookie))
         if session is not None and await self._form(request, session) is not None:
-            self.gate.close_session(request.cookies.get(COOKIE))
-        response = RedirectResponse("/", status_code=303)
-        response.delete_cookie(COOKIE, path="/")
+            self.gate.close_session(request.cookies.get(cookie))
+        response = RedirectResponse(f"{_base(request)}/", status_code=303)
+        response.delete_cookie(cookie, path=f"{_base(request)}/")
         return response
 
     # --- pages ----------------------------------------------------------------------
@@ -276,7 +304,9 @@ class WebView:
                  "problems": exc.problems}, status=422,
             )  # fmt: skip
         await self._after_write()
-        return RedirectResponse(f"/lessons/{lesson_id}?saved={message}", status_code=303)
+        return RedirectResponse(
+            f"{_base(request)}/lessons/{lesson_id}?saved={message}", status_code=303
+        )
 
     async def edit(self, request: Request, session: Session) -> Response:
         """Publish the edit form as an adaptation (revision-checked)."""
@@ -349,7 +379,7 @@ class WebView:
                 {**document, "done": "", "problems": exc.problems}, status=422,
             )  # fmt: skip
         await self._after_write()
-        return RedirectResponse(f"/review?done={quote(message)}", status_code=303)
+        return RedirectResponse(f"{_base(request)}/review?done={quote(message)}", status_code=303)
 
     async def approve(self, request: Request, session: Session) -> Response:
         """Approve a proposal (with the edited card, from the edit-and-approve form)."""
@@ -367,15 +397,22 @@ class WebView:
         document.update(await costs.queue_page(self._store()))
         return self._render(request, session, "postmortems.html", document)
 
-    async def costs(self, request: Request, session: Session) -> Response:
-        """Model usage and card bytes, with charts."""
+    async def _costs(self) -> dict[str, Any]:
         document = await costs.costs_page(self._store(), self.env)
+        document["effectiveness"] = await views.effectiveness_history(self._store(), None)
+        return document
+
+    async def costs(self, request: Request, session: Session) -> Response:
+        """Model usage, card bytes and effectiveness over time, with charts."""
+        document = await self._costs()
         days = document["per_day"]
         chart_days = charts.bar_chart(
             "model tokens per day", [d["day"] for d in days],
             [("input", [d["input_tokens"] for d in days]),
              ("output", [d["output_tokens"] for d in days])],
         )  # fmt: skip
+        overview = document["effectiveness"]["series"]
+        chart_effectiveness = charts.effectiveness_chart("every lesson: runs", overview)
         runs = document["per_postmortem"][:30][::-1]
         chart_runs = charts.bar_chart(
             "requests per postmortem", [r["run_id"] for r in runs],
@@ -383,7 +420,8 @@ class WebView:
         )  # fmt: skip
         return self._render(
             request, session, "costs.html",
-            {**document, "chart_days": Markup(chart_days), "chart_runs": Markup(chart_runs)},
+            {**document, "chart_days": Markup(chart_days), "chart_runs": Markup(chart_runs),
+             "chart_effectiveness": Markup(chart_effectiveness)},
         )  # fmt: skip
 
     # --- JSON -----------------------------------------------------------------------
@@ -409,11 +447,23 @@ class WebView:
 
     async def api_costs(self, request: Request) -> Any:
         """`/api/costs`: the costs page's data."""
-        return await costs.costs_page(self._store(), self.env)
+        return await self._costs()
 
     async def api_scopes(self, request: Request) -> Any:
         """`/api/scopes`: living lessons per repository and per graph node."""
         return await views.scope_groups(self._store())
+
+
+def _base(request: Request) -> str:
+    """The path the view is mounted at: '' for `active-memory ui`, '/ui' inside `serve`
+    (the mount sets the ASGI `root_path`); every link, form and redirect starts with it."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def _cookie(request: Request) -> str:
+    """The session cookie's name: its own inside `serve`, since browsers share cookies
+    between ports of one host and the two views have separate sessions."""
+    return f"{COOKIE}_serve" if _base(request) else COOKIE
 
 
 def _revision(fields: dict[str, str], name: str) -> int:
@@ -449,6 +499,7 @@ def create_app(
     view = WebView(location, gate, checkout, env)
     routes = [
         Route("/login", view.login, methods=["GET", "POST"]),
+        Route("/login/code", view.new_login_code, methods=["POST"]),
         Route("/logout", view.logout, methods=["POST"]),
         Route("/", view.page(view.lessons_page)),
         Route("/lessons/{lesson_id}", view.page(view.lesson_detail)),

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 
 COOKIE = "am_ui_session"
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]", "::1"]
+"""Host headers accepted: a page reached under any other name (DNS rebinding) is refused."""
 LOGIN_CODE_SECONDS = 600
 SESSION_SECONDS = 12 * 3600
 
@@ -89,6 +91,17 @@ class Gate:
         if not header or not header.startswith("Bearer "):
             return False
         return self.token_matches(header[len("Bearer ") :])
+
+
+def loopback_host_header(headers: list[tuple[bytes, bytes]]) -> bool:
+    """True when the request's Host header names this machine by a loopback name (its
+    port aside): what a page reached under another name (DNS rebinding) never sends."""
+    hosts = [value for name, value in headers if name == b"host"]
+    if len(hosts) != 1:
+        return False
+    host = hosts[0].decode("latin-1")
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name in LOOPBACK_NAMES
 
 
 def csrf_ok(session: Session, submitted: object) -> bool:

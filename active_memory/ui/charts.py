@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import Any
 
 WIDTH = 640
 BAR_GAP = 4
@@ -69,3 +70,25 @@ def bar_chart(
 
 def _number(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 or value == int(value) else f"{value:.2f}"
+
+
+EFFECTIVENESS_SERIES = (
+    ("delivered", "delivered"),
+    ("recurred_when_delivered", "recurred, delivered"),
+    ("touched_not_delivered", "not delivered"),
+    ("recurred_when_not_delivered", "recurred, not del."),
+)
+"""The four counts of an effectiveness series (ui/views.py) and their legend names."""
+
+
+def effectiveness_chart(title: str, series: dict[str, Any]) -> str:
+    """Runs that delivered the lesson(s), or touched without delivering, and in how
+    many of each the costly evidence recurred, per run, day or week ('' when empty)."""
+    labels = [str(label) for label in series["labels"]]
+    per = {"run": "per run", "day": "per day (UTC)", "week": "per ISO week"}[series["bucket"]]
+    return bar_chart(
+        f"{title}, {per}",
+        labels,
+        [(name, [float(v) for v in series[key]]) for key, name in EFFECTIVENESS_SERIES],
+        unit=" runs",
+    )

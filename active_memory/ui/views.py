@@ -7,13 +7,14 @@ same documents, so a script sees exactly what a person sees.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.recall.frame import frame, render_card
-from active_memory.store.effectiveness import Effectiveness
+from active_memory.store.effectiveness import Effectiveness, EffectivenessHistory
 from active_memory.store.protocol import LessonQuery, LessonStore
 
 CITED_LINES_MAX = 80
@@ -63,9 +64,20 @@ def scope_json(lesson: Lesson | Tombstone) -> dict[str, Any]:
     return {"kind": "repository", "repository": scope.repository, "graph_hash": "", "node": ""}
 
 
-def agent_card(lesson: Lesson) -> str:
-    """The card exactly as an agent receives it alone: framed by recall's own code."""
-    return frame([render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation)])
+def agent_card(lesson: Lesson, root: Path | None = None, written: str = "") -> str:
+    """The card exactly as an agent receives it alone: framed by recall's own code (with
+    its stale line when its cited code changed under `root`; `written`: the revision's
+    date)."""
+    card = render_card(lesson.id, lesson.revision, lesson.title, lesson.recommendation)
+    if root is not None:
+        from active_memory.recall import stale
+
+        citations = [c.model_dump(mode="json") for c in lesson.evidence.citations]
+        cited = stale.cited_of_citations(written, citations)
+        ranges = stale.changed(cited, str(root)) if cited is not None else []
+        if cited is not None and ranges:
+            card = stale.framed(card, stale.note(cited, ranges))
+    return frame([card])
 
 
 def _matches_text(lesson: Lesson | Tombstone, words: list[str]) -> bool:
@@ -97,20 +109,32 @@ def _matches_effectiveness(counters: Effectiveness, wanted: str) -> bool:
     return True
 
 
-def _stale(root: Path | None, lessons: list[Any]) -> dict[str, list[dict[str, Any]]] | None:
-    """Per stale lesson, its changed citations; None without a checkout (unknown)."""
+def _stale(
+    root: Path | None, lessons: list[Any], *, diffs: bool = False
+) -> dict[str, list[dict[str, Any]]] | None:
+    """Per stale lesson, its changed citations (`diffs`: with the diff from the text
+    recorded at publish, where there is one); None without a checkout (unknown)."""
     if root is None:
         return None
     from active_memory.checkout.citations import Checkout
-    from active_memory.checkout.staleness import stale_lessons
+    from active_memory.checkout.staleness import lines_now, recorded_diff, stale_lessons
 
-    return {
-        lesson_id: [
-            {"path": c.citation.path, "lines": list(c.citation.lines or ()) or None, "why": c.why}
-            for c in changed
-        ]
-        for lesson_id, changed in stale_lessons(Checkout(root), lessons).items()
-    }
+    checkout = Checkout(root)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for lesson_id, changed in stale_lessons(checkout, lessons).items():
+        found[lesson_id] = []
+        for c in changed:
+            cited = c.citation
+            entry: dict[str, Any] = {
+                "path": cited.path,
+                "lines": list(cited.lines or ()) or None,
+                "why": c.why,
+            }
+            if diffs and cited.excerpt is not None:
+                now = lines_now(checkout, cited.path, cited.lines) if c.why != "file gone" else []
+                entry["diff"], entry["diff_cut"] = recorded_diff(cited, now)
+            found[lesson_id].append(entry)
+    return found
 
 
 async def lesson_list(
@@ -263,15 +287,19 @@ async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> 
         "scope": scope_json(lesson),
         "effectiveness": counters.to_json(),
         "effectiveness_text": counters.describe(),
+        "effectiveness_history": await effectiveness_history(store, lesson_id),
         "history": history_json(history),
     }
     if isinstance(lesson, Lesson):
         import anyio.to_thread
 
-        stale = await anyio.to_thread.run_sync(_stale, root, [lesson])
+        stale = await anyio.to_thread.run_sync(
+            functools.partial(_stale, root, [lesson], diffs=True)
+        )
         document["stale"] = None if stale is None else stale.get(lesson.id, [])
         document["card"] = lesson.card().model_dump(mode="json")
-        document["agent_card"] = agent_card(lesson)
+        written = [e.at.date().isoformat() for e in history if e.revision == lesson.revision]
+        document["agent_card"] = agent_card(lesson, root, written[-1] if written else "")
         document["evidence"] = {
             "run_ids": lesson.evidence.run_ids,
             "evidence_ids": lesson.evidence.evidence_ids,
@@ -340,4 +368,56 @@ async def review_page(store: LessonStore) -> dict[str, Any]:
         "proposed": waiting,
         "decided": decided[-REVIEW_DECIDED_SHOWN:][::-1],
         "count": len(waiting),
+    }
+
+
+EFFECTIVENESS_PER_RUN_MAX = 12
+"""A lesson with at most this many dated observations is charted per run, else per week."""
+
+EFFECTIVENESS_PER_DAY_MAX = 14
+"""The overview with at most this many days of events is charted per day, else per week."""
+
+_TERMS = (
+    "delivered",
+    "recurred_when_delivered",
+    "touched_not_delivered",
+    "recurred_when_not_delivered",
+)
+
+
+def _week(at: str) -> str:
+    from datetime import date
+
+    year, week, _ = date.fromisoformat(at[:10]).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def effectiveness_series(history: EffectivenessHistory, *, per_run: bool) -> dict[str, Any]:
+    """The chart's buckets of `history`: per run (a lesson with few observations), per
+    day (an overview of few days), else per ISO week; each with the four counts."""
+    points = history.points
+    if per_run and len(points) <= EFFECTIVENESS_PER_RUN_MAX:
+        bucket, keys = "run", [p.run_id or p.at for p in points]
+    elif not per_run and len(points) <= EFFECTIVENESS_PER_DAY_MAX:
+        bucket, keys = "day", [p.at[:10] for p in points]
+    else:
+        bucket, keys = "week", [_week(p.at) for p in points]
+    labels: list[str] = []
+    sums: dict[str, list[int]] = {term: [] for term in _TERMS}
+    for key, point in zip(keys, points, strict=True):
+        if not labels or labels[-1] != key:
+            labels.append(key)
+            for term in _TERMS:
+                sums[term].append(0)
+        for term in _TERMS:
+            sums[term][-1] += getattr(point, term)
+    return {"since": history.since, "bucket": bucket, "labels": labels, **sums}
+
+
+async def effectiveness_history(store: LessonStore, lesson_id: str | None) -> dict[str, Any]:
+    """`/api/...`'s effectiveness over time: the dated points and the chart's buckets."""
+    history = await store.effectiveness_history(lesson_id)
+    return {
+        **history.to_json(),
+        "series": effectiveness_series(history, per_run=lesson_id is not None),
     }
