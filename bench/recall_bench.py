@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall_bench.py                       # everything, 100k lessons
     .venv/bin/python bench/recall_bench.py --sizes 1000 10000 --store-lessons 10000 --runs 10
+    .venv/bin/python bench/recall_bench.py --hooks-only --runs 21 --compare /tmp/main-copy
 
 Two corpora, side by side:
 
