@@ -99,10 +99,29 @@ def pin_path(context: RecallContext, scope: ScopeKey) -> str:
 
 def pinned(context: RecallContext, scope: ScopeKey) -> str | None:
     """The generation file the context's run pinned for `scope`, None before its first."""
-    data = read_bytes(pin_path(context, scope))
+    path = pin_path(context, scope)
+    data = read_bytes(path)
     if data is None:
         return None
-    return os.path.join(context.recall_dir, data.decode("utf-8", "replace"))
+    relative = data.decode("utf-8", "replace")
+    if not _names_a_generation(relative):
+        # Pins are written unsynced (a run's first call stays cheap), so a power cut can
+        # leave one empty or holding zeros. Drop it: the run pins the current generation
+        # again instead of failing every later call.
+        _drop_pin(path, relative)
+        return None
+    return os.path.join(context.recall_dir, relative)
+
+
+def _names_a_generation(relative: str) -> bool:
+    """Whether a pin's text has the shape `_write_pin` gives it (checked without I/O)."""
+    return (
+        relative.startswith("generations" + os.sep)
+        and relative.endswith(".gen")
+        and ".." not in relative
+        and "\x00" not in relative
+        and "\ufffd" not in relative
+    )
 
 
 def pin(context: RecallContext, scope: ScopeKey) -> str | bytes:
