@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall_bench.py                       # everything, 100k lessons
     .venv/bin/python bench/recall_bench.py --sizes 1000 10000 --store-lessons 10000 --runs 10
+    .venv/bin/python bench/recall_bench.py --hooks-only --runs 21 --compare /tmp/main-copy
 
 Two corpora, side by side:
 
@@ -18,9 +19,11 @@ Figures (every one next to a baseline from the same run, as a ratio):
 2. hook processes over a real SQLite store of --store-lessons `hot` lessons: the first
    call of a new run (pins the current generation) and a warm call, each as median wall
    time and peak RSS against a bare `python -c pass`; the lean entry (as `hook install`
-   writes it), pip's console script and `python -m` side by side; the first call after a
-   publish (an incremental build in the hook) and with no generation at all (a complete
-   build), once each;
+   writes it), pip's console script and `python -m` side by side; the first call when
+   `CURRENT` holds no usable stamp (it reads the store, docs/recall.md "Stamps"); the
+   first call after a publish (an incremental build in the hook) and with no generation
+   at all (a complete build). Every ratio is against bare start-ups interleaved with the
+   figure's own calls (`--hooks-only`: this section alone);
 3. `serve` over the same store: round trips of matching calls of 32 runs (p50/p99) and
    the server's RSS as runs are added.
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import marshal
 import os
 import re
 import shutil
@@ -231,7 +235,9 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
     return result["seconds"], result["rss"], base64.b64decode(result["out"])
 
 
-def bench_hooks(count: int, runs: int, work: Path) -> None:
+def bench_hooks(
+    count: int, runs: int, work: Path, *, serve: bool = True, compare: str = ""
+) -> None:
     from active_memory.hooks.installers.command_path import install_hook_entry
     from active_memory.hooks.lean import compile_hook_path
 
@@ -259,10 +265,11 @@ def bench_hooks(count: int, runs: int, work: Path) -> None:
     module = [python, "-m", "active_memory.hooks.command", "claude"]
     console = str(Path(python).with_name("active-memory-hook"))
 
-    def call(command: list[str], run: str, session: str) -> tuple[float, int]:
+    def call(command: list[str], run: str, session: str, code: str = "") -> tuple[float, int]:
         payload["session_id"] = session
+        extra = {"PYTHONPATH": code} if code else {}
         seconds, rss, out = run_child(command, json.dumps(payload).encode(),
-                                      {**env, "ACTIVE_MEMORY_RUN_ID": run})  # fmt: skip
+                                      {**env, "ACTIVE_MEMORY_RUN_ID": run, **extra})  # fmt: skip
         if b"additionalContext" not in out:
             raise SystemExit(f"{command}: no card delivered: {out!r}")
         return seconds, rss
@@ -288,34 +295,65 @@ def bench_hooks(count: int, runs: int, work: Path) -> None:
         time.sleep(0.05)
     built = time.perf_counter() - began
     print(f"  {'  the detached complete build, until CURRENT':<52} {built * 1000:8.1f} ms")
-    for name, command in (("lean entry", [lean, "claude"]),
-                          ("pip console script", [console, "claude"]),
-                          ("python -m", module)):  # fmt: skip
-        firsts = [call(command, f"{name}-first-{n}", f"{name}-f{n}") for n in range(runs)]
-        warms = [call(command, "warm", f"{name}-w{n}") for n in range(runs)]
+
+    def bare_call() -> float:
+        return run_child([python, "-c", "pass"], b"", env)[0]
+
+    def row(label: str, values: list[float], bares: list[float], rss: str, note: str) -> None:
+        # Each call against the bare start-up just before it (the median of those
+        # ratios): the load of a shared machine moves both alike.
+        median = statistics.median(values)
+        ratio = statistics.median(value / bare for value, bare in zip(values, bares, strict=True))
+        print(f"  {label:<52} {median * 1000:8.1f} ms {rss:>11} {ratio:7.2f} x bare"
+              f"{note}")  # fmt: skip
+
+    variants = [("lean entry", [lean, "claude"], ""),
+                ("pip console script", [console, "claude"], ""),
+                ("python -m", module, "")]  # fmt: skip
+    if compare:
+        # The same entry running another copy of the package (PYTHONPATH wins over the
+        # editable install), right after ours: same store, its own interleaved bares.
+        variants.insert(1, (f"lean entry, {Path(compare).name}", [lean, "claude"], compare))
+    for name, command, code in variants:
+        call(command, f"{name}-warm", f"{name}-w", code)  # pins the warm run
+        firsts, warms, bares = [], [], []
+        for n in range(runs):
+            bares.append(bare_call())
+            firsts.append(call(command, f"{name}-first-{n}", f"{name}-f{n}", code))
+            warms.append(call(command, f"{name}-warm", f"{name}-w{n}", code))
         for label, values in (("first call of a run", firsts), ("warm call", warms)):
-            median = statistics.median(v[0] for v in values)
-            rss = max(v[1] for v in values) / 1024
-            print(f"  {label + ', ' + name:<52} {median * 1000:8.1f} ms {rss:7.1f} MiB "
-                  f"{median / bare_s:7.2f} x bare")  # fmt: skip
-    after = []
+            rss = f"{max(v[1] for v in values) / 1024:7.1f} MiB"
+            row(f"{label}, {name}", [v[0] for v in values], bares, rss, "")
+    # The same first call when CURRENT holds no usable stamp (store written less than
+    # STAMP_QUIET_SECONDS before it was last checked, or the stamp expired): it reads the
+    # store's version and changes through sqlite3, then stamps CURRENT again.
+    unstamped, bares = [], []
+    for n in range(runs):
+        pointer = marshal.loads((Path(folder) / "CURRENT").read_bytes())
+        pointer.pop("stamp", None)
+        (Path(folder) / "CURRENT").write_bytes(marshal.dumps(pointer))
+        bares.append(bare_call())
+        unstamped.append(call([lean, "claude"], f"unstamped-{n}", f"unstamped-{n}")[0])
+    row("first call of a run, lean entry, reads the store", unstamped, bares, "", "")
+    after, bares = [], []
     for n in range(3):
         publish_more(store, 10, f"Published {n}")
+        bares.append(bare_call())
         after.append(call([lean, "claude"], f"after-publish-{n}", f"after-{n}")[0])
-    median = statistics.median(after)
-    print(
-        f"  {'first call, 10 published bypassing the refresh':<52} {median * 1000:8.1f} ms"
-        f" {'':>11} {median / bare_s:7.1f} x bare  (incremental build in the hook)"
-    )
-    sessions, after = [], []
+    row("first call, 10 published bypassing the refresh", after, bares, "",
+        "  (incremental build in the hook)")  # fmt: skip
+    sessions, after, bares = [], [], []
     for n in range(3):
         sessions.append(publish_more(store, 10, f"Refreshed {n}", state=work / "state"))
+        bares.append(bare_call())
         after.append(call([lean, "claude"], f"after-refresh-{n}", f"refresh-{n}")[0])
-    median = statistics.median(after)
-    print(f"  {'first call, 10 published through open_store':<52} {median * 1000:8.1f} ms"
-          f" {'':>11} {median / bare_s:7.1f} x bare  (the writer built it: "
-          f"publish + refresh {statistics.median(sessions) * 1000:.0f} ms)")  # fmt: skip
-    bench_serve(store, checkout, env, work)
+    writer = statistics.median(sessions) * 1000
+    row("first call, 10 published through open_store", after, bares, "",
+        f"  (the writer built it: publish + refresh {writer:.0f} ms)")  # fmt: skip
+    again = statistics.median(run_child([python, "-c", "pass"], b"", env)[0] for _ in range(runs))
+    print(f"  {'python -c pass (baseline, again)':<52} {again * 1000:8.1f} ms")
+    if serve:
+        bench_serve(store, checkout, env, work)
 
 
 def serve_only(count: int, work: Path) -> None:
@@ -524,14 +562,32 @@ def main() -> None:
         "--signals-only", action="store_true", help="only the signals from a sub-folder"
     )
     parser.add_argument(
+        "--hooks-only", action="store_true", help="only the hook processes (no serve)"
+    )
+    parser.add_argument(
+        "--compare", default="", metavar="DIR",
+        help="also time the lean entry running the package in DIR (e.g. `git archive` of "
+        "main), interleaved with this one",
+    )  # fmt: skip
+    parser.add_argument(
         "--serve-only", action="store_true", help="only `serve` over --store-lessons hot lessons"
     )
     args = parser.parse_args()
-    print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
+    print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
+          f"load {' '.join(f'{n:.2f}' for n in os.getloadavg())}")  # fmt: skip
     if args.serve_only:
         work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
         try:
             serve_only(args.store_lessons, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    if args.hooks_only:
+        work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+        try:
+            print(f"\nhook processes, {args.store_lessons:,} hot lessons "
+                  f"(median of {args.runs}; RSS: peak)")  # fmt: skip
+            bench_hooks(args.store_lessons, args.runs, work, serve=False, compare=args.compare)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return

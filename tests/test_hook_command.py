@@ -187,6 +187,28 @@ def test_the_warm_hook_path_imports_no_heavy_module(world: World) -> None:
     assert not [name for name in HEAVY if name in modules]
 
 
+# What a run's first call may import beyond the warm path: what pinning reads (issue 14:
+# `urllib.parse` for a URI, `threading` for a thread ID cost a first call about 6 ms).
+FIRST_CALL_HEAVY = (
+    *(name for name in HEAVY if name != "sqlite3"),
+    *("urllib", "urllib.parse", "threading", "enum", "ipaddress"),
+)
+
+
+def test_a_runs_first_call_imports_nothing_pinning_does_not_need(world: World) -> None:
+    publish(world.store, [repository_lesson("Src", folders=["src"])])
+    payload = claude_payload("Read", {"file_path": "src/a.py"}, session="s", cwd=world.root)
+    run_hook("claude", json.dumps(payload), {**world.env, "ACTIVE_MEMORY_RUN_ID": "one"})
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(payload)], capture_output=True, text=True,
+        env={**world.env, "ACTIVE_MEMORY_RUN_ID": "two"}, cwd=str(REPO_ROOT), check=True,
+    )  # fmt: skip
+    modules = set(probe.stderr.split())
+    pins = list((world.state / "active-memory" / "recall" / "runs").glob("*two/pin-*"))
+    assert len(pins) == 1, "the probe must have been the run's first call"
+    assert not [name for name in FIRST_CALL_HEAVY if name in modules]
+
+
 # --- concurrency -----------------------------------------------------------------------
 
 

@@ -437,3 +437,21 @@ def test_a_postgresql_store_is_recalled_through_its_local_generations(
     cached = list((world.state / "active-memory" / "recall" / "generations").rglob("*.gen"))
     assert len(cached) == 2  # the local cache, one generation per store version seen
     assert postgres_url.split("@")[0] not in "".join(str(path) for path in cached)
+
+
+@pytest.mark.parametrize("torn", [b"", b"\x00\x00\x00\x00", b"../../etc", b"/abs/path"])
+def test_a_pin_torn_by_a_machine_crash_is_pinned_again(tmp_path: Path, torn: bytes) -> None:
+    # Pins are written without a sync (a run's first call must stay cheap), so after a
+    # power cut one may be empty or hold garbage. The run must keep its recall: the
+    # damaged pin is dropped and the run pins the current generation again.
+    world = World(tmp_path)
+    publish(world.store, [repository_lesson("Before", folders=["src"])])
+    env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "resumed"}
+    first = claude_payload("Read", {"file_path": "src/a.py"}, session="s-0", cwd=world.root)
+    assert "Before" in context_of(answer_hook("claude", first, env))
+    pins = list((world.state / "active-memory" / "recall" / "runs").glob("*/pin-*"))
+    assert len(pins) == 1
+    pins[0].write_bytes(torn)
+    again = claude_payload("Read", {"file_path": "src/a.py"}, session="s-1", cwd=world.root)
+    assert "Before" in context_of(answer_hook("claude", again, env))
+    assert pins[0].read_bytes() not in (b"", torn)

@@ -16,9 +16,11 @@ repositories sharing a graph never share a file):
 
 - `g<store version, 16 hex>.gen`: one immutable generation (index.py format);
 - `CURRENT`: marshal `{"generation": file name, "checked": store version, "format":
-  index format}`. A `CURRENT` of another format (before the format was recorded: 2) reads
-  as no generation yet, so the scope is rebuilt from a complete read, as at its first
-  pin; runs pinned to the older file keep reading it (index.py reads format 2).
+  index format}`, and for a SQLite store optionally `"stamp"`/`"stamped"`: what the
+  store's files were when `checked` was read (see "Stamps" below). A `CURRENT` of
+  another format (before the format was recorded: 2) reads as no generation yet, so the
+  scope is rebuilt from a complete read, as at its first pin; runs pinned to the older
+  file keep reading it (index.py reads format 2).
 
 `refresh` brings a scope up to the store's version: it reads only the changes since the
 version `CURRENT` was checked at (one indexed query; none in the steady state), builds
@@ -27,6 +29,20 @@ to a temporary file and renames it in, then replaces `CURRENT`. A crash at any p
 leaves the previous `CURRENT` and its generation in use; a torn temporary file is never
 read and is collected later. The PostgreSQL store works the same way: these files are
 its local cache, keyed by its version.
+
+Stamps (a SQLite store only). Most first calls of a run find the store unchanged since
+`CURRENT` was checked, and opening SQLite to learn that costs a hook process `sqlite3`'s
+import (about 3 ms on a quiet machine). So a check that read the store's version also
+records the identity of the store's files, taken *before* its read transaction began
+(`sqlite_stamp`: device, inode, size and times of the file and its `-wal`; every commit
+writes one of them). A later pin whose own `sqlite_stamp` is equal knows no commit
+happened since, so `checked` is still the store's version: it pins `CURRENT` without
+reading the store. A stamp is recorded only when the files were last modified more than
+`STAMP_QUIET_SECONDS` before it was taken (so a write in the same clock tick, or one in
+flight, can never hide behind equal times: the racy-git rule) and is trusted for
+`STAMP_TRUST_SECONDS` after it was taken; past that, or when anything differs, the pin
+reads the store as before and stamps `CURRENT` again. A stamp can only make a pin skip a
+read when nothing was written; it can never pin an older generation than a read would.
 """
 
 from __future__ import annotations
@@ -79,25 +95,83 @@ def scope_dir(recall_dir: str, location: str, scope: ScopeKey) -> str:
     return os.path.join(recall_dir, "generations", store_key(location), scope_key(scope))
 
 
+STAMP_QUIET_SECONDS = 2.0
+"""A stamp is recorded only if the store's files were last modified this long before."""
+STAMP_TRUST_SECONDS = 60.0
+"""How long a recorded stamp lets pins skip reading the store (then one read again)."""
+
+Stamp = tuple[int, ...]
+
+
 def read_current(folder: str) -> tuple[str, int] | None:
     """(generation file name, checked store version) of a scope, None before its first."""
+    pointer = _read_pointer(folder)
+    return None if pointer is None else (pointer[0], pointer[1])
+
+
+def _read_pointer(folder: str) -> tuple[str, int, Stamp | None, float] | None:
+    """`CURRENT` whole: name, checked version, stamp (None: none) and when it was taken."""
     data = read_bytes(os.path.join(folder, CURRENT_FILE))
     if data is None:
         return None
     try:
         value = marshal.loads(data)
         name, checked = value["generation"], value["checked"]
-    except (ValueError, EOFError, TypeError, KeyError) as exc:
+        stamp, stamped = value.get("stamp"), value.get("stamped", 0.0)
+    except (ValueError, EOFError, TypeError, KeyError, AttributeError) as exc:
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE} ({exc})") from None
     if not isinstance(name, str) or not isinstance(checked, int):
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE}")
     if value.get("format") != FORMAT:
         return None  # built by an older version: rebuild (the old file stays readable)
-    return name, checked
+    if not isinstance(stamp, tuple) or not isinstance(stamped, float):
+        stamp = None  # an older writer's pointer, or a damaged stamp: read the store
+    return name, checked, stamp, stamped
 
 
-def _pointer(name: str, version: int) -> bytes:
-    return marshal.dumps({"generation": name, "checked": version, "format": FORMAT})
+def sqlite_stamp(location: str) -> Stamp | None:
+    """The identity of the SQLite store's files now (None: they cannot be looked at).
+
+    Device, inode, size, mtime and ctime (ns) of the file, and the same but ctime of its
+    `-wal` (zeros when it does not exist): a commit writes the `-wal` (or, without WAL,
+    the file), a checkpoint the file, a restore or re-creation makes another inode, and
+    the file's ctime moves even when a copy kept its mtime. The `-wal`'s ctime is left
+    out (stored as 0): a read-only reader run as root `fchown`s it on every open.
+    """
+    values: list[int] = []
+    for path in (location, location + "-wal"):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            values += (0, 0, 0, 0, 0)
+            continue
+        except OSError:
+            return None
+        changed = info.st_ctime_ns if path is location else 0
+        values += (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, changed)
+    return tuple(values)
+
+
+def _quiet_stamp(stamp: Any) -> tuple[Stamp, float] | None:
+    """(stamp, when) taken now, if the store's files have been quiet long enough."""
+    if stamp is None:
+        return None
+    now = time.time()
+    taken = stamp()
+    if taken is None:
+        return None
+    newest = max(taken[3::5] + taken[4::5])  # every mtime and ctime
+    if newest > (now - STAMP_QUIET_SECONDS) * 1e9:
+        return None  # written a moment ago: a write in the same clock tick could hide
+    return taken, now
+
+
+def _stamp_holds(pointer: tuple[str, int, Stamp | None, float], stamp: Any) -> bool:
+    """True when `CURRENT`'s stamp is recent and the store's files still match it."""
+    recorded, stamped = pointer[2], pointer[3]
+    if recorded is None or not 0.0 <= time.time() - stamped < STAMP_TRUST_SECONDS:
+        return False
+    return bool(stamp() == recorded)
 
 
 class GenerationsCorrupt(Exception):
@@ -121,15 +195,22 @@ def refresh(
     *,
     write: bool = True,
     lock_seconds: float = 5.0,
+    stamp: Any = None,
 ) -> tuple[str, bytes | None]:
     """`scope`'s generation at the store's current version: (file path, or bytes in memory).
 
     `read(scope, since)` returns the store's `ScopeChanges`. With `write=False` (a
     look-only recall) a generation that would have to be built is returned as bytes
     instead of being written. Returns the path of the current generation otherwise.
+    `stamp()` (a SQLite store: `sqlite_stamp` of it) lets an unchanged store go unread
+    (module docstring, "Stamps").
     """
     folder = scope_dir(recall_dir, location, scope)
-    current = read_current(folder)
+    pointer = _read_pointer(folder)
+    if stamp is not None and pointer is not None and _stamp_holds(pointer, stamp):
+        return os.path.join(folder, pointer[0]), None  # nothing written since `checked`
+    current = None if pointer is None else (pointer[0], pointer[1])
+    taken = _quiet_stamp(stamp)  # before the read: it certifies what the read returns
     changes = read(scope, current[1] if current is not None else None)
     reset = current is not None and changes.version < current[1]
     if reset:
@@ -137,8 +218,8 @@ def refresh(
         # restored from a backup): build from a full read, never from the old files.
         current, changes = None, read(scope, None)
     if current is not None and not changes.rows:
-        if changes.version > current[1] and write:
-            _advance(folder, current[0], changes.version)
+        if write and (changes.version > current[1] or taken is not None):
+            _advance(folder, current[0], changes.version, taken)
         return os.path.join(folder, current[0]), None
     if not write:
         return "", _build(folder, current, changes, scope).to_bytes()
@@ -152,12 +233,17 @@ def refresh(
         name = generation_name(changes.version)
         path = os.path.join(folder, name)
         _write(path, built)
-        atomic_write(
-            os.path.join(folder, CURRENT_FILE),
-            _pointer(name, changes.version),
-        )
+        atomic_write(os.path.join(folder, CURRENT_FILE), _pointer(name, changes.version, taken))
         collect(recall_dir, folder)
     return path, None
+
+
+def _pointer(name: str, checked: int, taken: tuple[Stamp, float] | None) -> bytes:
+    """`CURRENT`'s bytes: the generation, the version it was checked at, and its stamp."""
+    value: dict[str, Any] = {"generation": name, "checked": checked, "format": FORMAT}
+    if taken is not None:
+        value["stamp"], value["stamped"] = taken
+    return marshal.dumps(value)
 
 
 def refresh_known(recall_dir: str, location: str, read: Any) -> list[str]:
@@ -195,14 +281,23 @@ def refresh_known(recall_dir: str, location: str, read: Any) -> list[str]:
     return current
 
 
-def _advance(folder: str, name: str, version: int) -> None:
-    with FileLock(os.path.join(folder, LOCK_FILE)):
-        latest = read_current(folder)
-        if latest is not None and latest[0] == name and latest[1] < version:
-            atomic_write(
-                os.path.join(folder, CURRENT_FILE),
-                _pointer(name, version),
-            )
+def _advance(folder: str, name: str, version: int, taken: tuple[Stamp, float] | None) -> None:
+    """Record that generation `name` is still the scope at `version` (and its stamp).
+
+    Only a newer check replaces `CURRENT`, or an equal one that brings a newer stamp.
+    Stamping alone is an optimisation: if the scope's lock is busy (a build), skip it.
+    """
+    try:
+        with FileLock(os.path.join(folder, LOCK_FILE), timeout=5.0 if taken is None else 0.2):
+            latest = _read_pointer(folder)
+            if latest is None or latest[0] != name or latest[1] > version:
+                return
+            if latest[1] == version and (taken is None or latest[3] >= taken[1]):
+                return
+            atomic_write(os.path.join(folder, CURRENT_FILE), _pointer(name, version, taken))
+    except TimeoutError:
+        if taken is None:
+            raise
 
 
 def _build(

@@ -99,10 +99,29 @@ def pin_path(context: RecallContext, scope: ScopeKey) -> str:
 
 def pinned(context: RecallContext, scope: ScopeKey) -> str | None:
     """The generation file the context's run pinned for `scope`, None before its first."""
-    data = read_bytes(pin_path(context, scope))
+    path = pin_path(context, scope)
+    data = read_bytes(path)
     if data is None:
         return None
-    return os.path.join(context.recall_dir, data.decode("utf-8", "replace"))
+    relative = data.decode("utf-8", "replace")
+    if not _names_a_generation(relative):
+        # Pins are written unsynced (a run's first call stays cheap), so a power cut can
+        # leave one empty or holding zeros. Drop it: the run pins the current generation
+        # again instead of failing every later call.
+        _drop_pin(path, relative)
+        return None
+    return os.path.join(context.recall_dir, relative)
+
+
+def _names_a_generation(relative: str) -> bool:
+    """Whether a pin's text has the shape `_write_pin` gives it (checked without I/O)."""
+    return (
+        relative.startswith("generations" + os.sep)
+        and relative.endswith(".gen")
+        and ".." not in relative
+        and "\x00" not in relative
+        and "\ufffd" not in relative
+    )
 
 
 def pin(context: RecallContext, scope: ScopeKey) -> str | bytes:
@@ -124,8 +143,9 @@ def pin(context: RecallContext, scope: ScopeKey) -> str | bytes:
     for _attempt in range(3):
         try:
             path, data = refresh(
-                context.recall_dir, location, scope, _reader(location), write=not context.dry_run
-            )
+                context.recall_dir, location, scope, _reader(location),
+                write=not context.dry_run, stamp=_stamper(location),
+            )  # fmt: skip
         except Exception as exc:
             if not context.dry_run:
                 _remember_failure(failure, exc)
@@ -212,7 +232,8 @@ def build_detached(argv: list[str]) -> None:
     scope = ScopeKey(kind, repository=repository or None, graph_hash=graph_hash or None,
                      node=node or None)  # fmt: skip
     try:
-        refresh(recall_dir, location, scope, _reader(location), lock_seconds=BUILD_LOCK_SECONDS)
+        refresh(recall_dir, location, scope, _reader(location), lock_seconds=BUILD_LOCK_SECONDS,
+                stamp=_stamper(location))  # fmt: skip
     finally:
         try:  # noqa: SIM105 - the marker only stops duplicate builders
             os.unlink(os.path.join(scope_dir(recall_dir, location, scope), BUILD_MARKER))
@@ -249,9 +270,9 @@ def _drop_pin(path: str, relative: str) -> None:
 
 
 def _thread_id() -> int:
-    import threading
+    import _thread  # built in; `threading` would cost a hook's first call about 1 ms
 
-    return threading.get_ident()
+    return _thread.get_ident()
 
 
 def refresh_after_write(location: str, env: Any = None) -> list[str]:
@@ -262,6 +283,16 @@ def refresh_after_write(location: str, env: Any = None) -> list[str]:
 
     recall_dir = os.path.join(state_dir(env), "recall")
     return refresh_known(recall_dir, location, _reader(location))
+
+
+def _stamper(location: str) -> Any:
+    """`stamp()` of the store's files for a SQLite store (generations.py, "Stamps"); None
+    for a PostgreSQL store, whose changes are always read."""
+    if "://" in location:
+        return None
+    from active_memory.recall.generations import sqlite_stamp
+
+    return lambda: sqlite_stamp(location)
 
 
 def _reader(location: str) -> Any:

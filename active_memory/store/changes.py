@@ -99,7 +99,8 @@ def scope_clause(scope: ScopeKey, placeholder: Any) -> tuple[str, list[str]]:
     """The WHERE clause selecting `scope`'s rows; `placeholder(n)` spells parameter n."""
     if scope.kind == "repository":
         return (
-            f"scope_kind = 'repository' AND repository = {placeholder(1)} AND graph_hash = ''",
+            f"scope_kind = 'repository' AND repository = {placeholder(1)} AND graph_hash = '' "
+            "AND node = ''",
             [scope.repository or ""],
         )
     return (
@@ -126,6 +127,21 @@ def changes_query(
     return f"SELECT {columns} FROM lessons WHERE {where}", params
 
 
+def sqlite_uri(path: str) -> str:
+    """A read-only SQLite URI for the file at `path`.
+
+    Only `%`, `?` and `#` mean something in a URI file name (SQLite's URI rules), so
+    only they are escaped: `urllib.parse.quote` would cost a hook process `re`, `enum`
+    and `ipaddress` (about 5 ms) on a run's first call. A path that starts with `//` gets
+    an empty authority, so it is never read as a host.
+    """
+    import os
+
+    absolute = os.path.abspath(path)
+    escaped = "".join(f"%{ord(ch):02X}" if ch in "%?#" else ch for ch in absolute)
+    return ("file://" if escaped.startswith("//") else "file:") + escaped + "?mode=ro"
+
+
 class OldSchema(Exception):
     """The SQLite store predates change versions; open it with the full store once."""
 
@@ -142,12 +158,11 @@ def read_sqlite_changes(path: str, scope: ScopeKey, since: int | None) -> ScopeC
     """
     import os
     import sqlite3
-    from urllib.parse import quote
 
     if not os.path.exists(path):
         return ScopeChanges(0, [], full=since is None)
 
-    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    uri = sqlite_uri(path)
     try:
         return _read(
             sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None), scope, since
@@ -187,12 +202,11 @@ def count_sqlite_scope(path: str, scope: ScopeKey) -> int:
     no readable store: the caller's read then says why)."""
     import os
     import sqlite3
-    from urllib.parse import quote
 
     if not os.path.exists(path):
         return 0
     where, params = scope_clause(scope, lambda _n: "?")
-    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    uri = sqlite_uri(path)
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=5.0)
         try:
