@@ -18,6 +18,7 @@ runs in worker threads the deadline can abandon, so the event loop stays on time
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -260,6 +261,10 @@ async def decide(
             reactivations(result, batch, run_id=ctx.record.run_id, model=session.model)
         )
         done += 1
+        # The batch's decisions and mutations live until the publish: out of the cycle
+        # collector's reach like the manifest (engine.py thaws both at the end), or every
+        # full collection traverses all the batches decided so far again.
+        gc.freeze()
         ctx.notify("batch", out.name, done=done, total=len(batches))
 
     async with anyio.create_task_group() as group:

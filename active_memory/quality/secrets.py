@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -133,15 +134,8 @@ _RANK = {kind: rank for rank, (kind, _, _) in reversed(list(enumerate(_ALL_RULES
 _META = frozenset(".^$*+?{}[]()|\\")
 
 
-def literal_prefix(pattern: re.Pattern[str]) -> str:
-    """The literal text every match of `pattern` starts with ("" when there is none).
-
-    Most formats start with a fixed prefix (`glpat-`, `eyJ`, `AccountKey=`): a text
-    without it cannot match, and a substring test is far cheaper than a regex scan.
-    Leading `\\b` / `^` are skipped; a top-level `|` or a quantified last literal
-    means no prefix.
-    """
-    source = pattern.pattern
+def _alternates_at_top(source: str) -> bool:
+    """Whether a regex source has a `|` outside every group and class."""
     depth = 0
     escaped = False
     for char in source:
@@ -154,7 +148,21 @@ def literal_prefix(pattern: re.Pattern[str]) -> str:
         elif char in ")]":
             depth -= 1
         elif char == "|" and depth == 0:
-            return ""
+            return True
+    return False
+
+
+def literal_prefix(pattern: re.Pattern[str]) -> str:
+    """The literal text every match of `pattern` starts with ("" when there is none).
+
+    Most formats start with a fixed prefix (`glpat-`, `eyJ`, `AccountKey=`): a text
+    without it cannot match, and a substring test is far cheaper than a regex scan.
+    Leading `\\b` / `^` are skipped; a top-level `|` or a quantified last literal
+    means no prefix.
+    """
+    source = pattern.pattern
+    if _alternates_at_top(source):
+        return ""
     i = 0
     while source.startswith(("\\b", "^"), i):
         i += 2 if source.startswith("\\b", i) else 1
@@ -174,9 +182,40 @@ def literal_prefix(pattern: re.Pattern[str]) -> str:
     return "".join(prefix)
 
 
+_LEADING_ALTERNATIVES = re.compile(r"(?:\\b|\^)*\((?:\?:)?([^()]*)\)(?![?*{])")
+
+
+def literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """Texts of which every match of `pattern` starts with one (`()` when there are none).
+
+    `literal_prefix`, or the alternatives of a leading group of plain literals
+    (`(?:AKIA|ASIA)…` → `AKIA`, `ASIA`): a text that holds none of them cannot match.
+    """
+    prefix = literal_prefix(pattern)
+    if prefix:
+        return (prefix,)
+    group = _LEADING_ALTERNATIVES.match(pattern.pattern)
+    if group is None or _alternates_at_top(pattern.pattern):
+        return ()
+    alternatives = tuple(group.group(1).split("|"))
+    if not all(a and not (_META & set(a)) for a in alternatives):
+        return ()
+    return alternatives
+
+
+def _prefixed(pattern: re.Pattern[str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    """A rule's gate: its prefixes as substrings, or for a case-insensitive rule a regex
+    of them with the rule's flags, so that exactly the letters the rule folds match
+    (the long s, U+017F, is an `s` to the regex engine, not to `str.lower`)."""
+    prefixes = literal_prefixes(pattern)
+    if not prefixes or not pattern.flags & re.IGNORECASE:
+        return prefixes, None
+    alternatives = "|".join(re.escape(prefix) for prefix in prefixes)
+    return (), re.compile(alternatives, pattern.flags & ~re.VERBOSE)
+
+
 _PREFIXED = tuple(
-    (kind, pattern, group, literal_prefix(pattern), bool(pattern.flags & re.IGNORECASE))
-    for kind, pattern, group in _ALL_RULES
+    (kind, pattern, group, *_prefixed(pattern)) for kind, pattern, group in _ALL_RULES
 )
 
 PASSWORD_MIN_CHARS = 4
@@ -196,6 +235,8 @@ _ASSIGNMENT = re.compile(
     rf"(?i)\b[A-Za-z0-9_.\-]*{_KEY}[A-Za-z0-9_]*[\"']?\s*(?::=|=|:)\s*[\"']?"
     r"([^\s\"'`,;)\]}]+)"
 )
+# Every match of `_KEY` holds one of these (api_key, access-key, … hold `key`).
+_ASSIGNMENT_KEY = re.compile(r"(?i)token|secret|passw|passphrase|pwd|key|credential|auth")
 _PASSWORD_KEY = re.compile(r"(?i)passw(?:or)?d|passphrase|pwd")
 _PROSE_PASSWORD = re.compile(
     r"(?i)\b(?:password|passphrase|passwd)\s+(?:is|was|of|=|:)\s+[\"'`]?([^\s\"'`,;]+)"
@@ -240,18 +281,65 @@ def shannon_entropy(text: str) -> float:
     return -sum(n / total * math.log2(n / total) for n in Counter(text).values())
 
 
+def _min_width(pattern: re.Pattern[str]) -> int:
+    """The fewest characters any match of `pattern` spans (0 when it cannot be told)."""
+    parser = getattr(re, "_parser", None)  # the stdlib's own regex parser (3.11+)
+    try:
+        width: tuple[int, int] = parser.parse(pattern.pattern, pattern.flags).getwidth()  # type: ignore[union-attr]
+    except Exception:  # another implementation: no shortcut, every text is scanned
+        return 0
+    return width[0]
+
+
+SHORTEST_SECRET_CHARS = min(
+    _min_width(p) for p in (*(r[1] for r in _ALL_RULES), _ASSIGNMENT, _PROSE_PASSWORD)
+)
+"""A text shorter than every rule's shortest match holds no secret (`''`, `api`, `src`):
+it is not scanned at all."""
+
+CACHED_TEXT_CHARS = 1024
+"""Texts up to this long found clean are remembered (`_CLEAN`, the latest 8,192): an
+answer repeats the same short strings (a reason, a folder) thousands of times. A text
+with a finding is never kept: no secret outlives the screen in a cache."""
+
+_CLEAN_MAX = 8192
+_CLEAN: dict[str, None] = {}
+_CLEAN_LOCK = threading.Lock()
+
+
 def find_secrets(text: str) -> list[Match]:
     """Every credential-shaped span of `text`, in order, overlapping spans merged."""
+    if len(text) < SHORTEST_SECRET_CHARS or text in _CLEAN:
+        return []
+    found = _scan(text)
+    if not found and len(text) <= CACHED_TEXT_CHARS:
+        with _CLEAN_LOCK:  # screens run in worker threads
+            _CLEAN[text] = None
+            if len(_CLEAN) > _CLEAN_MAX:
+                del _CLEAN[next(iter(_CLEAN))]  # the oldest
+    return found
+
+
+def _scan(text: str) -> list[Match]:
     found: list[Match] = []
-    lowered = text.lower()
-    for kind, pattern, group, prefix, folded in _PREFIXED:
-        if prefix and (prefix.lower() not in lowered if folded else prefix not in text):
-            continue
+    for kind, pattern, group, prefixes, gate in _PREFIXED:
+        if gate is not None:
+            if gate.search(text) is None:
+                continue  # no prefix, no match: the rule is not run
+        elif prefixes:
+            for prefix in prefixes:
+                if prefix in text:
+                    break
+            else:
+                continue
         for hit in pattern.finditer(text):
             if hit.start(group) < 0 or _PLACEHOLDER.fullmatch(hit.group(group)):
                 continue
             found.append(Match(hit.start(group), hit.end(group), kind))
-    position = 0
+    # An assignment needs `=` or `:` and one of the key words (the same regex flags, so
+    # the same letters match): without them the costly scan below cannot match.
+    assignable = ("=" in text or ":" in text) and _ASSIGNMENT_KEY.search(text) is not None
+    position = 0 if assignable else len(text) + 1
     while (assigned := _ASSIGNMENT.search(text, position)) is not None:
         # Resume inside the value, not after it: `token: DB_PASSWORD="p4ss…"` holds a
         # second assignment that a non-overlapping scan would never see.
@@ -353,8 +441,27 @@ def strings_of(data: object, path: str) -> list[tuple[str, str]]:
     return found
 
 
+def _texts(data: object) -> list[str]:
+    """Every string inside JSON-like `data`, without paths (in no particular order)."""
+    found: list[str] = []
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return found
+
+
 def secret_reasons(data: object, path: str) -> list[str]:
     """One masked rejection reason per secret inside `data` (a draft's JSON dump)."""
+    # Almost every answer holds no secret: find that out without building a JSON path
+    # per string; only data with a finding is screened again with its paths.
+    if not any(find_secrets(text) for text in _texts(data)):
+        return []
     return [
         f"{finding.field}: contains a credential ({finding.kind}); secrets are never stored: "
         f"{finding.excerpt}"

@@ -96,6 +96,14 @@ def anchors(text: str) -> list[str]:
     return found
 
 
+def _has_anchor(text: str) -> bool:
+    """`bool(anchors(text))`, stopping at the first anchor found: a code span, or any
+    rule's match outside the code spans (none here means the text is `rest` itself)."""
+    if _CODE_SPAN.search(text):
+        return True
+    return any(pattern.search(text) for pattern in _ANCHORS)
+
+
 def _strip_anchors(text: str) -> str:
     text = _CODE_SPAN.sub(" ", text)
     for pattern in _ANCHORS:
@@ -113,20 +121,20 @@ def generic_advice(text: str) -> str | None:
     text = text[:MAX_ANALYSED_CHARS]
     if _NARRATION.match(text):
         return "it reports what happened in the run; write what to do next time instead"
-    if not anchors(text):
+    if not _has_anchor(text):
         return (
             "names no concrete command, file, path, identifier or flag (put commands and "
             "names in backticks)"
         )
-    for sentence in _SENTENCE.split(text):
-        stock = _STOCK.search(sentence)
-        if stock and not anchors(sentence):
-            return f"generic filler {sentence.strip()!r}: say what to do, or leave it out"
-    words = [
-        w.lower()
-        for w in _WORD.findall(_STOCK.sub(" ", _strip_anchors(text)))
-        if w.lower() not in _SMALL
-    ]
-    if not words:
+    if _STOCK.search(text):  # else no sentence holds one, and nothing is stock
+        for sentence in _SENTENCE.split(text):
+            stock = _STOCK.search(sentence)
+            if stock and not _has_anchor(sentence):
+                return f"generic filler {sentence.strip()!r}: say what to do, or leave it out"
+        rest = _STOCK.sub(" ", _strip_anchors(text))
+    else:
+        rest = _strip_anchors(text)
+    # One word left that is not a small word is enough.
+    if not any(w.group(0).lower() not in _SMALL for w in _WORD.finditer(rest)):
         return "only a stock phrase around a name; say what to do with it"
     return None

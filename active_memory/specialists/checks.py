@@ -389,7 +389,8 @@ def check_maintenance(
     for index, draft in enumerate(answer.decisions):
         path = f"decisions[{index}]"
         lesson = supplied.get(draft.id)
-        ledger.reasons.extend(secret_reasons(_changed_text(draft.model_dump(), lesson), path))
+        dump = draft.model_dump()  # read, never changed, by the screen and the validation
+        ledger.reasons.extend(secret_reasons(_changed_text(dump, lesson), path))
         if lesson is None:
             where = "outside this batch" if draft.id in others else "not supplied to you"
             ledger.reasons.append(
@@ -409,7 +410,7 @@ def check_maintenance(
                 f"not {draft.revision}"
             )
             continue
-        decision, errors = _validate(Decision, draft.model_dump(), path)
+        decision, errors = _validate(Decision, dump, path)
         ledger.reasons.extend(errors)
         if decision is None:
             continue
@@ -439,9 +440,15 @@ def check_maintenance(
 
 def _changed_text(dump: dict[str, Any], lesson: SuppliedLesson | None) -> dict[str, Any]:
     """`dump` without the card fields it repeats unchanged from the stored `lesson`: those
-    were screened when they were stored, so screening costs what the answer changed."""
+    were screened when they were stored, so screening costs what the answer changed.
+
+    Also without the `id` (it is the stored lesson's own) and the `action` (the wire
+    model admits only keep/adapt/retire/defer) when the lesson is a supplied one."""
+    if lesson is None:
+        return dump
+    dump = {k: v for k, v in dump.items() if k not in ("id", "action")}
     card = dump.get("lesson")
-    if lesson is None or not isinstance(card, dict):
+    if not isinstance(card, dict):
         return dump
     kept = dict(card)
     if kept.get("title") == lesson.title:

@@ -109,7 +109,17 @@ def task_text(task: _Task) -> str:
     """A task's JSON as the prompt shows it: indented, in field order (the reading order:
     run, evidence with its executions, lessons, then the code), UTF-8 kept. pydantic's
     serializer: fast enough to measure a task several times while fitting it."""
-    return task.model_dump_json(indent=2)
+    # The task a builder measured last is the one it returns and the prompt then shows:
+    # its text is kept for that one task (tasks are frozen; identity, not equality).
+    last = _LAST_TEXT[0]
+    if last is not None and last[0] is task:
+        return last[1]
+    text = task.model_dump_json(indent=2)
+    _LAST_TEXT[0] = (task, text)
+    return text
+
+
+_LAST_TEXT: list[tuple[_Task, str] | None] = [None]
 
 
 def rendered_size(task: _Task) -> int:

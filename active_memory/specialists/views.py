@@ -152,6 +152,11 @@ class RunTexts:
     def __init__(self, record: RunRecord, items: Sequence[EvidenceItem]) -> None:
         self.names: dict[str, set[str]] = {}
         self.words: dict[str, set[str]] = {}
+        # The paths each item's receipts touched (every lesson of the batch asks).
+        self.touched: dict[str, set[str]] = {
+            item.id: {p.strip("/") for receipt in item.receipts for p in receipt.paths}
+            for item in items
+        }
         for item in items:
             texts = [record.completions.get(execution, "") for execution, _ in executions_of(item)]
             joined = "\n".join(texts)
@@ -185,7 +190,9 @@ def concerning(
     groups = [[t.casefold() for t in group] for group in lesson.associations.keywords]
     found: list[str] = []
     for item in items:
-        touched = {p.strip("/") for receipt in item.receipts for p in receipt.paths}
+        touched = texts.touched.get(item.id)
+        if touched is None:  # an item the texts were not built with
+            touched = {p.strip("/") for receipt in item.receipts for p in receipt.paths}
         if any(p in files or any(_inside(f, p) for f in folders) for p in touched):
             found.append(item.id)
             continue
