@@ -234,3 +234,72 @@ async def test_without_a_checkout_nothing_is_offered(
     lesson = await store.get("L-2")
     assert isinstance(lesson, Lesson) and lesson.revision == 1
     assert (await store.effectiveness(["L-2"])).get("L-2", Effectiveness()) == Effectiveness()
+
+
+@pytest.mark.asyncio
+async def test_with_manual_review_a_kept_stale_lesson_is_refreshed_and_an_adapt_proposed(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    from run_builder import software_change
+
+    from active_memory.config import parse_runtime_settings, resolve_config
+    from active_memory.runlog.graph import Graph
+
+    settings = parse_runtime_settings(
+        {
+            "harness": "claude",
+            "provider": "anthropic",
+            "size": "standard",
+            "nodes": {"worker": {"kind": "agent", "model": "claude-sonnet-5"}},
+            "activeMemory": {"repository": True, "graph": True, "review": "manual"},
+            "globalAgents": {"postmortem": {"enabled": True, "timeoutMs": 5_000}},
+        }
+    )
+    manual = resolve_config(settings, Graph.from_json(software_change()))
+    await _seed(store, root)
+    _change(root, "line 4\n", "line four\n")
+
+    async def keep_l2_adapt_l4(request: Request) -> Any:
+        answer = decisions(request, "keep")
+        for decision in answer["decisions"]:
+            if decision["id"] == "L-4":
+                decision.update(action="adapt", lesson={
+                    "title": "Check a.py line four",
+                    "recommendation": "After editing `src/a.py` run `make check` (line four).",
+                    "associations": {"folders": ["src"]},
+                })  # fmt: skip
+        return answer
+
+    sessions = FakeSessions({"repository_maintenance": keep_l2_adapt_l4})
+    record = run_record(tmp_path, ["L-4"], run_id="run-1")
+    report = await run_postmortem(
+        record, manual, store, checkout=Checkout(root), sessions=sessions, journal_dir=tmp_path
+    )
+    assert report.published.adapted == 1 and report.published.proposed == 1
+    kept = await store.get("L-2")  # its card is unchanged: nothing for a person to approve
+    assert isinstance(kept, Lesson) and kept.revision == 2
+    assert kept.evidence.citations[-1].excerpt == "line four\nline 5\n"
+    [proposal] = await store.proposals("proposed")
+    assert proposal.mutation.id == "L-4"
+    assert proposal.mutation.evidence.citations[-1].excerpt == "line four\nline 5\n"
+    waiting = await store.get("L-4")
+    assert isinstance(waiting, Lesson) and waiting.revision == 1
+
+
+@pytest.mark.asyncio
+async def test_without_delivery_evidence_stale_lessons_are_still_offered(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    await _seed(store, root)
+    _change(root, "line 4\n", "line four\n")
+    sessions = FakeSessions()
+    record = run_record(tmp_path, None, run_id="run-1")
+    report = await run_postmortem(
+        record, config(), store, checkout=Checkout(root), sessions=sessions, dry_run=True
+    )
+    entry = report.specialists["repository_maintenance"]
+    assert entry.status == "reconciled" and entry.manifest == 2  # not abstained
+    [request] = _maintenance(sessions)
+    assert [(x["id"], x["offered"]) for x in supplied(request)] == [
+        ("L-2", "cited code changed"), ("L-4", "cited code changed")
+    ]  # fmt: skip
