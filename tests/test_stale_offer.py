@@ -114,7 +114,7 @@ async def test_a_changed_cited_line_offers_that_lesson_with_its_diff_and_a_keep_
     _change(root, "line 4\n", "line four\n")
     report, sessions = await _postmortem(tmp_path, store, root, ["L-4"], "run-1")
     entry = report.specialists["repository_maintenance"]
-    assert entry.status == "reconciled" and entry.manifest == 2
+    assert entry.status == "reconciled" and entry.manifest == 2 and entry.stale_offered == 1
     [request] = _maintenance(sessions)
     lessons = {x["id"]: x for x in supplied(request)}
     assert sorted(lessons) == ["L-2", "L-4"]  # L-1 and L-3 cite unchanged code
@@ -210,7 +210,8 @@ async def test_the_offer_is_capped_lowest_revision_first_then_id(
     await store.publish([AdaptLesson(id="L-1", base_revision=1, card=card, author=PERSON)])
     _change(root, "line 3\n", "line three\n")
     report, sessions = await _postmortem(tmp_path, store, root, [], "run-1")
-    assert report.specialists["repository_maintenance"].manifest == STALE_OFFERED_MAX
+    entry = report.specialists["repository_maintenance"]
+    assert entry.manifest == STALE_OFFERED_MAX and entry.stale_offered == STALE_OFFERED_MAX
     offered = sorted(x["id"] for r in _maintenance(sessions) for x in supplied(r))
     expected = sorted(f"L-{n}" for n in range(2, count + 1))[:STALE_OFFERED_MAX]
     assert offered == sorted(expected) and "L-1" not in offered
@@ -230,6 +231,7 @@ async def test_without_a_checkout_nothing_is_offered(
     report, sessions = await _postmortem(tmp_path, store, None, [], "run-1")
     entry = report.specialists["repository_maintenance"]
     assert entry.status == "reconciled" and entry.manifest == 0
+    assert "stale_offered" not in entry.to_json()
     assert _maintenance(sessions) == []
     lesson = await store.get("L-2")
     assert isinstance(lesson, Lesson) and lesson.revision == 1
@@ -303,3 +305,30 @@ async def test_without_delivery_evidence_stale_lessons_are_still_offered(
     assert [(x["id"], x["offered"]) for x in supplied(request)] == [
         ("L-2", "cited code changed"), ("L-4", "cited code changed")
     ]  # fmt: skip
+
+
+@pytest.mark.asyncio
+async def test_a_kept_stale_lesson_another_writer_changed_meanwhile_is_decided_again(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    await _seed(store, root)
+    _change(root, "line 4\n", "line four\n")
+    asked: list[list[tuple[str, int]]] = []
+
+    async def keep_while_a_person_edits(request: Request) -> Any:
+        asked.append([(x["id"], x["revision"]) for x in supplied(request)])
+        if len(asked) == 1:  # a person edits L-2 while the postmortem decides
+            lesson = await store.get("L-2")
+            card = lesson.card().model_copy(update={"title": "cites a.py 4-5, edited"})
+            await store.publish([AdaptLesson(id="L-2", base_revision=1, card=card, author=PERSON)])
+        return decisions(request, "keep")
+
+    report, _ = await _postmortem(tmp_path, store, root, [], "run-1", keep_while_a_person_edits)
+    entry = report.specialists["repository_maintenance"]
+    assert entry.status == "reconciled", entry.reason
+    assert sorted(entry.rereconciled) == ["L-2"] and report.conflicts == []
+    assert asked == [[("L-2", 1), ("L-4", 1)], [("L-2", 2)]]
+    kept = await store.get("L-2")
+    assert isinstance(kept, Lesson) and kept.revision == 3
+    assert kept.title == "cites a.py 4-5, edited"  # the person's card, never overwritten
+    assert kept.evidence.citations[-1].excerpt == "line four\nline 5\n"

@@ -65,6 +65,7 @@ from active_memory.specialists.tasks import (
     build_graph_maintenance,
     build_repository_maintenance,
     manifest,
+    stale_offered,
 )
 from active_memory.specialists.views import CodeCache, DeferralView
 from active_memory.store.candidates import Candidate
@@ -210,6 +211,7 @@ async def maintain(ctx: Context, out: Outcome, frozen: Sequence[Lesson]) -> None
         out.end("abstained", NO_DELIVERY_EVIDENCE)
         return
     out.manifest = len(lessons)
+    out.stale_offered = len(stale_offered(out.name, ctx.record, frozen, ctx.stale))
     batches = ctx.batches(lessons)
     out.batches = len(batches)
     out.decisions = {}
