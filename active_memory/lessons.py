@@ -207,16 +207,16 @@ class Associations(_Model):
 
     files: Annotated[
         list[RootPath], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
-    ] = []
+    ] = Field(default_factory=list)
     folders: Annotated[
         list[RootPath], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
-    ] = []
+    ] = Field(default_factory=list)
     identifiers: Annotated[
         list[Identifier], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
-    ] = []
+    ] = Field(default_factory=list)
     keywords: Annotated[
         list[KeywordGroup], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
-    ] = []
+    ] = Field(default_factory=list)
 
     def is_empty(self) -> bool:
         """True when nothing could ever recall the card."""
@@ -288,9 +288,9 @@ class Citation(_Model):
 class Evidence(_Model):
     """Why a lesson exists: the runs and evidence items (SPEC §4) and files it cites."""
 
-    run_ids: Annotated[list[str], AfterValidator(_dedupe)] = []
-    evidence_ids: Annotated[list[str], AfterValidator(_dedupe)] = []
-    citations: Annotated[list[Citation], AfterValidator(_dedupe)] = []
+    run_ids: Annotated[list[str], AfterValidator(_dedupe)] = Field(default_factory=list)
+    evidence_ids: Annotated[list[str], AfterValidator(_dedupe)] = Field(default_factory=list)
+    citations: Annotated[list[Citation], AfterValidator(_dedupe)] = Field(default_factory=list)
 
     def without_excerpts(self) -> Evidence:
         """This evidence with its citations' recorded text left out."""
@@ -388,7 +388,7 @@ class Proposal(Card):
     """A discovery specialist's new lesson, with what it stands on (SPEC §6)."""
 
     evidence: Annotated[list[str], AfterValidator(_dedupe), Field(min_length=1)]
-    citations: Annotated[list[Citation], AfterValidator(_dedupe)] = []
+    citations: Annotated[list[Citation], AfterValidator(_dedupe)] = Field(default_factory=list)
     why_recurs: Annotated[str, AfterValidator(_not_blank), _byte_limit(REASON_MAX_BYTES)]
 
 
@@ -461,11 +461,12 @@ class HistoryEntry(_Model):
 class PublishReceipt(_Model):
     """What one publish changed: (id, new revision) per action."""
 
-    created: list[tuple[str, int]] = []
-    adapted: list[tuple[str, int]] = []
-    retired: list[tuple[str, int]] = []
-    deferred: list[tuple[str, int]] = []
-    proposed: list[int] = []  # manual review: the proposals kept, by sequence number
+    created: list[tuple[str, int]] = Field(default_factory=list)
+    adapted: list[tuple[str, int]] = Field(default_factory=list)
+    retired: list[tuple[str, int]] = Field(default_factory=list)
+    deferred: list[tuple[str, int]] = Field(default_factory=list)
+    # manual review: the proposals kept, by sequence number
+    proposed: list[int] = Field(default_factory=list)
 
     def total(self) -> int:
         """Number of lessons changed."""

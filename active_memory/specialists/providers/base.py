@@ -14,7 +14,6 @@ what it has spent while it runs, so a cancel or a crash does not lose it.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
@@ -302,14 +301,16 @@ def build_request(
 
 
 @functools.cache
-def _cached_json_schema(answer_schema: type[BaseModel]) -> dict[str, Any]:
-    return answer_schema.model_json_schema()
+def _cached_json_schema(answer_schema: type[BaseModel]) -> str:
+    return json.dumps(answer_schema.model_json_schema())
 
 
 def answer_json_schema(answer_schema: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of an answer model: built once per model (it costs milliseconds and
-    every batch asks again), handed out as a copy so no adapter can change the cached one."""
-    return copy.deepcopy(_cached_json_schema(answer_schema))
+    every batch asks again), handed out as a fresh copy so no adapter can change the
+    cached one (decoded from its JSON text: a tenth of a `deepcopy`'s cost)."""
+    schema: dict[str, Any] = json.loads(_cached_json_schema(answer_schema))
+    return schema
 
 
 def input_digest(value: JsonValue) -> str:
