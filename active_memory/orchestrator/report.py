@@ -95,10 +95,10 @@ class SpecialistReport(_Model):
 
     Maintenance fills `manifest` (lessons supplied; `stale_offered` of them, when any,
     were not delivered but offered because their cited code changed), `batches`,
-    `decisions` (only when
-    every batch reconciled) and `kept`; discovery fills `proposals` (answered),
-    `accepted` and `rejected`. `reasons` lists every failure reason (`reason` joins them).
-    `rereconciled` names lessons decided again after a revision conflict.
+    `decisions` (only when every batch reconciled) and `kept`; discovery fills
+    `proposals` (answered), `accepted` and `rejected`. `reasons` lists every failure
+    reason (`reason` joins them). `rereconciled` names lessons decided again after a
+    revision conflict.
     """
 
     status: SpecialistStatus
