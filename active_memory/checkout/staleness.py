@@ -14,7 +14,7 @@ Only current files of the checkout are read (`Checkout.check_paths`), up to
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +47,6 @@ def _lines_of(path: Path, lines: tuple[int, int] | None) -> bytes | None:
         return None  # the range is not there (any more)
     # Line endings are part of the text: a CRLF conversion is a change of those lines.
     return b"".join(split[start - 1 : end])
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return MAX_FILE_BYTES + 1  # unreadable now: unknown, not stale
 
 
 def _digest(data: bytes) -> str:
@@ -169,36 +162,94 @@ def changed_citations(checkout: Checkout, citations: Sequence[Citation]) -> list
     """The fingerprinted citations whose cited code is not what it was. For one
     (path, lines) cited more than once (an adaptation cites it again), the latest
     fingerprint counts."""
-    latest = {(c.path, c.lines): c for c in citations if c.sha256 is not None}
-    known = list(latest.values())
-    if not known:
-        return []
-    files = _readable(checkout, known)
-    changed: list[ChangedCitation] = []
-    for c in known:
-        if c.path not in files:
-            changed.append(ChangedCitation(c, "file gone"))
-            continue
-        data = _lines_of(files[c.path], c.lines)
-        if data is None:
-            if c.lines is not None and _size(files[c.path]) <= MAX_FILE_BYTES:
-                changed.append(ChangedCitation(c, "lines gone"))
-            continue
-        if _digest(data) != c.sha256:
-            changed.append(ChangedCitation(c, "lines changed"))
-    return changed
+    return changed_by_key(checkout, {"": citations}).get("", [])
 
 
 def stale_lessons(
     checkout: Checkout, lessons: Iterable[object]
 ) -> dict[str, list[ChangedCitation]]:
-    """The stale lessons among `lessons` (living ones with changed citations), by ID."""
+    """The stale lessons among `lessons` (living ones with changed citations), by ID.
+
+    One pass for all of them: one `check_paths` (a bounded number of git calls) for
+    every cited path, each distinct file read and hashed once, each distinct range
+    hashed once from that read (docs/staleness.md, "Offered to maintenance")."""
     from active_memory.lessons import Lesson
 
+    cited = {
+        lesson.id: lesson.evidence.citations
+        for lesson in lessons
+        if isinstance(lesson, Lesson) and lesson.evidence.citations
+    }
+    return changed_by_key(checkout, cited)
+
+
+_GONE = "gone"  # the range is past the end of a readable file
+
+
+def changed_by_key(
+    checkout: Checkout, cited: Mapping[str, Sequence[Citation]]
+) -> dict[str, list[ChangedCitation]]:
+    """Per key (a lesson ID), its changed citations (`changed_citations`), all in one
+    pass; keys without any are left out."""
+    latest: dict[str, list[Citation]] = {}
+    for key, citations in cited.items():
+        by_range = {(c.path, c.lines): c for c in citations if c.sha256 is not None}
+        if by_range:
+            latest[key] = list(by_range.values())
+    if not latest:
+        return {}
+    files = _readable(checkout, (c for known in latest.values() for c in known))
+    ranges: dict[str, set[tuple[int, int] | None]] = {}
+    for known in latest.values():
+        for c in known:
+            if c.path in files:
+                ranges.setdefault(c.path, set()).add(c.lines)
+    digests = {
+        (path, lines): digest
+        for path, wanted in ranges.items()
+        for lines, digest in _range_digests(files[path], wanted).items()
+    }
     found: dict[str, list[ChangedCitation]] = {}
-    for lesson in lessons:
-        if isinstance(lesson, Lesson) and lesson.evidence.citations:
-            changed = changed_citations(checkout, lesson.evidence.citations)
-            if changed:
-                found[lesson.id] = changed
+    for key, known in latest.items():
+        changed: list[ChangedCitation] = []
+        for c in known:
+            if c.path not in files:
+                changed.append(ChangedCitation(c, "file gone"))
+                continue
+            now = digests.get((c.path, c.lines))
+            if now is None:
+                continue  # unreadable now: unknown, not stale
+            if now == _GONE:
+                changed.append(ChangedCitation(c, "lines gone"))
+            elif now != c.sha256:
+                changed.append(ChangedCitation(c, "lines changed"))
+        if changed:
+            found[key] = changed
     return found
+
+
+def _range_digests(
+    path: Path, wanted: Iterable[tuple[int, int] | None]
+) -> dict[tuple[int, int] | None, str]:
+    """The digest of each wanted range of one file from a single read (`_GONE` for a
+    range past its end); {} when the file cannot be read (too large, not a file)."""
+    from active_memory.reader import read_file_bytes
+
+    try:
+        data = read_file_bytes(path, MAX_FILE_BYTES)  # never a FIFO, never past the bound
+    except OSError:
+        return {}
+    if data is None:
+        return {}
+    split: list[bytes] | None = None
+    out: dict[tuple[int, int] | None, str] = {}
+    for lines in wanted:
+        if lines is None:
+            out[lines] = _digest(data)
+            continue
+        if split is None:
+            split = data.splitlines(keepends=True)
+        start, end = lines
+        # Line endings are part of the text: a CRLF conversion is a change of those lines.
+        out[lines] = _digest(b"".join(split[start - 1 : end])) if end <= len(split) else _GONE
+    return out

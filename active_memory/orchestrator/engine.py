@@ -189,6 +189,7 @@ class Postmortem:
             await self._freeze(active, living)
             await self._read_effectiveness(active, living, ctx)
             await self._read_rejected(ctx)
+            await self._find_stale(active, living, ctx)
             evidence = await self._scan(active, ctx)
             observations = await self._observe(evidence, living)
             async with anyio.create_task_group() as journalled:
@@ -326,6 +327,34 @@ class Postmortem:
             for out in active:
                 if SPECIALISTS[out.name].is_maintenance and out.status is None:
                     out.end("failed", f"cannot read the effectiveness counters: {exc}")
+
+    async def _find_stale(
+        self, active: Sequence[Outcome], living: dict[ScopeKind, list[Lesson]], ctx: Context
+    ) -> None:
+        """The active repository lessons the run did not deliver whose cited code changed
+        against the run's checkout: repository maintenance is offered some of them
+        (`manifest`, docs/staleness.md). One pass for all (one `check_paths`, each file
+        read once), in a worker thread the deadline can abandon. Without a checkout, or
+        when git fails, nothing is offered (logged): the rest of maintenance goes on."""
+        checkout = self.checkout
+        if checkout is None or not any(out.name == "repository_maintenance" for out in active):
+            return
+        delivered = set(ctx.deliveries)
+        candidates = [
+            x
+            for x in living["repository"]
+            if x.status == "active" and x.id not in delivered and x.evidence.citations
+        ]
+        if not candidates:
+            return
+        from active_memory.checkout.staleness import stale_lessons
+
+        try:
+            found = await in_thread(functools.partial(stale_lessons, checkout, candidates))
+        except Exception as exc:
+            log.warning("finding stale lessons failed: %s; none offered", exc)
+            return
+        ctx.stale.update(found)
 
     async def _read_rejected(self, ctx: Context) -> None:
         """Proposals a person rejected (manual review): shown to discovery as examples of

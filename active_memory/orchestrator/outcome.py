@@ -27,6 +27,7 @@ class Outcome:
     status: SpecialistStatus | None = None
     reasons: list[str] = field(default_factory=list)
     manifest: int | None = None
+    stale_offered: int | None = None  # of the manifest: stale lessons the run did not deliver
     batches: int | None = None
     decisions: dict[str, Decision] | None = None  # by lesson ID, batch order kept
     decided_on: dict[str, Lesson] = field(default_factory=dict)  # the lesson each judged
@@ -85,6 +86,7 @@ class Outcome:
             reason="; ".join(self.reasons) or None,
             reasons=list(self.reasons),
             manifest=self.manifest,
+            stale_offered=self.stale_offered or None,
             batches=self.batches,
             decisions=decisions,
             kept=self.kept if decisions is not None else None,

@@ -126,12 +126,32 @@ def fingerprinted(pending: Sequence[Any], checkout: Checkout | None) -> list[Any
     return out
 
 
-def _for_review(pending: list[AnyMutation], review: str) -> tuple[list[AnyMutation], list[Any]]:
-    """Manual review: (what is published, the creations and adaptations proposed)."""
+def _for_review(
+    pending: list[AnyMutation], review: str, living: Mapping[ScopeKind, Sequence[Lesson]]
+) -> tuple[list[AnyMutation], list[Any]]:
+    """Manual review: (what is published, the creations and adaptations proposed).
+
+    An adapt of an active lesson to its own card (a kept stale lesson cited again,
+    docs/staleness.md) changes no text an agent is shown: it is published, not proposed."""
     if review != "manual":
         return pending, []
-    proposed = [m for m in pending if isinstance(m, CreateLesson | AdaptLesson)]
-    return [m for m in pending if not isinstance(m, CreateLesson | AdaptLesson)], proposed
+    current = {x.id: x for lessons in living.values() for x in lessons}
+
+    def proposes(m: AnyMutation) -> bool:
+        if isinstance(m, CreateLesson):
+            return True
+        if not isinstance(m, AdaptLesson):
+            return False
+        now = current.get(m.id)
+        return not (
+            now is not None
+            and now.status == "active"
+            and now.revision == m.base_revision
+            and now.card() == m.card
+        )
+
+    proposed = [m for m in pending if proposes(m)]
+    return [m for m in pending if not proposes(m)], proposed
 
 
 def describe_proposed(
@@ -232,7 +252,7 @@ async def publish(
         found = _pending(outcomes)
         if not dry_run:  # git and file reads: off the event loop
             found = await anyio.to_thread.run_sync(fingerprinted, found, ctx.checkout)
-        pending, proposed = _for_review(found, review)
+        pending, proposed = _for_review(found, review, living)
         consumed = consumed_candidates(outcomes, shown or {})
         # The changes as reported before (or without) a publish; built only when the
         # report shows them so (10,000 reports cost as much as a tenth of the publish).

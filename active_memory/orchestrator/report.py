@@ -93,16 +93,19 @@ class RejectedReport(_Model):
 class SpecialistReport(_Model):
     """How one specialist ended, what it decided or proposed, and what it cost.
 
-    Maintenance fills `manifest` (lessons supplied), `batches`, `decisions` (only when
-    every batch reconciled) and `kept`; discovery fills `proposals` (answered),
-    `accepted` and `rejected`. `reasons` lists every failure reason (`reason` joins them).
-    `rereconciled` names lessons decided again after a revision conflict.
+    Maintenance fills `manifest` (lessons supplied; `stale_offered` of them, when any,
+    were not delivered but offered because their cited code changed), `batches`,
+    `decisions` (only when every batch reconciled) and `kept`; discovery fills
+    `proposals` (answered), `accepted` and `rejected`. `reasons` lists every failure
+    reason (`reason` joins them). `rereconciled` names lessons decided again after a
+    revision conflict.
     """
 
     status: SpecialistStatus
     reason: str | None = None
     reasons: list[str] = Field(default_factory=list)
     manifest: int | None = None
+    stale_offered: int | None = None
     batches: int | None = None
     decisions: list[DecisionReport] | None = None
     kept: int | None = None

@@ -21,7 +21,7 @@ import functools
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -53,6 +53,7 @@ from active_memory.specialists.mutations import (
     discovery_mutations,
     maintenance_mutations,
     reactivations,
+    refreshed,
 )
 from active_memory.specialists.providers import Message, ProviderSession
 from active_memory.specialists.tasks import (
@@ -64,6 +65,7 @@ from active_memory.specialists.tasks import (
     build_graph_maintenance,
     build_repository_maintenance,
     manifest,
+    stale_offered,
 )
 from active_memory.specialists.views import CodeCache, DeferralView
 from active_memory.store.candidates import Candidate
@@ -112,6 +114,12 @@ class Context:
     rejected: list[Proposal] = field(default_factory=list)
     # Why and when each frozen deferred lesson was deferred, by ID.
     deferrals: dict[str, DeferralView] = field(default_factory=dict)
+    # Active repository lessons the run did not deliver whose cited code changed (IDs):
+    # maintenance is offered some of them (docs/staleness.md).
+    stale: set[str] = field(default_factory=set)
+    # Per lesson ID, the changed citations its task showed: a keep or an adapt of it
+    # cites them again, fingerprinted against the checkout at publish.
+    shown_changed: dict[str, list[Citation]] = field(default_factory=dict)
     # The run's evidence (0 or 1 scan), which maintenance shows per lesson.
     scanned: list[ScanResult] = field(default_factory=list)
     # Git's answers about the checkout, shared by every task of this postmortem.
@@ -198,11 +206,12 @@ def _failure(exc: SpecialistFailed) -> str:
 
 async def maintain(ctx: Context, out: Outcome, frozen: Sequence[Lesson]) -> None:
     """Maintenance: the manifest in batches; every batch must reconcile."""
-    lessons = manifest(out.name, ctx.record, frozen)
+    lessons = manifest(out.name, ctx.record, frozen, stale=ctx.stale)
     if lessons is None:
         out.end("abstained", NO_DELIVERY_EVIDENCE)
         return
     out.manifest = len(lessons)
+    out.stale_offered = len(stale_offered(out.name, ctx.record, frozen, ctx.stale))
     batches = ctx.batches(lessons)
     out.batches = len(batches)
     out.decisions = {}
@@ -254,12 +263,13 @@ async def decide(
         for decision in result.decisions:
             out.decisions[decision.id] = decision
         out.decided_on.update((x.id, x) for x in batch)
-        out.mutations.extend(
-            maintenance_mutations(result, run_id=ctx.record.run_id, model=session.model)
-        )
-        out.mutations.extend(
-            reactivations(result, batch, run_id=ctx.record.run_id, model=session.model)
-        )
+        run_id, model = ctx.record.run_id, session.model
+        found = [
+            *maintenance_mutations(result, run_id=run_id, model=model),
+            *reactivations(result, batch, run_id=run_id, model=model),
+        ]
+        shown = {x.id: ctx.shown_changed[x.id] for x in batch if x.id in ctx.shown_changed}
+        out.mutations.extend(refreshed(found, result, batch, shown, run_id=run_id, model=model))
         done += 1
         # The batch's decisions and mutations live until the publish: out of the cycle
         # collector's reach like the manifest (engine.py thaws both at the end), or every
@@ -291,9 +301,17 @@ async def ask_batch(
     checks fail, ask once more with every failure listed and check that answer."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
     if ctx.checkout is not None:
-        task = await in_thread(
-            functools.partial(with_changed_code, task, ctx.checkout, ctx.task_bytes(name))
+        change = functools.partial(
+            with_changed_code, task, ctx.checkout, ctx.task_bytes(name), offered=ctx.stale
         )
+        task = await in_thread(change)
+        for supplied in task.lessons:
+            # What the task showed is what a keep or an adapt cites again (`refreshed`).
+            shown = [Citation(path=v.path, lines=v.lines) for v in supplied.cited_code_changed]
+            if shown:
+                ctx.shown_changed[supplied.id] = shown
+            else:
+                ctx.shown_changed.pop(supplied.id, None)
     data = task.to_json()
     prompt = ctx.prompts.render(name, task, data)
     reply = await session.ask(prompt, answer_schema(name), input=data)
@@ -339,22 +357,40 @@ CHANGED_LINES_SHOWN = 20
 """Lines now of a changed citation a maintenance task shows."""
 
 
+CHANGED_SHOWN = 3
+"""Changed citations of one lesson a maintenance task shows (the next ones come back
+after a keep or an adapt has cited these again)."""
+
+
 def with_changed_code(
-    task: MaintenanceTask, checkout: Checkout, max_bytes: int | None = None
+    task: MaintenanceTask,
+    checkout: Checkout,
+    max_bytes: int | None = None,
+    *,
+    offered: Collection[str] = (),
 ) -> MaintenanceTask:
     """`task` with each stale lesson's changed citations: a diff from the text recorded
     at publish to the lines now, else the lines now and "recorded text unknown"
     (docs/staleness.md): maintenance judges whether the lesson still holds. Within
-    `max_bytes` rendered bytes when the task was: views are shortened, and marked cut."""
-    from active_memory.checkout.staleness import changed_citations
+    `max_bytes` rendered bytes when the task was: views are shortened, and marked cut.
+    A lesson of `offered` the run did not deliver is marked `offered` (it is supplied
+    because its cited code changed). One pass over the batch's citations."""
+    from active_memory.checkout.staleness import changed_by_key
 
+    found = changed_by_key(checkout, {x.id: x.evidence.citations for x in task.lessons})
     lessons = []
     for lesson in task.lessons:
-        changed = changed_citations(checkout, lesson.evidence.citations)
+        changed = found.get(lesson.id, [])
+        update: dict[str, object] = {}
         if changed:
             # The task shows citations without their recorded text; the store has it.
-            views = tuple(_changed_view(checkout, c.citation, c.why) for c in changed[:3])
-            lesson = lesson.model_copy(update={"cited_code_changed": views})
+            update["cited_code_changed"] = tuple(
+                _changed_view(checkout, c.citation, c.why) for c in changed[:CHANGED_SHOWN]
+            )
+        if lesson.id in offered and not lesson.deliveries and lesson.status == "active":
+            update["offered"] = "cited code changed"
+        if update:
+            lesson = lesson.model_copy(update=update)
         lessons.append(lesson)
     out = task.model_copy(update={"lessons": tuple(lessons)})
     return _within(out, task, max_bytes) if max_bytes is not None else out

@@ -10,18 +10,22 @@ against the revision they were decided on (`base_revision`).
   `AdaptLesson` (the run's ID added to the lesson's evidence); retire →
   `RetireLesson` (with `canonical`); defer → `DeferLesson`, except for a lesson that
   is deferred already (a new revision would change nothing and only race other writers).
+- a stale lesson (its task showed `cited_code_changed`): a keep or an adapt cites the
+  changed ranges again (`refreshed`; a keep becomes an adapt to its own card), so the
+  publish fingerprints them anew.
 - an accepted proposal → `CreateLesson` with its scope, card, and `Evidence(run_ids,
   evidence_ids, citations)`; `why_recurs` becomes the history's reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from active_memory.lessons import (
     AdaptLesson,
     Author,
     Card,
+    Citation,
     CreateLesson,
     DeferLesson,
     Evidence,
@@ -102,6 +106,53 @@ def reactivations(
             )
         )
     return found
+
+
+def refreshed(
+    found: Sequence[MaintenanceMutation],
+    result: Reconciled,
+    batch: Sequence[Lesson],
+    changed: Mapping[str, Sequence[Citation]],
+    *,
+    run_id: str,
+    model: str | None,
+) -> list[MaintenanceMutation]:
+    """`found` (a batch's mutations) with the changed citations each task showed
+    (`changed`, by lesson ID) cited again, so that the publish fingerprints them against
+    the checkout now (docs/staleness.md): an adapt of a stale lesson (a reactivation
+    included) carries them, and a `keep` of an active stale lesson becomes an adapt to
+    its own card that does. The decision was made with the diff shown: the lesson now
+    holds for the code as it is, and is not offered again until that code changes."""
+    if not changed:
+        return list(found)
+    out: list[MaintenanceMutation] = []
+    cited_again: set[str] = set()
+    for m in found:
+        cited = changed.get(m.id) if isinstance(m, AdaptLesson) else None
+        if isinstance(m, AdaptLesson) and cited:
+            m = m.model_copy(update={"evidence": m.evidence.merged(Evidence(citations=[*cited]))})
+            cited_again.add(m.id)
+        out.append(m)
+    by = author(result.specialist, run_id, model)
+    lessons = {x.id: x for x in batch}
+    for decision in result.decisions:
+        lesson = lessons.get(decision.id)
+        cited = changed.get(decision.id)
+        if decision.action != "keep" or lesson is None or not cited:
+            continue
+        if decision.id in cited_again or lesson.status != "active":
+            continue
+        out.append(
+            AdaptLesson(
+                id=decision.id,
+                base_revision=decision.revision,
+                card=lesson.card(),
+                evidence=Evidence(run_ids=[run_id], citations=[*cited]),
+                author=by,
+                reason=decision.reason or "kept by maintenance after its cited code changed",
+            )
+        )
+    return out
 
 
 def discovery_mutations(

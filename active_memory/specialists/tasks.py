@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import (
@@ -235,6 +235,9 @@ class SuppliedLesson(_Model):
     candidates: tuple[CandidateView, ...] = ()
     cited_code_changed: tuple[ChangedCodeView, ...] = ()
     """Its citations whose code changed since it was published, with the lines now."""
+    offered: Literal["cited code changed"] | None = None
+    """Why a lesson the run did not deliver is supplied: its cited code changed
+    (`manifest`'s stale offer; docs/staleness.md)."""
 
     @field_serializer("evidence", mode="wrap")
     def _without_recorded_text(
@@ -249,8 +252,11 @@ class SuppliedLesson(_Model):
         # Only a stale lesson carries the field: other tasks (and their recorded-answer
         # digests) stay as they were.
         data = handler(self)
-        if isinstance(data, dict) and not self.cited_code_changed:
-            data.pop("cited_code_changed", None)
+        if isinstance(data, dict):
+            if not self.cited_code_changed:
+                data.pop("cited_code_changed", None)
+            if self.offered is None:
+                data.pop("offered", None)
         return data
 
 
@@ -320,28 +326,42 @@ Task = MaintenanceTask | DiscoveryTask
 # --- builders -----------------------------------------------------------------------
 
 
+STALE_OFFERED_MAX = 16
+"""Stale lessons the run did not deliver offered to one maintenance (docs/staleness.md)."""
+
+
 def manifest(
-    name: SpecialistName, record: RunRecord, lessons: Iterable[Lesson]
+    name: SpecialistName,
+    record: RunRecord,
+    lessons: Iterable[Lesson],
+    *,
+    stale: Collection[str] = (),
 ) -> list[Lesson] | None:
     """The lessons of `name`'s scope that maintenance must judge now, sorted by ID; None
     to abstain.
 
-    Two kinds: the lessons this run delivered (any revision: the current one is judged),
-    and every *deferred* lesson of the scope, delivered or not (a deferred lesson is never
-    recalled, so it would never be delivered again: SPEC §9, 2026-12). A record without
-    delivery evidence (`deliveries` absent) offers the deferred ones only, and gives None
-    (abstain, SPEC §6) when there are none. Repository lessons must be of the run's
-    namespace. Graph lessons must be of the run's graph and unqualified or qualified with
-    the run's repository; a delivered one must also be for a node that executed. `init`
-    supplies every lesson of the scope instead of calling this.
+    Three kinds: the lessons this run delivered (any revision: the current one is judged),
+    every *deferred* lesson of the scope, delivered or not (a deferred lesson is never
+    recalled, so it would never be delivered again: SPEC §9, 2026-12), and, for
+    repository maintenance, the active lessons of `stale` (IDs of lessons whose cited
+    code changed, found against the run's checkout) that the run did not deliver: at
+    most `STALE_OFFERED_MAX`, lowest revision first, then ID (`stale_offered`). A record
+    without delivery evidence (`deliveries` absent) offers the deferred and stale ones
+    only, and gives None (abstain, SPEC §6) when there are none. Repository lessons must
+    be of the run's namespace. Graph lessons must be of the run's graph and unqualified
+    or qualified with the run's repository; a delivered one must also be for a node that
+    executed. `init` supplies every lesson of the scope instead of calling this.
     """
     kind = kind_of(name)
     delivered = {d.lesson for d in record.deliveries or ()}
+    lessons = list(lessons)
+    offered = set(stale_offered(name, record, lessons, stale))
     run = RunEssentials.of(record)
     chosen: list[Lesson] = []
     for lesson in lessons:
         deferred = lesson.status == "deferred"
-        if lesson.scope.kind != kind.scope or not (deferred or lesson.id in delivered):
+        wanted = deferred or lesson.id in delivered or lesson.id in offered
+        if lesson.scope.kind != kind.scope or not wanted:
             continue
         if isinstance(lesson.scope, GraphScope):
             scope = lesson.scope
@@ -357,6 +377,29 @@ def manifest(
     if record.deliveries is None and not chosen:
         return None
     return sorted(chosen, key=lambda lesson: lesson.id)
+
+
+def stale_offered(
+    name: SpecialistName, record: RunRecord, lessons: Iterable[Lesson], stale: Collection[str]
+) -> list[str]:
+    """The IDs among `stale` that `manifest` adds for `name`: active repository lessons
+    of the run's namespace that the run did not deliver, at most `STALE_OFFERED_MAX`,
+    lowest revision first (the lessons maintenance has decided on least), then ID."""
+    if not stale or name != "repository_maintenance" or record.repository is None:
+        return []
+    delivered = {d.lesson for d in record.deliveries or ()}
+    namespace = record.repository.namespace
+    found = [
+        x
+        for x in lessons
+        if x.id in stale
+        and x.status == "active"
+        and x.scope.kind == "repository"
+        and x.scope.repository == namespace
+        and x.id not in delivered
+    ]
+    found.sort(key=lambda x: (x.revision, x.id))
+    return [x.id for x in found[:STALE_OFFERED_MAX]]
 
 
 def _deliveries(record: RunRecord) -> dict[str, tuple[DeliveryView, ...]]:
