@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkout_support import git_checkout
 from conftest import Backend
 from recall_support import (
     AUTHOR,
@@ -59,12 +60,7 @@ def _lesson(title: str, recommendation: str, *citations: Citation) -> CreateLess
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     root = make_checkout(tmp_path / "repo")
-    (root / "src").mkdir()
-    (root / "src" / "a.py").write_text(A_PY)
-    (root / "src" / "b.py").write_text("print('b')\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
-    subprocess.run(["git", "-C", str(root), "add", "."], check=True)
-    return root
+    return git_checkout(root, {"src/a.py": A_PY, "src/b.py": "print('b')\n"})
 
 
 def _seed(store: str, root: Path, forged: str = "Run the checks.") -> None:

@@ -5,10 +5,10 @@ diff from it to the lines now (docs/staleness.md). Both backends."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from checkout_support import git_checkout
 from conftest import AUTHOR, NAMESPACE, Backend
 from test_postmortem_cli import RUN
 from ui_support import publish, read
@@ -36,13 +36,7 @@ LONG = "".join(f"value_{n:03d} = {'x' * 30}\n" for n in range(1, 201))  # ~8 KB
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "config.py").write_text(CONFIG)
-    (root / "src" / "long.py").write_text(LONG)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "."], check=True)
-    return root
+    return git_checkout(tmp_path / "repo", {"src/config.py": CONFIG, "src/long.py": LONG})
 
 
 def _lesson(title: str, *citations: Citation) -> CreateLesson:

@@ -7,11 +7,11 @@ a real git checkout, fake providers through the real provider interface."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from checkout_support import git_checkout
 from orchestrator_support import FakeSessions, config, decisions, run_record, supplied
 from specialist_builders import NAMESPACE
 
@@ -39,13 +39,7 @@ PERSON = Author(specialist="person:test")
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    (repo / "src").mkdir(parents=True)
-    (repo / "src" / "a.py").write_text(A_PY)
-    (repo / "src" / "b.py").write_text("print('b')\n")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
-    return repo
+    return git_checkout(tmp_path / "repo", {"src/a.py": A_PY, "src/b.py": "print('b')\n"})
 
 
 def _create(title: str, *citations: Citation) -> CreateLesson:

@@ -4,10 +4,10 @@ exactly the lessons citing it (the store, `lessons list --stale`, the web view).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from checkout_support import git_checkout
 from conftest import AUTHOR, NAMESPACE, Backend
 from test_postmortem_cli import run_cli
 from ui_support import TOKEN, login, publish, read
@@ -31,13 +31,7 @@ A_PY = "".join(f"line {n}\n" for n in range(1, 9))
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "a.py").write_text(A_PY)
-    (root / "src" / "b.py").write_text("print('b')\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "."], check=True)
-    return root
+    return git_checkout(tmp_path / "repo", {"src/a.py": A_PY, "src/b.py": "print('b')\n"})
 
 
 def _lesson(title: str, *citations: Citation) -> CreateLesson:
