@@ -326,3 +326,24 @@ async def test_a_kept_stale_lesson_another_writer_changed_meanwhile_is_decided_a
     assert isinstance(kept, Lesson) and kept.revision == 3
     assert kept.title == "cites a.py 4-5, edited"  # the person's card, never overwritten
     assert kept.evidence.citations[-1].excerpt == "line four\nline 5\n"
+
+
+@pytest.mark.asyncio
+async def test_code_that_changes_back_to_a_text_kept_before_is_not_stale_after_a_keep(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    # A (published), B (offered, kept: B fingerprinted), back to A (offered, kept): the
+    # second keep re-cites A's very citation; it must become the latest again, or the
+    # lesson would stay stale and be offered at every postmortem.
+    await _seed(store, root)
+    _change(root, "line 4\n", "line four\n")
+    await _postmortem(tmp_path, store, root, [], "run-1")  # keeps L-2, L-4 at B
+    _change(root, "line four\n", "line 4\n")
+    report, sessions = await _postmortem(tmp_path, store, root, [], "run-2")
+    assert report.specialists["repository_maintenance"].stale_offered == 2
+    kept = await store.get("L-2")
+    assert isinstance(kept, Lesson) and kept.revision == 3
+    assert kept.evidence.citations[-1].excerpt == "line 4\nline 5\n"
+    report, sessions = await _postmortem(tmp_path, store, root, [], "run-3")
+    assert report.specialists["repository_maintenance"].manifest == 0
+    assert _maintenance(sessions) == []

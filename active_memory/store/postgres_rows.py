@@ -49,8 +49,11 @@ async def write_changes(conn: Connection, rows: ChangeSet) -> None:
         )
     if rows.evidence:
         await conn.executemany(
+            # A citation cited again moves to the end (a new seq): the latest fingerprint
+            # of a range is its last row, also when the code went back to an earlier text.
             "INSERT INTO lesson_evidence (lesson_id, kind, value) VALUES ($1, $2, $3) "
-            "ON CONFLICT DO NOTHING",
+            "ON CONFLICT (lesson_id, kind, value) DO UPDATE SET seq = DEFAULT "
+            "WHERE excluded.kind = 'citation'",
             rows.evidence,
         )
     if rows.history:

@@ -45,8 +45,13 @@ async def write_changes(conn: aiosqlite.Connection, changes: ChangeSet, location
             "DELETE FROM lesson_evidence WHERE lesson_id = ?", changes.dropped_evidence
         )
     if changes.evidence:
+        # A citation cited again moves to the end (a new seq): the latest fingerprint of
+        # a range is its last row, also when the code went back to an earlier text.
         await conn.executemany(
-            "INSERT OR IGNORE INTO lesson_evidence (lesson_id, kind, value) VALUES (?, ?, ?)",
+            "INSERT INTO lesson_evidence (lesson_id, kind, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (lesson_id, kind, value) DO UPDATE "
+            "SET seq = (SELECT max(seq) + 1 FROM lesson_evidence) "
+            "WHERE excluded.kind = 'citation'",
             changes.evidence,
         )
     if changes.history:
