@@ -48,7 +48,6 @@ its own instead of doing it inside the tool call (see `_detach_if_large`)."""
 DETACH_ABOVE_LESSONS = 5000
 BUILD_MARKER = "building"
 BUILD_MARKER_SECONDS = 600.0
-_DETACHED: list[Any] = []
 
 
 class GenerationPending(Exception):
@@ -196,26 +195,33 @@ def _detach_if_large(context: RecallContext, location: str, scope: ScopeKey) -> 
         os.makedirs(folder, exist_ok=True)
         with open(marker, "w", encoding="utf-8") as handle:
             handle.write(str(os.getpid()))
-        # Kept referenced: the builder outlives this call (and this process) by design.
-        _DETACHED.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "active_memory.recall.builder",
-                    context.recall_dir,
-                    location,
-                    scope.kind,
-                    scope.repository or "",
-                    scope.graph_hash or "",
-                    scope.node or "",
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                close_fds=True,
-            )
+        # Started by a shell that backgrounds it and exits at once (waited for here): the
+        # builder outlives this call and this process by design, belongs to no process of
+        # ours (nothing to reap: no zombie in `serve`, no running child left behind when a
+        # hook process exits) and runs in a session of its own.
+        subprocess.run(
+            [
+                "/bin/sh",
+                "-c",
+                '"$@" </dev/null >/dev/null 2>&1 &',
+                "active-memory-builder",
+                sys.executable,
+                "-m",
+                "active_memory.recall.builder",
+                context.recall_dir,
+                location,
+                scope.kind,
+                scope.repository or "",
+                scope.graph_hash or "",
+                scope.node or "",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            check=False,
+            timeout=10,
         )
     raise GenerationPending(
         f"the first generation of {scope.kind} {scope.repository or scope.node} is being "
