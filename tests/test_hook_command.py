@@ -245,7 +245,7 @@ def test_16_concurrent_hook_processes_never_overspend_or_repeat_a_card(
     go = tmp_path / "go"
 
     def call(n: int) -> subprocess.CompletedProcess[bytes]:
-        payload = claude_payload("Read", {"file_path": files[n]}, session="shared", cwd=world.root)
+        payload = claude_payload("Read", {"file_path": files[n]}, session="s-one", cwd=world.root)
         return subprocess.run(
             [sys.executable, "-c", _SLOW_HOOK, str(go)], input=json.dumps(payload).encode(),
             capture_output=True, env=env, cwd=str(REPO_ROOT), timeout=120, check=False,

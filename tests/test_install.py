@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import stat
@@ -10,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from install_support import HOOK, lean_state  # noqa: F401 - autouse fixture
+from install_support import HOOK, lean_state, run  # noqa: F401 - autouse fixture
 
-from active_memory.errors import ActiveMemoryError
-from active_memory.hooks import install_cli
 from active_memory.hooks.paths import DEFAULT_PORT
 
 """What the installer writes: the console script next to the running interpreter."""
@@ -45,20 +42,6 @@ CODEX_HOOKS: dict[str, Any] = {
         ],
     }
 }
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run `hook install|uninstall …` as the CLI would (errors → message + exit code)."""
-    parser = argparse.ArgumentParser(prog="active-memory hook")
-    install_cli.register(parser.add_subparsers(dest="action", required=True))
-    args = parser.parse_args(argv)
-    try:
-        code = int(args.handler(args))
-    except ActiveMemoryError as exc:
-        print(f"active-memory: {exc}", file=__import__("sys").stderr)
-        code = exc.exit_code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

@@ -4,31 +4,15 @@ path; when the entry cannot be written it falls back to pip's console script wit
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from active_memory.errors import ActiveMemoryError
-from active_memory.hooks import install_cli
+from install_support import run
 
 CONSOLE = Path(sys.executable).parent / "active-memory-hook"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="active-memory hook")
-    install_cli.register(parser.add_subparsers(dest="action", required=True))
-    args = parser.parse_args(argv)
-    try:
-        code = int(args.handler(args))
-    except ActiveMemoryError as exc:
-        print(f"active-memory: {exc}", file=sys.stderr)
-        code = exc.exit_code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from install_support import HOOK, lean_state  # noqa: F401 - autouse fixture
+from install_support import HOOK, lean_state, run  # noqa: F401 - autouse fixture
 
-from active_memory.errors import ActiveMemoryError
-from active_memory.hooks import install_cli
 from active_memory.hooks.installers.opencode import MARKER, plugin_source
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="active-memory hook")
-    install_cli.register(parser.add_subparsers(dest="action", required=True))
-    args = parser.parse_args(argv)
-    try:
-        code = int(args.handler(args))
-    except ActiveMemoryError as exc:
-        print(f"active-memory: {exc}", file=sys.stderr)
-        code = exc.exit_code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

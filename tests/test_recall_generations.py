@@ -318,7 +318,7 @@ def test_graph_parts_of_two_repositories_sharing_a_run_id_never_leak(tmp_path: P
         CreateLesson(scope=GraphScope(graph_hash=GRAPH_HASH, node="worker", repository=other),
                      card=Card(title="Web only", recommendation="y"), author=AUTHOR_),
     ])  # fmt: skip
-    env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "shared", "ACTIVE_MEMORY_GRAPH_HASH": GRAPH_HASH,
+    env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "two-repos", "ACTIVE_MEMORY_GRAPH_HASH": GRAPH_HASH,
            "ACTIVE_MEMORY_NODE": "worker"}  # fmt: skip
     call = ToolCall("claude", "Read", {}, session="s", cwd=str(world.root))
     api = graph_cards(resolve_context(call, env, repository=NAMESPACE))
