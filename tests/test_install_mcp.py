@@ -9,7 +9,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_install import run, write_json
+from install_support import run
+from test_install import write_json
 
 SERVER = str(Path(sys.executable).parent / "active-memory")
 
