@@ -38,3 +38,20 @@ def write_atomically(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def write_output_file(destination: str, text: str) -> None:
+    """Write the file a command was told to write (`-o FILE`, an export's target).
+
+    A folder at `destination`, or a folder to hold it that does not exist, is a
+    `UsageError` naming it, and nothing is written.
+    """
+    from active_memory.errors import UsageError
+
+    target = Path(destination)
+    if target.is_dir():
+        raise UsageError(f"{destination}: is a folder; give a file path")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder; create it first")
+    write_atomically(target, text)

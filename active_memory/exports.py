@@ -200,8 +200,8 @@ def _read(path: Path) -> str | None:
 def _write(path: Path, before: str | None, after: str) -> Written:
     if before == after:
         return Written(path, "unchanged")
-    from active_memory.commands.files import write_atomically
+    from active_memory.atomic_files import write_output_file
 
     os.makedirs(path.parent, exist_ok=True)
-    write_atomically(str(path), after)
+    write_output_file(str(path), after)
     return Written(path, "written")

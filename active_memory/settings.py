@@ -180,7 +180,7 @@ class Settings:
 
 def user_settings_path(env: Mapping[str, str] | None = None) -> str:
     """`<zeroshot state dir>/active-memory/settings.toml`."""
-    from active_memory.recall.environment import state_dir
+    from active_memory.store.location import state_dir
 
     return os.path.join(state_dir(env), USER_FILE)
 
@@ -350,13 +350,13 @@ def _parse(path: str) -> dict[str, Any]:
 
 
 def _state_dir(env: Mapping[str, str]) -> str:
-    from active_memory.recall.environment import state_dir
+    from active_memory.store.location import state_dir
 
     return state_dir(env)
 
 
 def _cache_path(cache_dir: str, path: str) -> str:
-    from active_memory.recall.files import safe_name
+    from active_memory.file_names import safe_name
 
     return os.path.join(cache_dir, safe_name(os.path.abspath(path)) + ".marshal")
 

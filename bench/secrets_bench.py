@@ -8,7 +8,7 @@ provider's public format; look-alikes are prose, paths, hashes and placeholders)
 - `hand-written`: the rules before issue 17 (`bench/secrets_baseline.py`, kept as the
   baseline);
 - `detect-secrets`: the library alone, every default plugin and filter, scanning a file;
-- `screen`: `active_memory.quality.secrets` (detect-secrets' regex plugins + our rules).
+- `screen`: `active_memory.credentials` (detect-secrets' regex plugins + our rules).
 
 A secret counts as detected when the screen flags its text and, for the screens that
 mask, when no 8-character run of the secret value survives the masked text. Prints the
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import secrets_baseline
 
-from active_memory.quality import secrets
+from active_memory import credentials as secrets
 
 CORPUS = Path(__file__).parents[1] / "tests" / "fixtures" / "secrets" / "corpus.json"
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from orchestrator_support import FakeSessions, config, repo_lessons, run_record, seed, supplied
 
+from active_memory import credentials as secrets
 from active_memory.lessons import Lesson
 from active_memory.orchestrator import run_postmortem
-from active_memory.quality import secrets
 from active_memory.specialists.providers.base import Request
 from active_memory.store.sqlite import SqliteStore
 

@@ -8,7 +8,7 @@ import hashlib
 
 import pytest
 
-from active_memory.quality.secrets import find_secrets, mask, screen, shannon_entropy
+from active_memory.credentials import find_secrets, mask, screen, shannon_entropy
 
 # Built from pieces so that no literal in this file has a real key's full shape.
 _ALNUM = "Ab3De5Gh7Jk9Mn2Pq4St6Vw8Yz0Cf1Hj"

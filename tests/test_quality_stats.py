@@ -11,11 +11,11 @@ import pytest
 from orchestrator_support import FakeSessions, config, evidence_ids, run_record
 
 from active_memory.cli import main
+from active_memory.credentials import secret_reasons
 from active_memory.lessons import Associations, Author, GraphScope, Lesson
 from active_memory.orchestrator import run_postmortem
 from active_memory.orchestrator.journal import Journal, JournalEntry, RefusedProposal
 from active_memory.quality.reasons import rejection_kind, rejection_kinds
-from active_memory.quality.secrets import secret_reasons
 from active_memory.specialists.providers.base import Request
 from active_memory.store.sqlite import SqliteStore
 

@@ -13,10 +13,9 @@ from active_memory.recall.environment import (
     parse_budget,
     read_remote_url,
     resolve_context,
-    state_dir,
 )
 from active_memory.recall.types import ToolCall
-from active_memory.store.location import zeroshot_state_dir
+from active_memory.store.location import state_dir, zeroshot_state_dir
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from active_memory.recall.files import FileLock, atomic_write, safe_name
+from active_memory.file_names import safe_name
+from active_memory.recall.files import FileLock, atomic_write
 
 
 def test_safe_names_are_distinct_and_never_dot_or_dotdot() -> None:

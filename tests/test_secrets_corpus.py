@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from active_memory.quality.secrets import find_secrets, mask, screen, secret_reasons
+from active_memory.credentials import find_secrets, mask, screen, secret_reasons
 
 CORPUS = json.loads(
     (Path(__file__).parent / "fixtures" / "secrets" / "corpus.json").read_text(encoding="utf-8")
@@ -74,7 +74,7 @@ def test_a_secret_assigned_inside_a_secret_field_is_found() -> None:
     ],
 )
 def test_the_prefilter_takes_only_text_every_match_starts_with(pattern: str, prefix: str) -> None:
-    from active_memory.quality.secrets import literal_prefix
+    from active_memory.credentials import literal_prefix
 
     assert literal_prefix(re.compile(pattern)) == prefix
 

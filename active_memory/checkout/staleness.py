@@ -79,12 +79,12 @@ def fingerprint(checkout: Checkout, citations: Sequence[Citation]) -> list[Citat
 
 def excerpt_of(data: bytes, *, whole_file: bool) -> str | None:
     """The recorded text of cited bytes: the first whole lines within `EXCERPT_BYTES`,
-    credentials masked (quality/secrets.py: a lesson never stores a secret).
+    credentials masked (credentials.py: a lesson never stores a secret).
 
     None when nothing can be kept honestly: a whole-file citation over the bound (its
     first lines would read as the whole file), a first line over the bound, or text
     whose masking spans lines (the diff would then misalign)."""
-    from active_memory.quality.secrets import mask
+    from active_memory.credentials import mask
 
     if whole_file and len(data) > EXCERPT_BYTES:
         return None
@@ -129,7 +129,7 @@ def recorded_diff(citation: Citation, now: list[str]) -> tuple[list[str], bool]:
     Bounded: `DIFF_LINES` lines of at most `DIFF_LINE_CHARS` characters."""
     import difflib
 
-    from active_memory.quality.secrets import mask
+    from active_memory.credentials import mask
 
     old = (citation.excerpt or "").splitlines()
     short = citation.lines is not None and len(old) < citation.lines[1] - citation.lines[0] + 1

@@ -1,4 +1,4 @@
-"""Reading and writing the files commands take: JSON Lines of lessons, atomic writes.
+"""Reading the files commands take: JSON Lines of lessons.
 
 Reading goes through `active_memory.reader` (bounded, regular files only).
 """
@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from active_memory.errors import InvalidRecord, UsageError
+from active_memory.errors import InvalidRecord
 
 if TYPE_CHECKING:
     from active_memory.lessons import Lesson, Tombstone
@@ -75,8 +74,8 @@ def _validated(
     None follows each kept record, so a caller can take it before the next is read."""
     from pydantic import ValidationError
 
+    from active_memory.credentials import mask, secret_reasons
     from active_memory.lessons import Lesson, Tombstone
-    from active_memory.quality.secrets import mask, secret_reasons
     from active_memory.reader import LineProblem, iter_json_lines
     from active_memory.validation import error_lines
 
@@ -124,16 +123,3 @@ def _refuse(source: str, found: Iterator[tuple[int, str] | None]) -> None:
         + "\n  ".join(shown),
         line=problems[0][0],
     )
-
-
-def write_atomically(destination: str, text: str) -> None:
-    """Write `text` to a temporary file beside `destination`, then rename it into place."""
-    target = Path(destination)
-    if target.is_dir():
-        raise UsageError(f"{destination}: is a folder; give a file path")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: no such folder; create it first")
-    from active_memory.atomic_files import write_atomically
-
-    write_atomically(target, text)

@@ -421,9 +421,9 @@ def _export(args: argparse.Namespace) -> int:
     found: list[Lesson | Tombstone] = _run_or_empty(args, job)
     lines = "".join(item.model_dump_json() + "\n" for item in found)
     if args.output:
-        from active_memory.commands.files import write_atomically
+        from active_memory.atomic_files import write_output_file
 
-        write_atomically(args.output, lines)
+        write_output_file(args.output, lines)
         print(f"exported {len(found)} lessons to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(lines)
@@ -539,8 +539,8 @@ def _revert(args: argparse.Namespace) -> int:
     author = _person()
 
     async def job(store: LessonStore) -> Lesson | Tombstone:
+        from active_memory.credentials import secret_reasons
         from active_memory.errors import UsageError
-        from active_memory.quality.secrets import secret_reasons
 
         # A card with a credential stays in history (audit lists it) but is never current.
         for entry in await store.history(args.id):

@@ -11,7 +11,7 @@ reads the store's changes).
 
 A hook never fails the tool call: whatever goes wrong (bad stdin, unreadable snapshot or
 store, full disk), it prints nothing, exits 0, and writes one line to
-`<zeroshot state dir>/active-memory/recall/hook.log`.
+`<zeroshot state dir>/active-memory/recall/hook.log` (`hooks/hook_log.py`).
 
 When the recall server has announced itself (`<state dir>/active-memory/server.json`
 exists), its thin client `active_memory.hooks.client.ask_server(harness, stdin_bytes,
@@ -28,10 +28,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
-
-LOG_FILE = "hook.log"
-LOG_MAX_BYTES = 1024 * 1024
-"""Past this the log is moved to `hook.log.1` (one generation kept)."""
 
 USAGE = (
     "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
@@ -63,7 +59,7 @@ SERVER_DISCOVERY_FILE = "server.json"
 def _ask_server(harness: str, data: bytes, env: Mapping[str, str]) -> dict[str, Any] | None:
     # The client is imported only when a server has announced itself: without one, its
     # imports would cost every tool call for nothing.
-    from active_memory.recall.environment import state_dir
+    from active_memory.store.location import state_dir
 
     if not os.path.exists(os.path.join(state_dir(env), SERVER_DISCOVERY_FILE)):
         return None
@@ -98,42 +94,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
     except BaseException as exc:  # a hook must never fail the tool call
+        from active_memory.hooks.hook_log import log_error
+
         log_error(harness, exc, environment)
     finally:
         os.umask(previous_umask)
     return 0
-
-
-def log_error(harness: str, exc: BaseException, env: Mapping[str, str]) -> None:
-    """Append one line about `exc` to the hook log; never raises."""
-    message = " ".join(str(exc).split()) or "(no message)"
-    log_line(harness, f"{type(exc).__name__}: {message}", env)
-
-
-def log_line(harness: str, text: str, env: Mapping[str, str]) -> None:
-    """Append one line to the hook log (`<state>/active-memory/recall/hook.log`); never raises."""
-    try:
-        import time
-
-        from active_memory.recall.environment import state_dir
-
-        folder = os.path.join(state_dir(env), "recall")
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, LOG_FILE)
-        try:
-            if os.path.getsize(path) > LOG_MAX_BYTES:
-                os.replace(path, path + ".1")
-        except OSError:
-            pass
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {' '.join(text.split())}"
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(descriptor, (line[:2000] + "\n").encode("utf-8", "replace"))
-        finally:
-            os.close(descriptor)
-    except BaseException:  # logging is best effort
-        pass
 
 
 def run() -> None:

@@ -1,10 +1,8 @@
 """Where the recall server keeps its token and discovery file, and the names it answers to.
 
 The command hook reads these on every tool call while a server runs, so this module
-imports only `os` (already loaded by every interpreter): no pathlib, no store package
-(whose `__init__` loads pydantic and the lesson models). The state-dir rule is
-`active_memory.recall.environment.state_dir`, itself pinned by tests to SPEC §7's
-`store.location.zeroshot_state_dir`.
+imports only `os` (already loaded by every interpreter) and the lean
+`active_memory.store.location`, which owns the state-dir rule (SPEC §7).
 """
 
 from __future__ import annotations
@@ -46,7 +44,7 @@ DISCOVERY_FILE = "server.json"
 
 def server_state_dir(env: Mapping[str, str] | None = None) -> str:
     """`<zeroshot state dir>/active-memory` (SPEC §7's folder)."""
-    from active_memory.recall.environment import state_dir
+    from active_memory.store.location import state_dir
 
     return state_dir(os.environ if env is None else env)
 

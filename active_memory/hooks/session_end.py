@@ -149,12 +149,12 @@ def main(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> int:
         with contextlib.redirect_stderr(said):
             respond(arguments, sys.stdin.buffer.read(), environment)
     except BaseException as exc:  # a hook must never fail the session
-        from active_memory.hooks.command import log_error
+        from active_memory.hooks.hook_log import log_error
 
         log_error(name, exc, environment)  # one line: the failure, not what preceded it
         return 0
     if said.getvalue().strip():
-        from active_memory.hooks.command import log_line
+        from active_memory.hooks.hook_log import log_line
 
         log_line(name, said.getvalue(), environment)
     return 0

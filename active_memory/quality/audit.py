@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from active_memory.credentials import Finding, screen, strings_of
 from active_memory.lessons import Lesson
-from active_memory.quality.secrets import Finding, screen, strings_of
 from active_memory.store import LessonQuery, LessonStore
 
 

@@ -4,19 +4,63 @@ Lessons per scope and status come from the store. Deliveries, refused duplicates
 rejections by kind come from the postmortem journal (`orchestrator/journal.py`), which
 keeps, per finished postmortem, the run's deliveries per lesson and every refused
 proposal: the store itself keeps lessons and their history, not runs (docs/quality.md).
+The journal belongs to the orchestrator, a layer above this one, so the entries are read
+through the two small protocols below, which the journal's models satisfy.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from active_memory.lessons import GraphScope, Lesson, Tombstone
-from active_memory.orchestrator.journal import JournalEntry
 from active_memory.quality.reasons import REJECTION_KINDS
 from active_memory.store import LessonQuery, LessonStore
+
+
+class RefusedEntry(Protocol):
+    """A refused proposal as the journal keeps it (`orchestrator.journal.RefusedProposal`)."""
+
+    @property
+    def kinds(self) -> Sequence[str]:
+        """Why it was refused: its rejection kinds."""
+        ...
+
+    @property
+    def duplicate_of(self) -> str | None:
+        """The lesson it repeats, when refused as a duplicate."""
+        ...
+
+
+class PostmortemEntry(Protocol):
+    """What `summarize` reads of one journal entry (`orchestrator.journal.JournalEntry`)."""
+
+    @property
+    def run_id(self) -> str:
+        """The run the postmortem was about."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """`running`, `finished`, `failed` or `cancelled`."""
+        ...
+
+    @property
+    def started_at(self) -> str:
+        """When the postmortem started (ISO 8601)."""
+        ...
+
+    @property
+    def deliveries(self) -> Mapping[str, int]:
+        """Lesson ID → how many times the run delivered it."""
+        ...
+
+    @property
+    def rejected(self) -> Sequence[RefusedEntry]:
+        """Every refused proposal of the postmortem."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +106,7 @@ async def lesson_counts(store: LessonStore) -> list[ScopeCount]:
     ]
 
 
-def summarize(entries: Sequence[JournalEntry], last: int) -> JournalSummary:
+def summarize(entries: Sequence[PostmortemEntry], last: int) -> JournalSummary:
     """Totals over the `last` finished postmortems (by start time) of `entries`."""
     finished = [entry for entry in entries if entry.state == "finished"]
     finished.sort(key=lambda entry: (entry.started_at, entry.run_id))

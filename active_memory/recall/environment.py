@@ -9,7 +9,6 @@ reads `.git/config` itself, because a subprocess would cost more than the whole 
 from __future__ import annotations
 
 import os
-import sys
 
 from active_memory.reader import open_regular, read_file_bytes
 from active_memory.recall.types import (
@@ -21,6 +20,7 @@ from active_memory.recall.types import (
     ToolCall,
 )
 from active_memory.settings import effective_settings
+from active_memory.store.location import state_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,29 +57,6 @@ ENVIRONMENT_VARIABLES: tuple[str, ...] = (
 """Every variable recall reads: what a thin client forwards to the recall server."""
 
 _HEX = frozenset("0123456789abcdef")
-
-
-def state_dir(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
-    """`<zeroshot state dir>/active-memory` (SPEC §7's folder).
-
-    Same rule as `active_memory.store.location.zeroshot_state_dir`, repeated here because
-    importing the store package loads pydantic, which a hook process must not pay for
-    (a test keeps the two in agreement).
-    """
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    join = os.path.join
-    if env.get("ZEROSHOT_STATE_DIR"):
-        base = env["ZEROSHOT_STATE_DIR"]
-    elif platform == "win32":
-        local = env.get("LOCALAPPDATA") or join(os.path.expanduser("~"), "AppData", "Local")
-        base = join(local, "zeroshot", "state")
-    elif env.get("XDG_STATE_HOME"):
-        base = join(env["XDG_STATE_HOME"], "zeroshot")
-    else:
-        home = env.get("HOME") or os.path.expanduser("~")
-        base = join(home, ".local", "state", "zeroshot")
-    return join(base, "active-memory")
 
 
 def find_checkout_root(start: str) -> str | None:

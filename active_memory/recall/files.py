@@ -1,4 +1,4 @@
-"""Small file primitives recall's state needs: safe names, atomic writes, appends, locks.
+"""Small file primitives recall's state needs: atomic writes, appends, reads, locks.
 
 Every state file lives under `<zeroshot state dir>/active-memory/recall/`. Writers
 replace whole files atomically (temporary file + `os.replace`), append one record per
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 
 from active_memory.reader import NotReadable, open_regular
 
@@ -19,30 +18,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
-
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-MAX_NAME = 120
-
-
-def safe_name(key: str) -> str:
-    """A file name for `key`: safe characters kept, others `%XX`-escaped, never `.`/`..`.
-
-    Distinct keys give distinct names (the escaping is reversible); a very long key is
-    cut and suffixed with two checksums of the whole.
-    """
-    out: list[str] = []
-    for ch in key:
-        if ch in _SAFE and ch != "%":
-            out.append(ch)
-        else:
-            out.extend(f"%{byte:02X}" for byte in ch.encode("utf-8"))
-    name = "".join(out)
-    if name in ("", ".", ".."):
-        name = "%" + name.replace(".", "%2E")
-    if len(name) > MAX_NAME:
-        data = key.encode("utf-8")
-        name = f"{name[:90]}~{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
-    return name
 
 
 def atomic_write(path: str, data: bytes) -> None:

@@ -52,7 +52,8 @@ import os
 import time
 import zlib
 
-from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
+from active_memory.file_names import safe_name
+from active_memory.recall.files import FileLock, atomic_write, read_bytes
 from active_memory.recall.index import FORMAT
 
 TYPE_CHECKING = False

@@ -22,7 +22,8 @@ import marshal
 import os
 import zlib
 
-from active_memory.recall.files import FileLock, atomic_write, read_bytes, safe_name
+from active_memory.file_names import safe_name
+from active_memory.recall.files import FileLock, atomic_write, read_bytes
 from active_memory.recall.frame import frame, select
 from active_memory.recall.records import record_deliveries
 from active_memory.recall.types import CardHit, Skipped

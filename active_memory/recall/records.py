@@ -30,8 +30,9 @@ from __future__ import annotations
 import os
 import time
 
+from active_memory.file_names import safe_name
 from active_memory.recall import jsonio
-from active_memory.recall.files import append_line, safe_name
+from active_memory.recall.files import append_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

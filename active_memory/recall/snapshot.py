@@ -284,8 +284,8 @@ def _thread_id() -> int:
 def refresh_after_write(location: str, env: Any = None) -> list[str]:
     """After a write changed the store at `location`: rebuild the generations of the
     scopes this machine recalls (recall.generations.refresh_known)."""
-    from active_memory.recall.environment import state_dir
     from active_memory.recall.generations import refresh_known
+    from active_memory.store.location import state_dir
 
     recall_dir = os.path.join(state_dir(env), "recall")
     return refresh_known(recall_dir, location, _reader(location))

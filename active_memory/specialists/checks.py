@@ -10,7 +10,7 @@
 
 Nothing here raises on a bad answer: every violation becomes a reason string that names
 the answer's JSON path (`lessons[2].title: ...`). A credential anywhere in a proposal or a
-decision is such a violation (`quality/secrets.py`), and every reason and rejected title
+decision is such a violation (`credentials.py`), and every reason and rejected title
 is masked, so no secret reaches a report, the journal or a log.
 """
 
@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from active_memory.checkout import Checkout, CitationVerdict
+from active_memory.credentials import mask, secret_reasons
 from active_memory.evidence import EvidenceItem
 from active_memory.lessons import (
     Associations,
@@ -34,7 +35,6 @@ from active_memory.lessons import (
     Scope,
 )
 from active_memory.quality.duplicates import DuplicateLimits, find_duplicate, text_similarity
-from active_memory.quality.secrets import mask, secret_reasons
 from active_memory.specialists.actionable import generic_advice
 from active_memory.specialists.answers import (
     GraphDiscoveryAnswer,

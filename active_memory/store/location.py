@@ -1,35 +1,63 @@
-"""Where the lesson store lives (SPEC §7), and how `--store` / ACTIVE_MEMORY_STORE override it."""
+"""Where Active Memory keeps its state (SPEC §7) and where the lesson store lives.
+
+This module owns the state folder: `<zeroshot state dir>/active-memory`. Every part that
+needs it (settings, recall, the hooks, the journal) asks `state_dir` or
+`zeroshot_state_dir` here. It is on the hook's per-call path, so it imports only `os`
+and `sys` when loaded (no `pathlib`, no `re`: those load inside the functions that
+need them), and the store package's `__init__` loads nothing eagerly.
+
+`--store` / ACTIVE_MEMORY_STORE override where the store lives.
+"""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 STORE_ENV = "ACTIVE_MEMORY_STORE"
 STORE_FILE = "lessons.sqlite3"
+STATE_FOLDER = "active-memory"
+"""Active Memory's own folder inside zeroshot's state folder."""
+
+
+def zeroshot_state_path(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """zeroshot's state folder as text: $ZEROSHOT_STATE_DIR, else the platform's user state
+    folder (`%LOCALAPPDATA%\\zeroshot\\state`, `$XDG_STATE_HOME/zeroshot`,
+    `~/.local/state/zeroshot`)."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    join = os.path.join
+    if env.get("ZEROSHOT_STATE_DIR"):
+        return env["ZEROSHOT_STATE_DIR"]
+    if platform == "win32":
+        local = env.get("LOCALAPPDATA") or join(os.path.expanduser("~"), "AppData", "Local")
+        return join(local, "zeroshot", "state")
+    if env.get("XDG_STATE_HOME"):
+        return join(env["XDG_STATE_HOME"], "zeroshot")
+    home = env.get("HOME") or os.path.expanduser("~")
+    return join(home, ".local", "state", "zeroshot")
+
+
+def state_dir(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """`<zeroshot state dir>/active-memory` (SPEC §7's folder), as text."""
+    return os.path.join(zeroshot_state_path(env, platform), STATE_FOLDER)
 
 
 def zeroshot_state_dir(env: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
-    """zeroshot's state folder: $ZEROSHOT_STATE_DIR, else the platform's user state folder."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if env.get("ZEROSHOT_STATE_DIR"):
-        return Path(env["ZEROSHOT_STATE_DIR"])
-    if platform == "win32":
-        base = env.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "zeroshot" / "state"
-    if env.get("XDG_STATE_HOME"):
-        return Path(env["XDG_STATE_HOME"]) / "zeroshot"
-    home = env.get("HOME") or str(Path.home())
-    return Path(home) / ".local" / "state" / "zeroshot"
+    """zeroshot's state folder (`zeroshot_state_path`) as a `Path`."""
+    from pathlib import Path
+
+    return Path(zeroshot_state_path(env, platform))
 
 
 def default_store_path(env: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
     """The default SQLite store: `<zeroshot state dir>/active-memory/lessons.sqlite3`."""
-    return zeroshot_state_dir(env, platform) / "active-memory" / STORE_FILE
+    return zeroshot_state_dir(env, platform) / STATE_FOLDER / STORE_FILE
 
 
 def resolve_store_location(option: str | None, env: Mapping[str, str] | None = None) -> str:
@@ -51,6 +79,8 @@ def mask_url(location: str) -> str:
     """`location` safe to print: a URL's password becomes `***` (`user:***@host/db`)."""
     if not is_postgres_url(location):
         return location
+    import re
+
     scheme, _, rest = location.partition("://")
     authority, slash, tail = rest.partition("/")
     userinfo, at, hostport = authority.rpartition("@")

@@ -19,7 +19,7 @@ from typing import Any
 
 from active_memory.orchestrator.journal import Journal, JournalEntry, default_journal_dir
 from active_memory.orchestrator.report import UsageReport
-from active_memory.recall.environment import state_dir
+from active_memory.store.location import state_dir
 from active_memory.store.protocol import LessonStore
 
 RECENT_POSTMORTEMS = 100

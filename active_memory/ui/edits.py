@@ -90,7 +90,7 @@ def parse_card(form: CardForm) -> Card:
 def card_problems(scope: object, card: Card, checkout: object | None) -> list[str]:
     """What a specialist's adaptation into `card` of a lesson of `scope` would be refused
     for."""
-    from active_memory.quality.secrets import secret_reasons
+    from active_memory.credentials import secret_reasons
     from active_memory.specialists.actionable import generic_advice
 
     problems = secret_reasons(card.model_dump(mode="json"), "card")
@@ -177,8 +177,8 @@ async def revert_lesson(
 ) -> Lesson | Tombstone:
     """Make revision `to_revision` current again, if the lesson is still at
     `base_revision`; a card holding a credential is never made current."""
+    from active_memory.credentials import secret_reasons
     from active_memory.errors import Conflict, RevisionConflict
-    from active_memory.quality.secrets import secret_reasons
 
     current = await _living(store, lesson_id)
     if current.revision != base_revision:

@@ -68,7 +68,7 @@ ENTRY_FOLDER = "bin"
 def lean_entry_path(env: Mapping[str, str] | None = None) -> Path:
     """Where `hook install` writes the lean entry: `<state dir>/active-memory/bin/…`."""
     from active_memory.hooks.lean import ENTRY_NAME
-    from active_memory.recall.environment import state_dir
+    from active_memory.store.location import state_dir
 
     return Path(os.path.abspath(state_dir(env))) / ENTRY_FOLDER / ENTRY_NAME
 

@@ -34,7 +34,7 @@ from active_memory.errors import InvalidRecord, UsageError
 # Imported with this module, not inside the join: the worker joins sessions in several
 # threads at once, and two threads initialising the `recall` package together can see
 # it half-imported (ImportError: cannot import name 'admit' ...).
-from active_memory.recall.environment import find_checkout_root, state_dir
+from active_memory.recall.environment import find_checkout_root
 from active_memory.recall.ledger import ledger_path_for
 from active_memory.recall.records import has_records, read_deliveries, read_receipts
 from active_memory.runlog.importers.common import ImportResult, checked
@@ -42,6 +42,7 @@ from active_memory.runlog.importers.privacy import apply_exclusion
 from active_memory.runlog.importers.session import agent_node
 from active_memory.runlog.record import RunRecord, parse_run_record
 from active_memory.settings import SettingsError, effective_settings
+from active_memory.store.location import state_dir
 
 Harness = Literal["claude", "codex", "pi", "gemini", "copilot"]
 
