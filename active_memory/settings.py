@@ -378,9 +378,9 @@ def _read_cache(cache: str, stamp: tuple[int, int, int]) -> dict[str, Any] | Non
 def _write_cache(cache: str, stamp: tuple[int, int, int], values: dict[str, Any]) -> None:
     import marshal
 
-    from active_memory.recall.files import atomic_write
+    from active_memory.atomic_files import write_atomically
 
     try:  # noqa: SIM105 - contextlib would cost the hook process an import
-        atomic_write(cache, marshal.dumps({"stamp": list(stamp), "values": values}))
+        write_atomically(cache, marshal.dumps({"stamp": list(stamp), "values": values}), sync=False)
     except OSError:
         pass  # a cache that cannot be written only costs the next reader a parse

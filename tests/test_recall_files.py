@@ -1,4 +1,4 @@
-"""State-file primitives: safe names, atomic replacement, the session lock."""
+"""State-file primitives: safe names, the session lock."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from active_memory.file_names import safe_name
-from active_memory.recall.files import FileLock, atomic_write
+from active_memory.recall.files import FileLock
 
 
 def test_safe_names_are_distinct_and_never_dot_or_dotdot() -> None:
@@ -19,14 +19,6 @@ def test_safe_names_are_distinct_and_never_dot_or_dotdot() -> None:
     assert len(set(names)) == len(names)
     assert not any(name in ("", ".", "..") or "/" in name or ":" in name for name in names)
     assert all(len(name) <= 120 for name in names)
-
-
-def test_atomic_write_replaces_the_whole_file(tmp_path: Path) -> None:
-    target = tmp_path / "sub" / "state.bin"
-    atomic_write(str(target), b"first")
-    atomic_write(str(target), b"second")
-    assert target.read_bytes() == b"second"
-    assert [p.name for p in target.parent.iterdir()] == ["state.bin"]
 
 
 def test_a_lock_held_elsewhere_times_out_instead_of_hanging(tmp_path: Path) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 from pathlib import Path
 
+from active_memory.atomic_files import write_atomically
 from active_memory.errors import UsageError
 
 _TOKEN_BYTES = 32
@@ -47,26 +47,15 @@ def load_or_create_token(path: Path) -> str:
         if token is None:
             raise TokenFileError(path, "empty or unreadable; delete it to get a new token")
         return token
-    path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(_TOKEN_BYTES)
-    # Write under a private temporary name created 0600, then link it into place: no
-    # moment where the token is readable by others, and two starters agree on one token.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # Written 0600 from the start, then linked into place: no moment where the token is
+    # readable by others, and two starters agree on one token.
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(token + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            # Another process created it first: use theirs.
-            existing = read_token(path)
-            if existing is None:
-                raise TokenFileError(path, "empty or unreadable; delete it") from None
-            return existing
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
+        write_atomically(path, token + "\n", mode=0o600, replace=False)
+    except FileExistsError:
+        # Another process created it first: use theirs.
+        existing = read_token(path)
+        if existing is None:
+            raise TokenFileError(path, "empty or unreadable; delete it") from None
+        return existing
     return token

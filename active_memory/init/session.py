@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from active_memory.atomic_files import write_atomically
 from active_memory.checkout.git import GitFailed, run_git
 from active_memory.init.errors import InitRefused
 
@@ -114,19 +114,8 @@ class Session:
         """Write a JSON file durably: temporary file, fsync, rename, fsync the folder."""
         target = self.path / name
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with open(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        temporary.replace(target)
-        folder = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
+        text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+        write_atomically(target, text, mode=0o600)
 
 
 def _inside_checkout(path: Path) -> Path | None:

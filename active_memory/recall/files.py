@@ -1,10 +1,11 @@
-"""Small file primitives recall's state needs: atomic writes, appends, reads, locks.
+"""Small file primitives recall's state needs: appends, reads, locks.
 
 Every state file lives under `<zeroshot state dir>/active-memory/recall/`. Writers
-replace whole files atomically (temporary file + `os.replace`), append one record per
-`write` on an `O_APPEND` descriptor (one short line, so concurrent appenders never
-interleave), and serialise read-modify-write cycles with an exclusive lock: `fcntl.flock`
-where it exists, `msvcrt.locking` on Windows, else an `O_EXCL` lock file.
+replace whole files atomically (`active_memory.atomic_files.write_atomically`), append
+one record per `write` on an `O_APPEND` descriptor (one short line, so concurrent
+appenders never interleave), and serialise read-modify-write cycles with an exclusive
+lock: `fcntl.flock` where it exists, `msvcrt.locking` on Windows, else an `O_EXCL` lock
+file.
 """
 
 from __future__ import annotations
@@ -18,23 +19,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace `path` with `data` so readers see the old or the new file, never a mix."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        try:  # noqa: SIM105 - contextlib would cost the hook process an import
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
 
 
 def append_line(path: str, line: str, *, sync: bool = False) -> None:

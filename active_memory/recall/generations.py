@@ -52,8 +52,9 @@ import os
 import time
 import zlib
 
+from active_memory.atomic_files import write_atomically
 from active_memory.file_names import safe_name
-from active_memory.recall.files import FileLock, atomic_write, read_bytes
+from active_memory.recall.files import FileLock, read_bytes
 from active_memory.recall.index import FORMAT
 
 TYPE_CHECKING = False
@@ -234,7 +235,7 @@ def refresh(
         name = generation_name(changes.version)
         path = os.path.join(folder, name)
         _write(path, built)
-        atomic_write(os.path.join(folder, CURRENT_FILE), _pointer(name, changes.version, taken))
+        _write_current(folder, _pointer(name, changes.version, taken))
         collect(recall_dir, folder)
     return path, None
 
@@ -295,7 +296,7 @@ def _advance(folder: str, name: str, version: int, taken: tuple[Stamp, float] | 
                 return
             if latest[1] == version and (taken is None or latest[3] >= taken[1]):
                 return
-            atomic_write(os.path.join(folder, CURRENT_FILE), _pointer(name, version, taken))
+            _write_current(folder, _pointer(name, version, taken))
     except TimeoutError:
         if taken is None:
             raise
@@ -322,21 +323,12 @@ def _build(
 
 def _write(path: str, built: BuiltIndex) -> None:
     """Write the generation to a temporary file, flush it to disk, rename it in."""
-    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with open(descriptor, "wb") as handle:
-            for chunk in built.chunks():
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:  # noqa: SIM105 - contextlib would cost the hook process an import
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, built.chunks(), mode=0o600)
+
+
+def _write_current(folder: str, pointer: bytes) -> None:
+    # Not synced: a lost `CURRENT` after a machine crash only costs a rebuild.
+    write_atomically(os.path.join(folder, CURRENT_FILE), pointer, sync=False)
 
 
 def collect(recall_dir: str, folder: str, *, now: float | None = None) -> list[str]:

@@ -22,8 +22,9 @@ import marshal
 import os
 import zlib
 
+from active_memory.atomic_files import write_atomically
 from active_memory.file_names import safe_name
-from active_memory.recall.files import FileLock, atomic_write, read_bytes
+from active_memory.recall.files import FileLock, read_bytes
 from active_memory.recall.frame import frame, select
 from active_memory.recall.records import record_deliveries
 from active_memory.recall.types import CardHit, Skipped
@@ -88,7 +89,7 @@ def read_state(path: str) -> LedgerState:
 
 def _write_state(path: str, session: str, state: LedgerState) -> None:
     value = {"session": session, "spent": state.spent, "delivered": sorted(state.delivered)}
-    atomic_write(path, marshal.dumps(value))
+    write_atomically(path, marshal.dumps(value), sync=False)
 
 
 def admit(

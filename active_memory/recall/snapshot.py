@@ -249,19 +249,12 @@ def build_detached(argv: list[str]) -> None:
 
 def _write_pin(path: str, relative: str) -> str:
     """Create the pin if absent; returns what the pin names (ours or the winner's)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.{_thread_id()}.tmp"
-    with open(temporary, "wb") as handle:
-        handle.write(relative.encode("utf-8"))
-    try:
-        os.link(temporary, path)  # fails if present: the first pin stays
+    from active_memory.atomic_files import write_atomically
+
+    try:  # noqa: SIM105 - contextlib would cost the hook process an import
+        write_atomically(path, relative, sync=False, replace=False)  # the first pin stays
     except FileExistsError:
         pass
-    except OSError:  # pragma: no cover - a file system without hard links
-        if not os.path.exists(path):
-            os.replace(temporary, path)
-            return relative
-    os.unlink(temporary)
     data = read_bytes(path)
     return relative if data is None else data.decode("utf-8", "replace")
 
@@ -273,12 +266,6 @@ def _drop_pin(path: str, relative: str) -> None:
             os.unlink(path)
         except FileNotFoundError:
             pass
-
-
-def _thread_id() -> int:
-    import _thread  # built in; `threading` would cost a hook's first call about 1 ms
-
-    return _thread.get_ident()
 
 
 def refresh_after_write(location: str, env: Any = None) -> list[str]:
@@ -384,12 +371,12 @@ def _check_recent_failure(path: str) -> None:
 
 
 def _remember_failure(path: str, exc: Exception) -> None:
-    from active_memory.recall.files import atomic_write
+    from active_memory.atomic_files import write_atomically
 
     reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
     # Remembering is an optimisation; the error itself still propagates.
     try:  # noqa: SIM105 - contextlib would cost the hook process an import
-        atomic_write(path, reason.encode("utf-8"))
+        write_atomically(path, reason, sync=False)
     except OSError:
         pass
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from active_memory.atomic_files import write_atomically
 from active_memory.errors import UsageError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -63,23 +62,8 @@ def write_record(path: Path, record: dict[str, Any], *, force: bool) -> None:
     `path` since `targets` looked: a concurrent writer is never overwritten either.
     """
     text = json.dumps(record, ensure_ascii=False, indent=2) + "\n"
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if force:
-            os.replace(temporary, path)
-            return
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            raise UsageError(f"{path}: appeared while importing; not overwritten") from None
-        except OSError:
-            # A file system without hard links: check once more, then rename.
-            if path.exists():
-                raise UsageError(f"{path}: appeared while importing; not overwritten") from None
-            os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+        # 0600: a run record holds private run data.
+        write_atomically(path, text, mode=0o600, replace=force)
+    except FileExistsError:
+        raise UsageError(f"{path}: appeared while importing; not overwritten") from None

@@ -16,7 +16,6 @@ the deadline). A present but malformed one fails the specialist naming the file.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from active_memory.atomic_files import write_atomically
 from active_memory.errors import SpecialistFailed
 from active_memory.reader import MAX_DOCUMENT_BYTES, NotReadable, read_file_bytes
 from active_memory.specialists.providers.base import (
@@ -161,7 +161,8 @@ class FileExchangeSession(BaseSession):
                 answer_file=answer_file.name,
                 written_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
-            await _write_atomically(task_file, task.model_dump_json(by_alias=True, indent=2))
+            text = task.model_dump_json(by_alias=True, indent=2) + "\n"
+            await anyio.to_thread.run_sync(write_atomically, task_file, text)
         try:
             # The bounded reader: a regular file only (a FIFO never blocks us), capped.
             data = await anyio.to_thread.run_sync(read_file_bytes, answer_file, MAX_DOCUMENT_BYTES)
@@ -199,10 +200,3 @@ class FileExchangeSession(BaseSession):
             model=self.model,
             errors=errors,
         )
-
-
-async def _write_atomically(path: Path, text: str) -> None:
-    await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
-    temporary = anyio.Path(f"{path}.{os.getpid()}.tmp")
-    await temporary.write_text(text + "\n", encoding="utf-8")
-    await temporary.replace(path)

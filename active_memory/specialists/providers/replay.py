@@ -8,7 +8,6 @@ session and appends each validated answer it gets, which is how recordings are m
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Final, Literal
@@ -17,6 +16,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from active_memory.atomic_files import write_atomically
 from active_memory.errors import InvalidRecord, SpecialistFailed
 from active_memory.specialists.providers.base import (
     AnswerT,
@@ -80,14 +80,8 @@ async def load_recordings(path: Path, *, missing_ok: bool = False) -> Recordings
 
 async def save_recordings(path: Path, recordings: Recordings) -> None:
     """Write a recordings file atomically (a temporary file, then a rename)."""
-    target = anyio.Path(path)
-    await target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = anyio.Path(f"{path}.{os.getpid()}.tmp")
-    await temporary.write_text(
-        recordings.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n",
-        encoding="utf-8",
-    )
-    await temporary.replace(target)
+    text = recordings.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
+    await anyio.to_thread.run_sync(write_atomically, path, text)
 
 
 class ReplaySession(BaseSession):
