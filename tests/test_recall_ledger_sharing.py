@@ -295,8 +295,8 @@ def test_a_killed_server_loses_no_delivery_it_answered(world: World, server: Ser
 def test_only_calls_that_deliver_nothing_and_cannot_wait_are_answered_quickly(
     world: World,
 ) -> None:
+    from active_memory.file_lock import FileLock
     from active_memory.hooks.recall_answer import make_answer
-    from active_memory.recall.files import FileLock
 
     answer = make_answer(world.env)
     sent = {"ACTIVE_MEMORY_BUDGET_BYTES": str(BUDGET)}  # forwarded, as the hooks send it

@@ -8,7 +8,6 @@ forwarded, never from the server's own environment.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -129,23 +128,11 @@ def _lock_busy(context: Any) -> bool:
     for a stopped holder) must happen in a thread, never on the loop. A holder that
     takes the lock between this check and the answer holds it for about a millisecond.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: always the thread
-        return True
+    from active_memory.file_lock import is_locked
     from active_memory.recall.ledger import ledger_path, lock_path_for
 
-    try:
-        descriptor = os.open(lock_path_for(ledger_path(context)), os.O_RDWR)
-    except FileNotFoundError:
-        return False  # made by the answer itself
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(descriptor)  # releases the probe's lock
-    return False
+    # A missing lock file is free (the answer makes it); Windows cannot probe: a thread.
+    return is_locked(lock_path_for(ledger_path(context)))
 
 
 def make_answer(server_env: Mapping[str, str], store: str | None = None) -> ResidentAnswer:

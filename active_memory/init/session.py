@@ -8,16 +8,16 @@ published) and `receipt.json` (the publication receipt, written last).
 
 from __future__ import annotations
 
-import fcntl
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from active_memory.atomic_files import write_atomically
 from active_memory.checkout.git import GitFailed, run_git
+from active_memory.file_lock import FileLock
 from active_memory.init.errors import InitRefused
 
 STATE_SCHEMA = "active-memory/init-session@1"
@@ -156,10 +156,10 @@ def open_session(directory: Path, requested: Requested) -> Iterator[tuple[Sessio
         raise InitRefused(f"{path} is not empty and not an init session; choose a new folder")
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.chmod(0o700)
-    with (path / "lock").open("a") as lock:
+    with ExitStack() as held:
         try:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            held.enter_context(FileLock(path / "lock", timeout=0))  # one attempt
+        except TimeoutError:
             raise InitRefused(
                 f"another `active-memory init` is advancing {path}; wait for it to finish"
             ) from None

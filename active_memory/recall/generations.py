@@ -53,8 +53,9 @@ import time
 import zlib
 
 from active_memory.atomic_files import write_atomically
+from active_memory.file_lock import FileLock
 from active_memory.file_names import safe_name
-from active_memory.recall.files import FileLock, read_bytes
+from active_memory.recall.files import read_bytes
 from active_memory.recall.index import FORMAT
 
 TYPE_CHECKING = False

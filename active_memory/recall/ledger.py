@@ -23,8 +23,9 @@ import os
 import zlib
 
 from active_memory.atomic_files import write_atomically
+from active_memory.file_lock import FileLock
 from active_memory.file_names import safe_name
-from active_memory.recall.files import FileLock, read_bytes
+from active_memory.recall.files import read_bytes
 from active_memory.recall.frame import frame, select
 from active_memory.recall.records import record_deliveries
 from active_memory.recall.types import CardHit, Skipped
