@@ -36,7 +36,7 @@ from active_memory.atomic_files import write_atomically
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
 from active_memory.processes import pid_alive
 from active_memory.quality.reasons import rejection_kinds
-from active_memory.store.location import zeroshot_state_dir
+from active_memory.store.location import state_dir
 from active_memory.store.protocol import LessonStore, PublishMark
 
 JOURNAL_SCHEMA: Final = "active-memory/postmortem-journal@1"
@@ -45,7 +45,7 @@ JournalState: TypeAlias = Literal["running", "finished", "failed", "cancelled"]
 
 def default_journal_dir(env: Mapping[str, str] | None = None) -> Path:
     """`<zeroshot state dir>/active-memory/postmortems`."""
-    return zeroshot_state_dir(env) / "active-memory" / "postmortems"
+    return Path(state_dir(env)) / "postmortems"
 
 
 class RefusedProposal(BaseModel):
