@@ -23,12 +23,13 @@ from specialist_builders import (
 from active_memory.evidence import scan
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
-from active_memory.specialists.authority import FileAuthority, TaskLimits
-from active_memory.specialists.choosing import MANIFESTS
 from active_memory.specialists.kinds import SPECIALISTS, kind_of
 from active_memory.specialists.tasks import (
+    MANIFESTS,
+    FileAuthority,
     MaintenanceTask,
     RunEssentials,
+    TaskLimits,
     build_discovery,
     build_graph_maintenance,
     build_repository_maintenance,

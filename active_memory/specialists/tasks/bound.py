@@ -1,8 +1,12 @@
-"""Cut a maintenance manifest into complete batches bounded by serialized size (SPEC §6).
+"""The bounds on what a specialist receives, and the batches a maintenance manifest is cut
+into so that each batch's prompt stays within its bound (SPEC §6).
 
-`cut_for_prompt` is what the postmortem and `init` use: lessons measured as the prompt
-shows them, up to `LESSON_SHARE` of the bound on the whole prompt (the task builders fit
-the rest). `cut_by_serialized_size` bounds the lessons' compact JSON alone.
+- `TaskLimits`: the size bounds of one task's parts (files, completions, listings, ...);
+- `DEFAULT_BATCH_BYTES`: the default bound on one whole rendered prompt;
+- `cut_for_prompt`: the manifest in complete batches whose lessons, as the prompt shows
+  them, take at most `LESSON_SHARE` of that bound (the postmortem's and `init`'s);
+  `cut_by_serialized_size` bounds the lessons' compact JSON alone;
+- `cut_utf8`: a text cut to a byte bound at a character boundary.
 
 A lesson's size is the UTF-8 length of its JSON (what the specialist is shown of it).
 Lessons are taken in manifest order and a batch is closed before the lesson that would
@@ -14,9 +18,51 @@ lesson). Every lesson is in exactly one batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from active_memory.lessons import Lesson
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLimits:
+    """Size bounds of what a task carries (UTF-8 bytes of text)."""
+
+    file_bytes: int = 16 * 1024
+    """Bytes of one file's text read for a task; the rest is cut and the cut marked."""
+    files_total_bytes: int = 64 * 1024
+    """Rendered bytes (numbered lines as JSON) of all file contents of one task; files past
+    it are `omitted` (listed with their state, no content, the reason said)."""
+    completion_bytes: int = 4 * 1024
+    """One agent completion text."""
+    completions_total_bytes: int = 32 * 1024
+    """All completion texts of one task."""
+    instructions_bytes: int = 8 * 1024
+    """One node's authored instructions."""
+    others_max: int = 200
+    """Living lessons outside the batch listed as possible `canonical` targets."""
+    receipts_max: int = 64
+    """Receipts shown per evidence item (the first and the latest half); the rest counted."""
+    listing_per_folder: int = 60
+    """Entries of one folder's `git ls-files` excerpt; the rest counted."""
+    listing_folders_max: int = 12
+    """Folders listed per task (those of the most relevant files first)."""
+    scope_lessons_max: int = 100
+    """Active lessons of its scope shown to discovery (title, ID, associations)."""
+
+
+DEFAULT_LIMITS = TaskLimits()
+
+
+def cut_utf8(text: str, limit: int) -> tuple[str, bool]:
+    """`text` cut to at most `limit` UTF-8 bytes at a character boundary, and whether it was."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, False
+    return data[:limit].decode("utf-8", errors="ignore"), True
+
+
+# --- batches of a manifest ----------------------------------------------------------------
 
 DEFAULT_BATCH_BYTES = 96_000
 """The default bound on what the model receives for one batch (the whole rendered prompt,
