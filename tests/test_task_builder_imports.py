@@ -88,12 +88,21 @@ STEPS = {
     "bound": set(),
     "model": {"bound"},
     "render": {"bound", "model"},
-    "manifest": {"model"},
-    "gather": {"bound", "model"},
-    "files": {"bound", "model"},
-    "choose": {"bound", "model", "render", "gather", "files"},
+    "gather_run": {"bound", "model"},
+    "gather_lessons": {"bound", "model"},
+    "gather_files": {"bound", "model", "gather_run"},
+    "manifest": {"gather_run"},
+    "choose": {"bound", "model", "render", "gather_run", "gather_files"},
     "changed_code": {"model", "render"},
-    "build": {"bound", "model", "render", "gather", "files", "choose"},
+    "build": {
+        "bound",
+        "model",
+        "render",
+        "gather_run",
+        "gather_lessons",
+        "gather_files",
+        "choose",
+    },
 }
 """What each module of `specialists/tasks/` may import of its siblings."""
 

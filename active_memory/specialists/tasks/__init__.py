@@ -6,8 +6,9 @@ A task is built in one direction, each step a module with one job:
 |---|---|
 | `bound.py` | the bounds: `TaskLimits`, the prompt bound, a manifest's batches |
 | `manifest.py` | which lessons a maintenance specialist must judge |
-| `gather.py` | the run's side: evidence, deliveries, lessons, nodes |
-| `files.py` | the code's side: which files, their first bytes, the listing |
+| `gather_run.py` | what the run shows: essentials, requests, failed calls, evidence, nodes |
+| `gather_lessons.py` | the lessons: deliveries, the supplied batch, `others`, the scope's |
+| `gather_files.py` | the code: which files in which group, their first bytes, the listing |
 | `choose.py` | what fits the bound (pure: reads nothing) |
 | `render.py` | how a task reads in the prompt, and its size |
 | `model.py` | the task's pydantic models, `canonical_json`, `digest()` |
@@ -33,9 +34,9 @@ from active_memory.specialists.tasks.build import (
 )
 from active_memory.specialists.tasks.build import with_rejected as with_rejected
 from active_memory.specialists.tasks.changed_code import with_changed_code as with_changed_code
-from active_memory.specialists.tasks.files import MANIFESTS as MANIFESTS
-from active_memory.specialists.tasks.files import CodeCache as CodeCache
-from active_memory.specialists.tasks.gather import deferral_of as deferral_of
+from active_memory.specialists.tasks.gather_files import MANIFESTS as MANIFESTS
+from active_memory.specialists.tasks.gather_files import CodeCache as CodeCache
+from active_memory.specialists.tasks.gather_lessons import deferral_of as deferral_of
 from active_memory.specialists.tasks.manifest import STALE_OFFERED_MAX as STALE_OFFERED_MAX
 from active_memory.specialists.tasks.manifest import manifest as manifest
 from active_memory.specialists.tasks.manifest import stale_offered as stale_offered
@@ -54,6 +55,7 @@ from active_memory.specialists.tasks.model import LessonRef as LessonRef
 from active_memory.specialists.tasks.model import MaintenanceName as MaintenanceName
 from active_memory.specialists.tasks.model import MaintenanceTask as MaintenanceTask
 from active_memory.specialists.tasks.model import NodeAuthority as NodeAuthority
+from active_memory.specialists.tasks.model import RequestView as RequestView
 from active_memory.specialists.tasks.model import RunEssentials as RunEssentials
 from active_memory.specialists.tasks.model import ScopeLesson as ScopeLesson
 from active_memory.specialists.tasks.model import SuppliedLesson as SuppliedLesson

@@ -49,6 +49,10 @@ class TaskLimits:
     """Folders listed per task (those of the most relevant files first)."""
     scope_lessons_max: int = 100
     """Active lessons of its scope shown to discovery (title, ID, associations)."""
+    request_bytes: int = 4 * 1024
+    """One execution's input as a task shows it (a turn's typed prompt)."""
+    requests_total_bytes: int = 12 * 1024
+    """All inputs of one task: the first and then the latest that fit; the rest counted."""
 
 
 DEFAULT_LIMITS = TaskLimits()
@@ -77,19 +81,19 @@ def serialized_size(lesson: Lesson) -> int:
     return len(lesson.model_dump_json().encode("utf-8"))
 
 
-SUPPLIED_EXTRA_BYTES = 700
+SUPPLIED_EXTRA_BYTES = 400
 """What a supplied lesson adds to its own JSON in a maintenance task, rendered: its
-deliveries, effectiveness counters, run evidence IDs, candidates, deferral (typical)."""
+deliveries, effectiveness counters, run evidence IDs, candidates, deferral (typical: a
+lesson delivered once with one evidence item concerning it adds about 320 bytes)."""
 
 
 def rendered_lesson_size(lesson: Lesson) -> int:
-    """Bytes a lesson takes in a task as the prompt shows it: indented JSON, three levels
-    deep, plus `SUPPLIED_EXTRA_BYTES`."""
+    """Bytes a lesson takes in a task as the prompt shows it: its compact JSON (without
+    the text recorded at publish, which a task never shows) plus `SUPPLIED_EXTRA_BYTES`."""
     evidence = lesson.evidence.without_excerpts()  # a task shows no recorded text
     if evidence is not lesson.evidence:
         lesson = lesson.model_copy(update={"evidence": evidence})
-    text = lesson.model_dump_json(indent=2)
-    return len(text.encode("utf-8")) + 4 * (text.count("\n") + 1) + SUPPLIED_EXTRA_BYTES
+    return len(lesson.model_dump_json().encode("utf-8")) + SUPPLIED_EXTRA_BYTES
 
 
 def cut_batches(items: Sequence[_T], max_bytes: int, size: Callable[[_T], int]) -> list[list[_T]]:

@@ -1,10 +1,12 @@
 """The task builders: each gathers, then chooses within the bound, then renders.
 
-1. **gather** (`gather.py`, `files.py`): the evidence the task shows, the lessons with
-   what the store knows of them, the authored nodes, the files in order of relevance
-   with their first bytes and the listing around them;
+1. **gather** (`gather_run.py`, `gather_lessons.py`, `gather_files.py`): what the run
+   shows (essentials, requests, evidence, nodes), the lessons with what the store knows
+   of them, the files in groups of relevance with their first bytes and the listing
+   around them;
 2. **choose** (`choose.py`): completion and file budgets cut until the rendered task is
-   within `max_bytes` (`fit`), the files shown within theirs;
+   within `max_bytes` (`fit`), the files shown within theirs (each group in turn, small
+   files before large ones);
 3. **render** (`render.py`): `rendered_size` measures each candidate as the prompt shows
    it; the task returned is the one measured last.
 
@@ -23,8 +25,9 @@ from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.graph import Graph
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import kind_of
-from active_memory.specialists.tasks import files as code
-from active_memory.specialists.tasks import gather
+from active_memory.specialists.tasks import gather_files as code
+from active_memory.specialists.tasks import gather_lessons as lessons_of
+from active_memory.specialists.tasks import gather_run as run_of
 from active_memory.specialists.tasks.bound import DEFAULT_LIMITS, TaskLimits
 from active_memory.specialists.tasks.choose import evidence_views, file_views, fit
 from active_memory.specialists.tasks.model import (
@@ -35,7 +38,6 @@ from active_memory.specialists.tasks.model import (
     LessonRef,
     MaintenanceName,
     MaintenanceTask,
-    RunEssentials,
 )
 from active_memory.specialists.tasks.render import rendered_size
 from active_memory.store.candidates import Candidate
@@ -82,21 +84,23 @@ def build_repository_maintenance(
     name: MaintenanceName = "repository_maintenance"
     # Gather.
     cache = code.code_cache(checkout, cache)  # git's answers, shared by a postmortem's batches
-    items, by_lesson = gather.evidence_for(record, lessons, evidence)
-    supplied = gather.supplied_lessons(
+    run = run_of.run_essentials(record, limits)
+    items, by_lesson = run_of.evidence_for(record, lessons, evidence)
+    supplied = lessons_of.supplied_lessons(
         name, record, lessons, effectiveness, candidates, deferrals, by_lesson
     )
-    others = gather.other_lessons(name, lessons, living, limits, refs)
+    others = lessons_of.other_lessons(name, lessons, living, limits, refs)
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
-    # The lessons' own files first, then those the evidence concerning them touched or
-    # named (what this run did to them), then the root's build files.
-    named = [p for x in ordered for p in gather.lesson_paths(x)]
-    named += code.receipt_paths(items) + code.mentioned_files(record, items, cache)
-    paths = list(dict.fromkeys(named))
-    paths += code.manifests(cache, paths)
-    views = _FileViews(code.gather_files(checkout, paths, limits, cache), limits)
+    # The lessons' own files, then the files of the run's failures that touched them and
+    # what resolved those, then the root's build files, then the other files the
+    # evidence concerning them touched or named.
+    own = [p for x in ordered for p in lessons_of.lesson_paths(x)]
+    failed = code.failure_files(record, cache, touching=lessons_of.touches_any(lessons))
+    touched = code.receipt_paths(items) + code.mentioned_files(record, items, cache)
+    build_files = code.manifests(cache, [*own, *failed])
+    groups = (own, failed, build_files, touched)
+    views = _FileViews(code.read_files(checkout, groups, limits, cache), limits)
     folders = code.folders_of(checkout, [f for x in lessons for f in x.associations.folders])
-    run = RunEssentials.of(record)
 
     # Choose, measuring each candidate as rendered.
     def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
@@ -135,17 +139,17 @@ def build_graph_maintenance(
     graphs; by default the run's own graph."""
     name: MaintenanceName = "graph_maintenance"
     # Gather.
-    graphs = gather.run_graphs(record) if graphs is None else graphs
+    graphs = run_of.run_graphs(record) if graphs is None else graphs
     targets = sorted(
         {(x.scope.graph_hash, x.scope.node) for x in lessons if isinstance(x.scope, GraphScope)}
     )
-    items, by_lesson = gather.evidence_for(record, lessons, evidence)
-    supplied = gather.supplied_lessons(
+    run = run_of.run_essentials(record, limits)
+    items, by_lesson = run_of.evidence_for(record, lessons, evidence)
+    supplied = lessons_of.supplied_lessons(
         name, record, lessons, effectiveness, candidates, deferrals, by_lesson
     )
-    others = gather.other_lessons(name, lessons, living, limits, refs)
-    nodes = tuple(gather.node_authority(graphs, h, n, limits) for h, n in targets)
-    run = RunEssentials.of(record)
+    others = lessons_of.other_lessons(name, lessons, living, limits, refs)
+    nodes = tuple(run_of.node_authority(graphs, h, n, limits) for h, n in targets)
 
     # Choose, measuring each candidate as rendered.
     def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
@@ -180,27 +184,29 @@ def build_discovery(
     # Gather.
     kind = kind_of(name)
     cache = code.code_cache(checkout, cache)
-    items = gather.citable_evidence(name, scan(record) if evidence is None else evidence)
-    run = RunEssentials.of(record)
-    graphs = gather.run_graphs(record)
+    run = run_of.run_essentials(record, limits)
+    items = run_of.citable_evidence(name, scan(record) if evidence is None else evidence)
+    graphs = run_of.run_graphs(record)
     node_names = sorted({node for item in items for node in item.nodes})
     nodes = (
-        tuple(gather.node_authority(graphs, run.graph_hash, n, limits) for n in node_names)
+        tuple(run_of.node_authority(graphs, run.graph_hash, n, limits) for n in node_names)
         if run.graph_hash
         else ()
     )
-    paths: list[str] = []
+    groups: tuple[list[str], ...] = ()
     if name == "repository_discovery":
-        paths = list(
-            dict.fromkeys(code.receipt_paths(items) + code.mentioned_files(record, items, cache))
-        )
-        paths += code.manifests(cache, paths)
-    scope = [x for x in living if gather.in_run_scope(x, run)]
-    relevant = gather.related(scope, paths, node_names)
-    lessons = gather.scope_lessons(
+        # The files of the run's failures and their resolutions, then the root's build
+        # files, then what the evidence touched (the most touched first) or named.
+        failed = code.failure_files(record, cache)
+        touched = code.receipt_paths(items) + code.mentioned_files(record, items, cache)
+        groups = (failed, code.manifests(cache, failed), touched)
+    scope = [x for x in living if lessons_of.in_run_scope(x, run)]
+    paths = [p for group in groups for p in group]
+    relevant = lessons_of.related(scope, paths, node_names)
+    lessons = lessons_of.scope_lessons(
         scope, kind=kind.scope, relevant=relevant, limit=limits.scope_lessons_max
     )
-    views = _FileViews(code.gather_files(checkout, paths, limits, cache), limits)
+    views = _FileViews(code.read_files(checkout, groups, limits, cache), limits)
 
     # Choose, measuring each candidate as rendered.
     def assemble(completion_budget: int, file_budget: int, kept: int) -> DiscoveryTask:

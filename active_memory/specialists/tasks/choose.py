@@ -17,8 +17,8 @@ from typing import TypeVar
 from active_memory.evidence import EvidenceItem
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.tasks.bound import TaskLimits, cut_utf8
-from active_memory.specialists.tasks.files import FileCandidate
-from active_memory.specialists.tasks.gather import executions_of
+from active_memory.specialists.tasks.gather_files import FileCandidate
+from active_memory.specialists.tasks.gather_run import executions_of
 from active_memory.specialists.tasks.model import CompletionView, EvidenceView, FileAuthority
 from active_memory.specialists.tasks.render import line_cost, numbered_lines
 
@@ -63,33 +63,80 @@ def file_views(
     files: Sequence[FileCandidate], limits: TaskLimits, budget: int
 ) -> tuple[FileAuthority, ...]:
     """Each gathered file's view, in the given order, within `budget` rendered bytes of
-    content (and `files_total_bytes`); a current file past the budget is `omitted`."""
+    content (and `files_total_bytes`).
+
+    The groups (`FileCandidate.group`) are served in turn, each from what the ones before
+    it left. Within a group, small files go before large ones: the files are taken from
+    the smallest up, each given at most an equal share of what is left for the group's
+    files not served yet, so every file that fits its share is shown whole and the large
+    ones share the rest equally (cut, the cut marked). Each file is also capped by its
+    first `file_bytes` bytes. When a share would be too small to show anything
+    (`_MIN_SHOWN_BYTES`), the group's remaining files are served in their own order
+    instead, each as much as is left, until nothing is: a current file left without
+    content is `omitted`, with the reason said."""
     left = min(budget, limits.files_total_bytes)
-    found: list[FileAuthority] = []
-    for file in files:
-        base = FileAuthority(
-            path=file.path,
-            status=file.status,
-            current=file.current,
-            reason=file.reason,
-            target=file.target,
-            size=file.size,
-            binary=file.binary,
+    shown: dict[int, FileAuthority] = {}
+    for group in sorted({file.group for file in files}):
+        members = [i for i, file in enumerate(files) if file.group == group]
+        readable = [i for i in members if files[i].data is not None]
+        for i in members:
+            if files[i].data is None:
+                shown[i] = _bare(files[i])
+        costs = {i: _whole_cost(files[i]) for i in readable}
+        by_size = sorted(readable, key=lambda i: (costs[i], i))
+        for position, i in enumerate(by_size):
+            share = left // (len(by_size) - position)
+            if share < _MIN_SHOWN_BYTES:
+                for j in sorted(by_size[position:]):  # as many as fit, in their order
+                    shown[j], left = _shown(files[j], min(left, costs[j]), left, costs[j])
+                break
+            shown[i], left = _shown(files[i], min(share, costs[i]), left, costs[i])
+    return tuple(shown[i] for i in range(len(files)))
+
+
+def _bare(file: FileCandidate) -> FileAuthority:
+    return FileAuthority(
+        path=file.path,
+        status=file.status,
+        current=file.current,
+        reason=file.reason,
+        target=file.target,
+        size=file.size,
+        binary=file.binary,
+    )
+
+
+def _cut_marker(size: int, shown: int) -> str:
+    return f"[cut: {size - shown} more bytes of this {size}-byte file are not shown]"
+
+
+def _whole_cost(file: FileCandidate) -> int:
+    """Rendered bytes of everything `file` shows at most: its first `file_bytes` bytes as
+    numbered lines, and the cut line when that is not the whole file."""
+    assert file.data is not None
+    lines, shown, cut = numbered_lines(file.data, final=file.final, budget=1 << 62)
+    cost = sum(line_cost(line) for line in lines)
+    return cost + (line_cost(_cut_marker(file.size or 0, shown)) if cut else 0)
+
+
+def _shown(file: FileCandidate, allowed: int, left: int, whole: int) -> tuple[FileAuthority, int]:
+    """`file` within `allowed` rendered bytes (its cut line included; `whole`: what all
+    of it costs), and what is left of `left` after it."""
+    base = _bare(file)
+    if allowed < min(whole, _MIN_SHOWN_BYTES):
+        reason = f"{file.reason}; not shown: this task's size bound is spent"
+        return base.model_copy(update={"reason": reason, "omitted": True}), left
+    assert file.data is not None
+    size = file.size or 0
+    marker = line_cost(_cut_marker(size, 0))  # the longest the cut line can be
+    lines, shown, cut = numbered_lines(file.data, final=file.final, budget=allowed)
+    if cut:  # room for the cut line: lines again within what it leaves
+        lines, shown, cut = numbered_lines(
+            file.data, final=file.final, budget=max(0, allowed - marker)
         )
-        if file.data is None:
-            found.append(base)
-            continue
-        if left < _MIN_SHOWN_BYTES:
-            reason = f"{file.reason}; not shown: this task's size bound is spent"
-            found.append(base.model_copy(update={"reason": reason, "omitted": True}))
-            continue
-        size = file.size or 0
-        lines, shown, cut = numbered_lines(file.data, final=file.final, budget=left)
-        if cut:
-            lines.append(f"[cut: {size - shown} more bytes of this {size}-byte file are not shown]")
-        left -= sum(line_cost(line) for line in lines)
-        found.append(base.model_copy(update={"content": tuple(lines), "truncated": cut}))
-    return tuple(found)
+        lines.append(_cut_marker(size, shown))
+    used = sum(line_cost(line) for line in lines)
+    return base.model_copy(update={"content": tuple(lines), "truncated": cut}), left - used
 
 
 _T = TypeVar("_T")

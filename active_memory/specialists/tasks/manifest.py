@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import SpecialistName, kind_of
-from active_memory.specialists.tasks.model import RunEssentials
+from active_memory.specialists.tasks.gather_run import executed_nodes
 
 STALE_OFFERED_MAX = 16
 """Stale lessons the run did not deliver offered to one maintenance (docs/staleness.md)."""
@@ -44,7 +44,9 @@ def manifest(
     delivered = {d.lesson for d in record.deliveries or ()}
     lessons = list(lessons)
     offered = set(stale_offered(name, record, lessons, stale))
-    run = RunEssentials.of(record)
+    graph_hash = record.graph.hash if record.graph else None
+    repository = record.repository.namespace if record.repository else None
+    executed = executed_nodes(record)
     chosen: list[Lesson] = []
     for lesson in lessons:
         deferred = lesson.status == "deferred"
@@ -53,13 +55,13 @@ def manifest(
             continue
         if isinstance(lesson.scope, GraphScope):
             scope = lesson.scope
-            if scope.graph_hash != run.graph_hash:
+            if scope.graph_hash != graph_hash:
                 continue
-            if not deferred and scope.node not in run.executed_nodes:
+            if not deferred and scope.node not in executed:
                 continue
-            if scope.repository not in (None, run.repository):
+            if scope.repository not in (None, repository):
                 continue
-        elif lesson.scope.repository != run.repository:
+        elif lesson.scope.repository != repository:
             continue
         chosen.append(lesson)
     if record.deliveries is None and not chosen:

@@ -33,7 +33,6 @@ from pydantic import (
 
 from active_memory.evidence import EvidenceItem
 from active_memory.lessons import Associations, Evidence, Scope
-from active_memory.runlog.record import RunRecord
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
@@ -69,8 +68,20 @@ class _Task(_Model):
 # --- the run ---------------------------------------------------------------------------
 
 
+class RequestView(_Model):
+    """What a person asked one execution (its `node_started` input: a turn's typed prompt,
+    bounded, SPEC §3); `truncated` when cut."""
+
+    execution: str
+    node: str
+    text: str
+    truncated: bool = False
+
+
 class RunEssentials(_Model):
-    """The run a postmortem is about, in a few fields."""
+    """The run a postmortem is about, in a few fields: what it was, how it ended, what was
+    asked (`requests`, in order; `requests_omitted` counts the turns left out) and which
+    nodes executed (a started or settled visit)."""
 
     run_id: str
     title: str | None
@@ -79,23 +90,18 @@ class RunEssentials(_Model):
     graph_name: str | None
     graph_hash: str | None
     executed_nodes: tuple[str, ...]
+    requests: tuple[RequestView, ...] = ()
+    requests_omitted: int = 0
 
-    @classmethod
-    def of(cls, record: RunRecord) -> RunEssentials:
-        """The essentials of `record`; executed nodes are those with a started or settled visit."""
-        executed = sorted(
-            {v.node for v in record.visits() if v.started is not None or v.outcome is not None}
-        )
-        graph = record.graph
-        return cls(
-            run_id=record.run_id,
-            title=record.title,
-            outcome=record.outcome,
-            repository=record.repository.namespace if record.repository else None,
-            graph_name=graph.name if graph else None,
-            graph_hash=graph.hash if graph else None,
-            executed_nodes=tuple(executed),
-        )
+    @model_serializer(mode="wrap")
+    def _without_no_requests(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A run whose executions carry no input reads (and digests) as before requests
+        # were shown.
+        data = handler(self)
+        if isinstance(data, dict) and not self.requests and not self.requests_omitted:
+            data.pop("requests", None)
+            data.pop("requests_omitted", None)
+        return data
 
 
 class CompletionView(_Model):

@@ -1,9 +1,11 @@
 """How a task reads in the prompt: its JSON text, and a file's content as numbered lines.
 
-`task_text(task)` is the rendering the prompt shows: indented JSON in the models' field
-order (run first, lessons after the evidence); `rendered_size(task)` its UTF-8 bytes,
-which is what every bound on a task measures. `numbered_lines` renders a file's first
-bytes as `"N: text"` entries within a budget of rendered bytes (`line_cost` each).
+`task_text(task)` is the rendering the prompt shows: compact JSON in the models' field
+order (run first, lessons after the evidence): a model reads it as well as indented JSON,
+which costs about 40% more bytes (`bench/task_size_bench.py`). `rendered_size(task)` is
+its UTF-8 bytes, which is what every bound on a task measures. `numbered_lines` renders a
+file's first bytes as `"N: text"` entries within a budget of rendered bytes (`line_cost`
+each).
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ import json
 from active_memory.specialists.tasks.bound import cut_utf8
 from active_memory.specialists.tasks.model import DiscoveryTask, MaintenanceTask
 
-# What one numbered line costs in the indented task JSON beyond its escaped text: the
-# indentation of a file's content list, the comma and the newline.
-_LINE_OVERHEAD = 12
+# What one numbered line costs in the task's compact JSON beyond its quoted, escaped
+# text: the comma after it.
+_LINE_OVERHEAD = 1
 
 
 def task_text(task: MaintenanceTask | DiscoveryTask) -> str:
-    """A task's JSON as the prompt shows it: indented, in field order (the reading order:
+    """A task's JSON as the prompt shows it: compact, in field order (the reading order:
     run, evidence with its executions, lessons, then the code), UTF-8 kept. pydantic's
     serializer: fast enough to measure a task several times while fitting it."""
     # The task a builder measured last is the one it returns and the prompt then shows:
@@ -28,7 +30,7 @@ def task_text(task: MaintenanceTask | DiscoveryTask) -> str:
     last = _LAST_TEXT[0]
     if last is not None and last[0] is task:
         return last[1]
-    text = task.model_dump_json(indent=2)
+    text = task.model_dump_json()
     _LAST_TEXT[0] = (task, text)
     return text
 
