@@ -51,6 +51,7 @@ from active_memory.specialists.tasks.model import EvidenceView as EvidenceView
 from active_memory.specialists.tasks.model import FileAuthority as FileAuthority
 from active_memory.specialists.tasks.model import FolderAuthority as FolderAuthority
 from active_memory.specialists.tasks.model import FolderListing as FolderListing
+from active_memory.specialists.tasks.model import LessonDelivery as LessonDelivery
 from active_memory.specialists.tasks.model import LessonRef as LessonRef
 from active_memory.specialists.tasks.model import MaintenanceName as MaintenanceName
 from active_memory.specialists.tasks.model import MaintenanceTask as MaintenanceTask

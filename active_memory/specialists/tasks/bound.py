@@ -48,7 +48,10 @@ class TaskLimits:
     listing_folders_max: int = 12
     """Folders listed per task (those of the most relevant files first)."""
     scope_lessons_max: int = 100
-    """Active lessons of its scope shown to discovery (title, ID, associations)."""
+    """Active lessons of its scope shown to discovery (card, associations, deliveries)."""
+    scope_lessons_bytes: int = 24 * 1024
+    """Rendered bytes of those lessons: the ones this run delivered first, then the most
+    related; the rest counted (`lessons_omitted`)."""
     request_bytes: int = 4 * 1024
     """One execution's input as a task shows it (a turn's typed prompt)."""
     requests_total_bytes: int = 12 * 1024

@@ -29,7 +29,12 @@ from active_memory.specialists.tasks import gather_files as code
 from active_memory.specialists.tasks import gather_lessons as lessons_of
 from active_memory.specialists.tasks import gather_run as run_of
 from active_memory.specialists.tasks.bound import DEFAULT_LIMITS, TaskLimits
-from active_memory.specialists.tasks.choose import evidence_views, file_views, fit
+from active_memory.specialists.tasks.choose import (
+    evidence_views,
+    file_views,
+    fit,
+    scope_lessons_within,
+)
 from active_memory.specialists.tasks.model import (
     DeferralView,
     DiscoveryName,
@@ -203,12 +208,18 @@ def build_discovery(
     scope = [x for x in living if lessons_of.in_run_scope(x, run)]
     paths = [p for group in groups for p in group]
     relevant = lessons_of.related(scope, paths, node_names)
-    lessons = lessons_of.scope_lessons(
-        scope, kind=kind.scope, relevant=relevant, limit=limits.scope_lessons_max
+    known = lessons_of.scope_lessons(
+        scope,
+        record,
+        kind=kind.scope,
+        relevant=relevant,
+        failures=run_of.failure_times(record),
     )
     views = _FileViews(code.read_files(checkout, groups, limits, cache), limits)
 
     # Choose, measuring each candidate as rendered.
+    lessons, omitted = scope_lessons_within(known, limits)
+
     def assemble(completion_budget: int, file_budget: int, kept: int) -> DiscoveryTask:
         return DiscoveryTask(
             specialist=name,
@@ -218,6 +229,7 @@ def build_discovery(
             listing=views.gathered.listing,
             nodes=nodes,
             lessons=lessons[:kept],
+            lessons_omitted=omitted + len(lessons) - kept,
         )
 
     return fit(assemble, rendered_size, max_bytes, limits, len(lessons))

@@ -3,6 +3,7 @@
 - `evidence_views`: the evidence items with bounded receipts and, under each, the
   completions of its executions within a budget of text;
 - `file_views`: the gathered files as numbered lines within a budget of rendered bytes;
+- `scope_lessons_within`: discovery's scope lessons within their count and byte bounds;
 - `fit`: a task's budgets cut, deterministically, until its rendered size is in bounds.
 
 Nothing here reads a file or asks git: the same gathered material and bound always give
@@ -19,7 +20,12 @@ from active_memory.runlog.record import RunRecord
 from active_memory.specialists.tasks.bound import TaskLimits, cut_utf8
 from active_memory.specialists.tasks.gather_files import FileCandidate
 from active_memory.specialists.tasks.gather_run import executions_of
-from active_memory.specialists.tasks.model import CompletionView, EvidenceView, FileAuthority
+from active_memory.specialists.tasks.model import (
+    CompletionView,
+    EvidenceView,
+    FileAuthority,
+    ScopeLesson,
+)
 from active_memory.specialists.tasks.render import line_cost, numbered_lines
 
 # Below this many rendered bytes a file is listed as omitted rather than shown as a stub.
@@ -137,6 +143,22 @@ def _shown(file: FileCandidate, allowed: int, left: int, whole: int) -> tuple[Fi
         lines.append(_cut_marker(size, shown))
     used = sum(line_cost(line) for line in lines)
     return base.model_copy(update={"content": tuple(lines), "truncated": cut}), left - used
+
+
+def scope_lessons_within(
+    lessons: Sequence[ScopeLesson], limits: TaskLimits
+) -> tuple[tuple[ScopeLesson, ...], int]:
+    """The first of `lessons` (in their order) that fit `scope_lessons_max` and
+    `scope_lessons_bytes` (rendered), and how many are left out."""
+    left = limits.scope_lessons_bytes
+    kept: list[ScopeLesson] = []
+    for lesson in lessons[: limits.scope_lessons_max]:
+        cost = len(lesson.model_dump_json().encode("utf-8")) + 1  # and its comma
+        if cost > left:
+            break
+        kept.append(lesson)
+        left -= cost
+    return tuple(kept), len(lessons) - len(kept)
 
 
 _T = TypeVar("_T")

@@ -19,6 +19,7 @@ from active_memory.specialists.tasks.model import (
     CandidateView,
     DeferralView,
     DeliveryView,
+    LessonDelivery,
     LessonRef,
     MaintenanceName,
     RunEssentials,
@@ -173,22 +174,83 @@ def related(
     return rank
 
 
+DELIVERIES_SHOWN = 5
+"""Deliveries of one scope lesson a discovery task shows: the earliest."""
+FAILED_AFTER_SHOWN = 8
+"""Families that failed after a delivery, shown per delivery."""
+
+
 def scope_lessons(
-    living: Iterable[Lesson], *, kind: str, relevant: Mapping[str, int], limit: int
+    living: Iterable[Lesson],
+    record: RunRecord,
+    *,
+    kind: str,
+    relevant: Mapping[str, int],
+    failures: Sequence[tuple[datetime, str]] = (),
 ) -> tuple[ScopeLesson, ...]:
-    """The active lessons of a scope, the most relevant first (`relevant`: ID → rank),
-    then by ID, at most `limit`."""
+    """The active lessons of a scope with their cards and, for those this run delivered,
+    when relative to `failures` (`gather_run.failure_times`): the delivered ones first
+    (in order of their first delivery), then the most relevant (`relevant`: ID → rank),
+    then by ID."""
+    delivered = _deliveries_by_lesson(record, failures)
     chosen = [x for x in living if x.scope.kind == kind and x.status == "active"]
-    chosen.sort(key=lambda x: (relevant.get(x.id, len(relevant)), x.id))
+
+    def order(lesson: Lesson) -> tuple[int, str, int, str]:
+        shown = delivered.get(lesson.id, ())
+        first = next((d.at for d in shown if d.at is not None), None)
+        if shown:
+            return (0, first or "~", 0, lesson.id)  # a delivery without a time sorts last
+        return (1, "", relevant.get(lesson.id, len(relevant)), lesson.id)
+
+    chosen.sort(key=order)
     return tuple(
         ScopeLesson(
             id=x.id,
             revision=x.revision,
             title=x.title,
             node=x.scope.node if isinstance(x.scope, GraphScope) else None,
+            recommendation=x.recommendation,
             associations=x.associations,
+            deliveries=delivered.get(x.id, ()),
         )
-        for x in chosen[:limit]
+        for x in chosen
+    )
+
+
+def _deliveries_by_lesson(
+    record: RunRecord, failures: Sequence[tuple[datetime, str]]
+) -> dict[str, tuple[LessonDelivery, ...]]:
+    """The run's deliveries by lesson: distinct, the earliest `DELIVERIES_SHOWN`, each
+    placed among `failures`."""
+    found: dict[str, set[tuple[str, int, datetime | None]]] = {}
+    for delivery in record.deliveries or ():
+        found.setdefault(delivery.lesson, set()).add(
+            (delivery.session, delivery.revision, delivery.at)
+        )
+    views: dict[str, tuple[LessonDelivery, ...]] = {}
+    for lesson, items in found.items():
+        ordered = sorted(items, key=lambda d: (d[2] is None, d[2] or datetime.min, d[0], d[1]))
+        views[lesson] = tuple(
+            _placed(session, revision, at, failures)
+            for session, revision, at in ordered[:DELIVERIES_SHOWN]
+        )
+    return views
+
+
+def _placed(
+    session: str, revision: int, at: datetime | None, failures: Sequence[tuple[datetime, str]]
+) -> LessonDelivery:
+    if at is None:
+        return LessonDelivery(session=session, revision=revision)
+    before = [what for when, what in failures if when < at]
+    after = [what for when, what in failures if when >= at]
+    return LessonDelivery(
+        session=session,
+        revision=revision,
+        at=at.isoformat(),
+        failures_before=len(before),
+        failures_after=len(after),
+        failed_after=tuple(dict.fromkeys(after))[:FAILED_AFTER_SHOWN],
     )
 
 

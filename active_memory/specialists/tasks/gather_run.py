@@ -12,12 +12,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from active_memory.evidence import EvidenceItem, ScanResult
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.graph import Graph, GraphIndex, StepNode, VerifierNode
-from active_memory.runlog.record import NodeStarted, RunRecord
+from active_memory.runlog.record import ErrorOutcome, NodeCompleted, NodeStarted, RunRecord
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.tasks.bound import TaskLimits, cut_utf8
 from active_memory.specialists.tasks.model import (
@@ -110,6 +111,8 @@ class FailedCall:
     cwd: str = ""
     resolved_paths: tuple[str, ...] = ()
     resolved_command: str = ""
+    at: datetime | None = None
+    family: str = ""
 
 
 def _field(entry: object, name: str) -> Any:
@@ -141,6 +144,7 @@ def failed_calls(record: RunRecord) -> list[FailedCall]:
         command = _field(entry, "command")
         cwd = _field(entry, "cwd")
         again = _field(resolved, "command") if resolved is not None else None
+        family = _field(entry, "family")
         found.append(
             FailedCall(
                 paths=_strings(_field(entry, "paths")),
@@ -148,9 +152,40 @@ def failed_calls(record: RunRecord) -> list[FailedCall]:
                 cwd=cwd if isinstance(cwd, str) else "",
                 resolved_paths=_strings(_field(resolved, "paths")) if resolved is not None else (),
                 resolved_command=again if isinstance(again, str) else "",
+                at=_time(_field(entry, "at")),
+                family=family if isinstance(family, str) else "",
             )
         )
     return found
+
+
+def _time(value: Any) -> datetime | None:
+    """A recorded time as an aware datetime (naive read as UTC), or None."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def failure_times(record: RunRecord) -> list[tuple[datetime, str]]:
+    """When the run failed, and what: each failed tool call with a time (its family, or
+    its command's first word), and each execution that settled with a `timeout` or a
+    `crash` (`timeout <node>`), in time order."""
+    found: list[tuple[datetime, str]] = []
+    for call in failed_calls(record):
+        if call.at is not None:
+            found.append((call.at, call.family or (call.command.split() or ["a tool call"])[0]))
+    for stored in record.events:
+        event = stored.event
+        if isinstance(event, NodeCompleted) and stored.at is not None:
+            outcome = event.completion.outcome
+            if isinstance(outcome, ErrorOutcome) and outcome.code in ("timeout", "crash"):
+                found.append((stored.at, f"{outcome.code} {event.completion.reference.node}"))
+    return sorted(found, key=lambda pair: pair[0])
 
 
 # --- evidence ------------------------------------------------------------------------------

@@ -313,14 +313,39 @@ class LessonRef(_Model):
     title: str
 
 
+class LessonDelivery(_Model):
+    """When this run delivered a lesson of discovery's scope, relative to the run's
+    failures (failed tool calls, timed-out or crashed executions): how many came before
+    and after it, and what failed after it (`failed_after`: the families of failed calls,
+    `timeout <node>` / `crash <node>`, distinct, in order of their first failure after the
+    delivery). The counts are None when the delivery has no time."""
+
+    session: str
+    revision: int
+    at: str | None = None
+    failures_before: int | None = None
+    failures_after: int | None = None
+    failed_after: tuple[str, ...] = ()
+
+
 class ScopeLesson(_Model):
-    """An active lesson of discovery's scope: what a new proposal must not repeat."""
+    """An active lesson of discovery's scope: what a new proposal must not repeat, what it
+    recommends, and when this run delivered it (`deliveries`, none when it did not)."""
 
     id: str
     revision: int
     title: str
     node: str | None = None
+    recommendation: str
     associations: Associations
+    deliveries: tuple[LessonDelivery, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_no_deliveries(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not self.deliveries:
+            data.pop("deliveries", None)
+        return data
 
 
 # --- the tasks -------------------------------------------------------------------------------
@@ -354,17 +379,24 @@ class DiscoveryTask(_Task):
     listing: tuple[FolderListing, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
     lessons: tuple[ScopeLesson, ...] = ()
-    """The active lessons of this scope: a proposal that repeats one is refused."""
+    """The active lessons of this scope (those this run delivered first): a proposal that
+    repeats one is refused."""
+    lessons_omitted: int = 0
+    """Active lessons of the scope past the bound on `lessons` (`scope_lessons_bytes`)."""
     rejected: tuple[dict[str, str], ...] = ()
     """Proposals a person rejected in this scope (manual review): not to be proposed again."""
 
     @model_serializer(mode="wrap")
     def _without_empty_rejected(self, handler: SerializerFunctionWrapHandler) -> Any:
         # `rejected` only when there are some: a task without any reads (and digests,
-        # for recorded answers) exactly as before manual review existed.
+        # for recorded answers) exactly as before manual review existed; the same for
+        # `lessons_omitted`.
         data = handler(self)
-        if isinstance(data, dict) and not self.rejected:
-            data.pop("rejected", None)
+        if isinstance(data, dict):
+            if not self.rejected:
+                data.pop("rejected", None)
+            if not self.lessons_omitted:
+                data.pop("lessons_omitted", None)
         return data
 
     def evidence_by_id(self) -> dict[str, EvidenceItem]:
