@@ -207,18 +207,17 @@ def test_the_files_of_the_failures_and_their_resolutions_come_first(tmp_path: Pa
     assert rendered_size(task) <= bound_for(name)
 
 
-def test_failures_without_paths_or_resolutions_and_records_without_failures(
+def test_failures_that_name_no_file_or_quote_oddly_and_records_without_failures(
     tmp_path: Path,
 ) -> None:
     repo = make_app(tmp_path / "repo")
     odd = [
-        {"command": "make test", "family": "make test", "exit_code": 2},  # names no file
-        {"command": "mix test 'lib/app/unclosed", "paths": "lib/app/small_3.ex"},
-        "not an object",
-    ]
+        {"tool": "Bash", "command": "make test", "family": "make test", "exit_code": 2},
+        {"tool": "Bash", "command": "mix test 'lib/app/small_3.ex", "family": "mix test"},
+    ]  # the first names no file; the second's quote is never closed: words as written
     record = record_of(tmp_path, repo, tool_failures=odd)
     task = build_discovery("repository_discovery", record, checkout=Checkout(repo))
-    assert task.files[0].path == "lib/app/small_3.ex"  # a lone string read as one path
+    assert task.files[0].path == "lib/app/small_3.ex"
     plain = build_discovery(
         "repository_discovery", record_of(tmp_path, repo), checkout=Checkout(repo)
     )
@@ -230,10 +229,14 @@ def test_maintenance_shows_the_files_of_the_failures_that_touched_its_lessons(
 ) -> None:
     repo = make_app(tmp_path / "repo")
     touching = {
-        "command": "mix credo lib/app/small_1.ex", "paths": ["lib/app/small_1.ex"],
-        "resolved_by": {"command": "mix format lib/app/small_2.ex"},
+        "tool": "Bash", "command": "mix credo lib/app/small_1.ex", "family": "mix credo",
+        "paths": ["lib/app/small_1.ex"],
+        "resolved_by": {"command": "mix format lib/app/small_2.ex", "family": "mix format"},
     }  # fmt: skip
-    elsewhere = {"command": "mix credo lib/app/small_5.ex", "paths": ["lib/app/small_5.ex"]}
+    elsewhere = {
+        "tool": "Bash", "command": "mix credo lib/app/small_5.ex", "family": "mix credo",
+        "paths": ["lib/app/small_5.ex"],
+    }  # fmt: skip
     record = record_of(tmp_path, repo, tool_failures=[elsewhere, touching])
     lesson = repo_lesson(files=("lib/app/small_0.ex",), folders=("lib/app/small_1.ex",))
     task = build_repository_maintenance(record, [lesson], checkout=Checkout(repo))
