@@ -31,6 +31,7 @@ from active_memory.specialists.tasks import gather_run as run_of
 from active_memory.specialists.tasks.bound import DEFAULT_LIMITS, TaskLimits
 from active_memory.specialists.tasks.choose import (
     evidence_views,
+    file_costs,
     file_views,
     fit,
     scope_lessons_within,
@@ -57,11 +58,13 @@ class _FileViews:
     def __init__(self, gathered: code.GatheredFiles, limits: TaskLimits) -> None:
         self.gathered = gathered
         self._limits = limits
+        self._costs = file_costs(gathered.files)
         self._views: dict[int, tuple[FileAuthority, ...]] = {}
 
     def __call__(self, budget: int) -> tuple[FileAuthority, ...]:
         if budget not in self._views:
-            self._views[budget] = file_views(self.gathered.files, self._limits, budget)
+            files = self.gathered.files
+            self._views[budget] = file_views(files, self._limits, budget, self._costs)
         return self._views[budget]
 
 
@@ -83,9 +86,11 @@ def build_repository_maintenance(
     """Repository maintenance's task for one batch: the run's `evidence` items that
     concern the lessons (with their completions), the lessons (with their `effectiveness`
     counters, pending adaptation `candidates` and `deferrals` by ID), and the current
-    content of every file they associate or cite, then of the files those evidence items
-    touched or name, then the root's build files, with a listing of their folders (read
-    from `checkout`; None marks all unread); within `max_bytes` rendered bytes."""
+    content of every file they associate or cite, then of the files of the run's failed
+    tool calls that touched them (and of the calls that resolved those), then of the
+    root's build and tool configuration, then of the files the evidence concerning them
+    touched or names, with a listing of their folders (read from `checkout`; None marks
+    all unread); within `max_bytes` rendered bytes."""
     name: MaintenanceName = "repository_maintenance"
     # Gather.
     cache = code.code_cache(checkout, cache)  # git's answers, shared by a postmortem's batches
@@ -182,10 +187,12 @@ def build_discovery(
     cache: code.CodeCache | None = None,
 ) -> DiscoveryTask:
     """A discovery task: the evidence `name` may cite (the run is scanned unless `evidence`
-    is given) with the completions of their executions under each, the current files the
-    receipts touched with a listing of their folders (repository discovery, read from
-    `checkout`), the authored nodes involved, and the active lessons of its scope
-    (`living`, the most related first); within `max_bytes` rendered bytes."""
+    is given) with the completions of their executions under each; for repository
+    discovery the current files of the run's failed tool calls and their resolutions,
+    the root's build and tool configuration and the files the evidence touched or names,
+    with a listing of their folders (read from `checkout`); the authored nodes involved;
+    and the active lessons of its scope (`living`: the ones the run delivered first, with
+    when, then the most related); within `max_bytes` rendered bytes."""
     # Gather.
     kind = kind_of(name)
     cache = code.code_cache(checkout, cache)

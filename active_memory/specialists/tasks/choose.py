@@ -65,11 +65,21 @@ def evidence_views(
     return tuple(views)
 
 
+def file_costs(files: Sequence[FileCandidate]) -> tuple[int, ...]:
+    """What each file costs shown whole (0 for one without content): its first
+    `file_bytes` bytes as numbered lines, and the cut line when that is not all of it."""
+    return tuple(_whole_cost(file) if file.data is not None else 0 for file in files)
+
+
 def file_views(
-    files: Sequence[FileCandidate], limits: TaskLimits, budget: int
+    files: Sequence[FileCandidate],
+    limits: TaskLimits,
+    budget: int,
+    costs: Sequence[int] | None = None,
 ) -> tuple[FileAuthority, ...]:
     """Each gathered file's view, in the given order, within `budget` rendered bytes of
-    content (and `files_total_bytes`).
+    content (and `files_total_bytes`); `costs`: `file_costs(files)`, when the caller
+    keeps them for several budgets.
 
     The groups (`FileCandidate.group`) are served in turn, each from what the ones before
     it left. Within a group, small files go before large ones: the files are taken from
@@ -80,6 +90,7 @@ def file_views(
     (`_MIN_SHOWN_BYTES`), the group's remaining files are served in their own order
     instead, each as much as is left, until nothing is: a current file left without
     content is `omitted`, with the reason said."""
+    costs = file_costs(files) if costs is None else costs
     left = min(budget, limits.files_total_bytes)
     shown: dict[int, FileAuthority] = {}
     for group in sorted({file.group for file in files}):
@@ -88,7 +99,6 @@ def file_views(
         for i in members:
             if files[i].data is None:
                 shown[i] = _bare(files[i])
-        costs = {i: _whole_cost(files[i]) for i in readable}
         by_size = sorted(readable, key=lambda i: (costs[i], i))
         for position, i in enumerate(by_size):
             share = left // (len(by_size) - position)
@@ -117,12 +127,9 @@ def _cut_marker(size: int, shown: int) -> str:
 
 
 def _whole_cost(file: FileCandidate) -> int:
-    """Rendered bytes of everything `file` shows at most: its first `file_bytes` bytes as
-    numbered lines, and the cut line when that is not the whole file."""
     assert file.data is not None
-    lines, shown, cut = numbered_lines(file.data, final=file.final, budget=1 << 62)
-    cost = sum(line_cost(line) for line in lines)
-    return cost + (line_cost(_cut_marker(file.size or 0, shown)) if cut else 0)
+    _, shown, cut, used = numbered_lines(file.data, final=file.final, budget=1 << 62)
+    return used + (line_cost(_cut_marker(file.size or 0, shown)) if cut else 0)
 
 
 def _shown(file: FileCandidate, allowed: int, left: int, whole: int) -> tuple[FileAuthority, int]:
@@ -134,14 +141,13 @@ def _shown(file: FileCandidate, allowed: int, left: int, whole: int) -> tuple[Fi
         return base.model_copy(update={"reason": reason, "omitted": True}), left
     assert file.data is not None
     size = file.size or 0
-    marker = line_cost(_cut_marker(size, 0))  # the longest the cut line can be
-    lines, shown, cut = numbered_lines(file.data, final=file.final, budget=allowed)
-    if cut:  # room for the cut line: lines again within what it leaves
-        lines, shown, cut = numbered_lines(
-            file.data, final=file.final, budget=max(0, allowed - marker)
-        )
+    # All of it fits: its lines (and the cut line of a file past `file_bytes`); else
+    # the lines that fit beside the longest cut line this file can have.
+    room = whole if allowed >= whole else max(0, allowed - line_cost(_cut_marker(size, 0)))
+    lines, shown, cut, used = numbered_lines(file.data, final=file.final, budget=room)
+    if cut:
         lines.append(_cut_marker(size, shown))
-    used = sum(line_cost(line) for line in lines)
+        used += line_cost(lines[-1])
     return base.model_copy(update={"content": tuple(lines), "truncated": cut}), left - used
 
 

@@ -11,7 +11,7 @@ each).
 from __future__ import annotations
 
 import codecs
-import json
+from json.encoder import encode_basestring
 
 from active_memory.specialists.tasks.bound import cut_utf8
 from active_memory.specialists.tasks.model import DiscoveryTask, MaintenanceTask
@@ -44,16 +44,18 @@ def rendered_size(task: MaintenanceTask | DiscoveryTask) -> int:
 
 
 def line_cost(text: str) -> int:
-    """Bytes `text` takes as one entry of a file's content list in the task's JSON."""
-    return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) + _LINE_OVERHEAD
+    """Bytes `text` takes as one entry of a file's content list in the task's JSON (the
+    JSON string as `json.dumps(text, ensure_ascii=False)` spells it, and its comma)."""
+    return len(encode_basestring(text).encode("utf-8")) + _LINE_OVERHEAD
 
 
-def numbered_lines(data: bytes, *, final: bool, budget: int) -> tuple[list[str], int, bool]:
+def numbered_lines(data: bytes, *, final: bool, budget: int) -> tuple[list[str], int, bool, int]:
     """`data` (a file's first bytes) as `"N: text"` lines within `budget` rendered bytes.
 
-    Returns the lines, how many bytes of `data` they show, and whether anything of the
-    file is left out. A file cut inside a line loses that partial line, unless it is the
-    first: a one-line file too long for the bound is cut at a character boundary.
+    Returns the lines, how many bytes of `data` they show, whether anything of the file
+    is left out, and the rendered bytes the lines take. A file cut inside a line loses
+    that partial line, unless it is the first: a one-line file too long for the bound is
+    cut at a character boundary.
     """
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     # Not final: an incomplete character at the cut is held back, not mangled.
@@ -76,10 +78,11 @@ def numbered_lines(data: bytes, *, final: bool, budget: int) -> tuple[list[str],
                 kept, _ = cut_utf8(line, room // 2)  # escapes may double a character
                 lines.append(f"1: {kept}")
                 shown = len(kept.encode("utf-8"))
+                used = line_cost(lines[0])
             break
         lines.append(entry)
         used += cost
         newline = number < len(raw) or text.endswith("\n")
         shown += len(line.encode("utf-8")) + (1 if newline else 0)
     shown = min(shown, len(data))
-    return lines, shown, not final or shown < len(data)
+    return lines, shown, not final or shown < len(data), used
