@@ -14,9 +14,8 @@ from specialist_builders import make_repo
 from active_memory.checkout import Checkout
 from active_memory.lessons import Associations, Lesson, RepositoryScope
 from active_memory.orchestrator import run_postmortem
-from active_memory.specialists.authority import TaskLimits
 from active_memory.specialists.providers.base import Request
-from active_memory.specialists.tasks import build_discovery
+from active_memory.specialists.tasks import TaskLimits, build_discovery
 from active_memory.store.sqlite import SqliteStore
 
 SQLITE_ONLY = True

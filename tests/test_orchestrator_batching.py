@@ -14,7 +14,7 @@ from orchestrator_support import FakeSessions, config, repo_lessons, run_record,
 
 from active_memory.lessons import Lesson
 from active_memory.orchestrator import PostmortemLimits, cut_by_serialized_size, run_postmortem
-from active_memory.orchestrator.batching import cut_batches, serialized_size
+from active_memory.specialists.tasks import cut_batches, serialized_size
 from active_memory.store.sqlite import SqliteStore
 
 

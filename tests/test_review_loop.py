@@ -107,9 +107,8 @@ def test_rejections_of_a_scope_reach_its_next_discovery_task_only(
     checkout: Path,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from active_memory.orchestrator.runners import with_rejected
     from active_memory.runlog.record import load_run_record
-    from active_memory.specialists.tasks import DiscoveryName, build_discovery
+    from active_memory.specialists.tasks import DiscoveryName, build_discovery, with_rejected
     from active_memory.store.review import ReviewDecision
 
     location = _store_location(state)

@@ -23,18 +23,19 @@ from specialist_builders import (
 from active_memory.evidence import scan
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
-from active_memory.specialists.authority import FileAuthority, TaskLimits
-from active_memory.specialists.choosing import MANIFESTS
 from active_memory.specialists.kinds import SPECIALISTS, kind_of
 from active_memory.specialists.tasks import (
+    MANIFESTS,
+    FileAuthority,
     MaintenanceTask,
-    RunEssentials,
+    TaskLimits,
     build_discovery,
     build_graph_maintenance,
     build_repository_maintenance,
     canonical_json,
     manifest,
 )
+from active_memory.specialists.tasks.gather_run import run_essentials
 
 
 def own(task: MaintenanceTask) -> list[FileAuthority]:
@@ -130,12 +131,14 @@ def test_file_content_is_cut_per_file_at_a_character_boundary(
     )
 
 
-def test_files_past_the_total_budget_are_listed_without_content(
+def test_files_larger_than_their_share_share_the_budget_equally(
     record: RunRecord, repo: Path
 ) -> None:
+    # Issue 25 (item 4) changed this: the third file used to be omitted because the
+    # first two, in order, took the whole budget; now each gets an equal share.
     for name in ("a.txt", "b.txt", "c.txt"):
-        (repo / name).write_text("".join(f"line {n}\n" for n in range(40)))  # 270 bytes
-    limits = TaskLimits(file_bytes=100, files_total_bytes=800)
+        (repo / name).write_text("".join(f"line {n}\n" for n in range(40)))  # 310 bytes
+    limits = TaskLimits(file_bytes=200, files_total_bytes=900)
     task = build_repository_maintenance(
         record,
         [repo_lesson(files=("a.txt", "b.txt", "c.txt"))],
@@ -143,13 +146,34 @@ def test_files_past_the_total_budget_are_listed_without_content(
         limits=limits,
     )
     a, b, c = own(task)
-    assert a.truncated and a.content is not None
-    assert a.content[:2] == ("1: line 0", "2: line 1") and a.content[-1].startswith("[cut: ")
-    assert b.truncated and b.content is not None and b.content[0] == "1: line 0"
-    # The third does not fit: listed, current, without content, and the reason says why.
-    assert c.omitted and c.content is None and c.current and "size bound" in c.reason
+    for f in (a, b, c):
+        assert f.truncated and f.content is not None and not f.omitted
+        assert f.content[:2] == ("1: line 0", "2: line 1") and f.content[-1].startswith("[cut: ")
+    counts = [len(f.content or ()) for f in (a, b, c)]
+    assert max(counts) - min(counts) <= 1  # what a line leaves of one share goes to the next
+    shown = [line for f in (a, b, c) for line in f.content or ()]
+    assert sum(len(json.dumps(line, ensure_ascii=False)) + 1 for line in shown) <= 900
+
+
+def test_files_past_the_total_budget_are_listed_without_content(
+    record: RunRecord, repo: Path
+) -> None:
+    # Shares too small to show anything: the files are served in their order instead,
+    # each as much as is left; the ones after are listed without content.
+    names = [f"{letter}.txt" for letter in "abcde"]
+    for name in names:
+        (repo / name).write_text("".join(f"line {n}\n" for n in range(40)))  # 310 bytes
+    limits = TaskLimits(file_bytes=400, files_total_bytes=800)
+    task = build_repository_maintenance(
+        record, [repo_lesson(files=tuple(names))], checkout=checkout(repo), limits=limits
+    )
+    a, b, c, d, e = own(task)
+    assert a.content is not None and not a.truncated  # 800 // 5 < 256: in order instead
+    assert b.truncated and b.content is not None and b.content[-1].startswith("[cut: ")
+    for f in (c, d, e):  # listed, current, without content, and the reason says why
+        assert f.omitted and f.content is None and f.current and "size bound" in f.reason
     shown = [line for f in (a, b) for line in f.content or ()]
-    assert sum(len(json.dumps(line, ensure_ascii=False)) + 12 for line in shown) <= 800
+    assert sum(len(json.dumps(line, ensure_ascii=False)) + 1 for line in shown) <= 800
 
 
 def test_a_binary_file_is_marked_and_not_shown(record: RunRecord, repo: Path) -> None:
@@ -311,7 +335,7 @@ def test_discovery_completions_are_bounded(tmp_path: Path, repo: Path) -> None:
 
 
 def test_run_essentials(record: RunRecord) -> None:
-    essentials = RunEssentials.of(record)
+    essentials = run_essentials(record, TaskLimits())
     assert essentials.run_id == "run-1" and essentials.repository == NAMESPACE
     assert essentials.executed_nodes == ("worker",)
     assert essentials.graph_hash == _graph_hash(record)

@@ -25,9 +25,12 @@ from active_memory.lessons import (
     RepositoryScope,
 )
 from active_memory.orchestrator.publish import fingerprinted
-from active_memory.orchestrator.runners import with_changed_code
 from active_memory.runlog.record import load_run_record
-from active_memory.specialists.tasks import build_repository_maintenance, rendered_size
+from active_memory.specialists.tasks import (
+    build_repository_maintenance,
+    rendered_size,
+    with_changed_code,
+)
 
 SECRET = 'API_TOKEN = "Zq8xR2mK9vLp3TnW7yBc"\n'
 CONFIG = "# settings\n" + SECRET + "timeout = 30\nretries = 3\n"

@@ -147,9 +147,8 @@ def test_maintenance_is_shown_the_changed_code_of_a_stale_lesson_only(
 ) -> None:
     from test_postmortem_cli import RUN
 
-    from active_memory.orchestrator.runners import with_changed_code
     from active_memory.runlog.record import load_run_record
-    from active_memory.specialists.tasks import build_repository_maintenance
+    from active_memory.specialists.tasks import build_repository_maintenance, with_changed_code
 
     _seed(backend.location, checkout)
     (checkout / "src" / "a.py").write_text(A_PY.replace("line 4\n", "line four\n"))

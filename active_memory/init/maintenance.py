@@ -26,8 +26,6 @@ from active_memory.errors import SpecialistFailed
 from active_memory.init.errors import InitRefused
 from active_memory.init.phases import HOST_MODEL, Discovery
 from active_memory.lessons import GraphScope, Lesson, RepositoryScope
-from active_memory.orchestrator.batching import cut_for_prompt
-from active_memory.orchestrator.options import PostmortemLimits
 from active_memory.prompts import load_prompts
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.answers import MaintenanceAnswer, answer_schema
@@ -40,10 +38,13 @@ from active_memory.specialists.providers.exchange import (
     exchange_paths,
 )
 from active_memory.specialists.tasks import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_LIMITS,
     MaintenanceName,
     MaintenanceTask,
     build_graph_maintenance,
     build_repository_maintenance,
+    cut_for_prompt,
 )
 from active_memory.store import LessonStore
 
@@ -132,15 +133,14 @@ async def maintain(
     """
     living = sorted((x for x in await store.select() if isinstance(x, Lesson)), key=lambda x: x.id)
     prompts = load_prompts()
-    limits = PostmortemLimits()
     for scope in scopes(runs, living):
         shown = scope.lessons  # the scope's own lessons only: no other repository's cards
         checkout = Checkout(scope.checkout)
         decisions: list[dict[str, object]] = []
         complete = True
         # The same bound on what the model receives as a postmortem's (docs/orchestrator.md).
-        bound = max(1, limits.batch_bytes - prompts.fixed_bytes(scope.specialist))
-        for batch in cut_for_prompt(list(scope.lessons), limits.batch_bytes):
+        bound = max(1, DEFAULT_BATCH_BYTES - prompts.fixed_bytes(scope.specialist))
+        for batch in cut_for_prompt(list(scope.lessons), DEFAULT_BATCH_BYTES):
             task: MaintenanceTask
             if scope.specialist == "repository_maintenance":
                 task = build_repository_maintenance(
@@ -148,12 +148,12 @@ async def maintain(
                     batch,
                     checkout=checkout,
                     living=shown,
-                    limits=limits.task,
+                    limits=DEFAULT_LIMITS,
                     max_bytes=bound,
                 )
             else:
                 task = build_graph_maintenance(
-                    scope.record, batch, living=shown, limits=limits.task, max_bytes=bound
+                    scope.record, batch, living=shown, limits=DEFAULT_LIMITS, max_bytes=bound
                 )
             data = task.to_json()
             session = FileExchangeSession(scope.specialist, HOST_MODEL, directory=exchange)

@@ -1,5 +1,5 @@
 """The postmortem orchestrator: it owns time (one deadline), concurrency (one task group
-of four specialists), batching, the one publish and the run controller's hook.
+of four specialists), the one publish and the run controller's hook.
 
 ```python
 report = await run_postmortem(record, config, store, checkout=checkout, sessions=factory)
@@ -14,8 +14,6 @@ See docs/orchestrator.md.
 
 from __future__ import annotations
 
-from active_memory.orchestrator.batching import DEFAULT_BATCH_BYTES as DEFAULT_BATCH_BYTES
-from active_memory.orchestrator.batching import cut_by_serialized_size as cut_by_serialized_size
 from active_memory.orchestrator.controller import SettledRun as SettledRun
 from active_memory.orchestrator.controller import after_run_settled as after_run_settled
 from active_memory.orchestrator.journal import InterruptedPostmortem as InterruptedPostmortem
@@ -45,3 +43,5 @@ from active_memory.orchestrator.report import SpecialistReport as SpecialistRepo
 from active_memory.orchestrator.report import UsageReport as UsageReport
 from active_memory.orchestrator.sessions import SessionFactory as SessionFactory
 from active_memory.orchestrator.sessions import lane_sessions as lane_sessions
+from active_memory.specialists.tasks import DEFAULT_BATCH_BYTES as DEFAULT_BATCH_BYTES
+from active_memory.specialists.tasks import cut_by_serialized_size as cut_by_serialized_size

@@ -56,7 +56,7 @@ from active_memory.quality.effectiveness import observe
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import SPECIALISTS, ScopeKind, SpecialistName
 from active_memory.specialists.providers import ProviderSession, Usage
-from active_memory.specialists.views import DeferralView, deferral_of
+from active_memory.specialists.tasks import DeferralView, deferral_of
 from active_memory.store import LessonQuery, LessonStore
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from active_memory.orchestrator.batching import DEFAULT_BATCH_BYTES
 from active_memory.quality.duplicates import DuplicateLimits
-from active_memory.specialists.authority import TaskLimits
-from active_memory.specialists.tasks import DEFAULT_LIMITS
+from active_memory.specialists.tasks import DEFAULT_BATCH_BYTES, DEFAULT_LIMITS, TaskLimits
 
 
 @dataclass(frozen=True, slots=True)

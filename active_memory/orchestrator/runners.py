@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import functools
 import gc
-import json
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -34,7 +33,6 @@ from active_memory.checkout import Checkout
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.evidence import ScanResult
 from active_memory.lessons import Citation, Lesson
-from active_memory.orchestrator.batching import cut_for_prompt
 from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.sessions import SessionFactory
@@ -57,17 +55,19 @@ from active_memory.specialists.mutations import (
 )
 from active_memory.specialists.providers import Message, ProviderSession
 from active_memory.specialists.tasks import (
-    ChangedCodeView,
-    DiscoveryTask,
+    CodeCache,
+    DeferralView,
     LessonRef,
     MaintenanceTask,
     build_discovery,
     build_graph_maintenance,
     build_repository_maintenance,
+    cut_for_prompt,
     manifest,
     stale_offered,
+    with_changed_code,
+    with_rejected,
 )
-from active_memory.specialists.views import CodeCache, DeferralView
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 from active_memory.store.review import Proposal
@@ -353,89 +353,6 @@ def check_repair_prompt(failures: Sequence[str]) -> str:
     )
 
 
-CHANGED_LINES_SHOWN = 20
-"""Lines now of a changed citation a maintenance task shows."""
-
-
-CHANGED_SHOWN = 3
-"""Changed citations of one lesson a maintenance task shows (the next ones come back
-after a keep or an adapt has cited these again)."""
-
-
-def with_changed_code(
-    task: MaintenanceTask,
-    checkout: Checkout,
-    max_bytes: int | None = None,
-    *,
-    offered: Collection[str] = (),
-) -> MaintenanceTask:
-    """`task` with each stale lesson's changed citations: a diff from the text recorded
-    at publish to the lines now, else the lines now and "recorded text unknown"
-    (docs/staleness.md): maintenance judges whether the lesson still holds. Within
-    `max_bytes` rendered bytes when the task was: views are shortened, and marked cut.
-    A lesson of `offered` the run did not deliver is marked `offered` (it is supplied
-    because its cited code changed). One pass over the batch's citations."""
-    from active_memory.checkout.staleness import changed_by_key
-
-    found = changed_by_key(checkout, {x.id: x.evidence.citations for x in task.lessons})
-    lessons = []
-    for lesson in task.lessons:
-        changed = found.get(lesson.id, [])
-        update: dict[str, object] = {}
-        if changed:
-            # The task shows citations without their recorded text; the store has it.
-            update["cited_code_changed"] = tuple(
-                _changed_view(checkout, c.citation, c.why) for c in changed[:CHANGED_SHOWN]
-            )
-        if lesson.id in offered and not lesson.deliveries and lesson.status == "active":
-            update["offered"] = "cited code changed"
-        if update:
-            lesson = lesson.model_copy(update=update)
-        lessons.append(lesson)
-    out = task.model_copy(update={"lessons": tuple(lessons)})
-    return _within(out, task, max_bytes) if max_bytes is not None else out
-
-
-def _changed_view(checkout: Checkout, citation: Citation, why: str) -> ChangedCodeView:
-    from active_memory.checkout.staleness import lines_now, recorded_diff
-
-    now = lines_now(checkout, citation.path, citation.lines) if why != "file gone" else []
-    if citation.excerpt is None:
-        shown = tuple(now[:CHANGED_LINES_SHOWN])
-        return ChangedCodeView(path=citation.path, lines=citation.lines, why=why, now=shown,
-                               note="recorded text unknown")  # fmt: skip
-    diff, cut = recorded_diff(citation, now)
-    return ChangedCodeView(path=citation.path, lines=citation.lines, why=why, diff=tuple(diff),
-                           note="diff cut" if cut else "")  # fmt: skip
-
-
-def _within(task: MaintenanceTask, bare: MaintenanceTask, max_bytes: int) -> MaintenanceTask:
-    """`task` with its changed-code views' lines halved until it fits `max_bytes` (or
-    `bare`'s size, the task without them, which was fitted already). Each view keeps
-    its path, lines, why and note: which code changed is never cut, only how."""
-    from active_memory.specialists.tasks import rendered_size
-
-    limit = max(max_bytes, rendered_size(bare))
-    while rendered_size(task) > limit:
-        lessons, shrunk = [], False
-        for lesson in task.lessons:
-            views = []
-            for view in lesson.cited_code_changed:
-                if view.diff or view.now:
-                    shrunk = True
-                    view = view.model_copy(update={
-                        "diff": view.diff[: len(view.diff) // 2],
-                        "now": view.now[: len(view.now) // 2],
-                        "note": "recorded text unknown; cut" if view.now else "diff cut",
-                    })  # fmt: skip
-                views.append(view)
-            lessons.append(lesson.model_copy(update={"cited_code_changed": tuple(views)}))
-        task = task.model_copy(update={"lessons": tuple(lessons)})
-        if not shrunk:
-            break
-    return task
-
-
 def _maintenance_task(
     ctx: Context, name: SpecialistName, batch: Sequence[Lesson], living: Sequence[Lesson]
 ) -> MaintenanceTask:
@@ -484,35 +401,6 @@ REJECTED_NOTE = (
 )
 """Added to a discovery prompt whose task carries rejections (none: the prompt is as
 authored)."""
-
-REJECTED_SHOWN = 10
-REJECTED_MAX_BYTES = 4096
-"""Rejected examples a discovery task shows: the latest 10 that fit in this many bytes."""
-"""Rejected proposals of its scope a discovery task shows: the latest."""
-
-
-def with_rejected(task: DiscoveryTask, rejected: Sequence[Proposal]) -> DiscoveryTask:
-    """`task` with the latest proposals a person rejected in its scope (docs/review.md):
-    the run's repository for repository discovery, the run's graph for graph discovery."""
-    run = task.run
-    if task.specialist == "repository_discovery":
-        wanted = ("repository", run.repository or "")
-    else:
-        wanted = ("graph", run.graph_hash or "")
-
-    def keep(key: tuple[str, str, str, str]) -> bool:
-        return key[0] == wanted[0] and key[1 if wanted[0] == "repository" else 2] == wanted[1]
-
-    examples = [
-        {"title": p.mutation.card.title, "recommendation": p.mutation.card.recommendation,
-         "rejected_because": p.decision_reason or ""}
-        for p in rejected
-        if keep(p.scope_key)
-    ][-REJECTED_SHOWN:]  # fmt: skip
-    # The task was fitted to its prompt bound without them: they add at most this much.
-    while examples and len(json.dumps(examples).encode()) > REJECTED_MAX_BYTES:
-        examples.pop(0)
-    return task.model_copy(update={"rejected": tuple(examples)}) if examples else task
 
 
 async def discover(
