@@ -127,7 +127,7 @@ def main() -> None:
             ("no check", indexes["cited"], None, nothing),
             ("no citations", indexes["plain"], mark, nothing),
             ("unchanged, cache warm", indexes["cited"], mark, nothing),
-            ("unchanged, cache cold", indexes["cited"], mark, stale._digests.clear),
+            ("unchanged, cache cold", indexes["cited"], mark, stale._places.clear),
         ]
         print(f"stale check at delivery, {args.lessons:,} lessons, {BUDGET} B budget, "
               f"{args.repeat} calls each (µs)")  # fmt: skip

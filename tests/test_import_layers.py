@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "credentials": 1,  # the credential screen's lean rules
     "file_lock": 1,  # not named: the one file lock
     "file_names": 1,  # not named: file names for keys
+    "cited_text": 1,  # not named: where a cited text is now (staleness's one rule)
     # 2.
     "store": 2,
     "reader": 2,

@@ -68,6 +68,15 @@ class CardDraft(_Wire):
     associations: AssociationsDraft = AssociationsDraft()
 
 
+class CitationDraft(_Wire):
+    """A file of the checkout the lesson was written against."""
+
+    path: str = Field(description="root-relative path of a current file")
+    lines: str | int | list[int] | None = Field(
+        default=None, description='optional line range, e.g. "12-30"'
+    )
+
+
 class DecisionDraft(_Wire):
     """One verdict on one supplied lesson `(id, revision)`."""
 
@@ -79,21 +88,19 @@ class DecisionDraft(_Wire):
     canonical: str | None = Field(
         default=None, description="'retire' only: the id of the lesson that absorbs this one"
     )
+    citations: list[CitationDraft] = Field(
+        default=[],
+        description=(
+            "'keep' or 'adapt' only, optional: current files (and lines) the lesson now "
+            "stands on, checked like a discovery's citations"
+        ),
+    )
 
 
 class MaintenanceAnswer(_Wire):
     """A maintenance answer: exactly one decision per supplied `(id, revision)`."""
 
     decisions: list[DecisionDraft]
-
-
-class CitationDraft(_Wire):
-    """A file of the checkout the lesson was written against."""
-
-    path: str = Field(description="root-relative path of a current file")
-    lines: str | int | list[int] | None = Field(
-        default=None, description='optional line range, e.g. "12-30"'
-    )
 
 
 class ProposalDraft(CardDraft):

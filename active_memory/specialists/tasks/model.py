@@ -234,13 +234,19 @@ class CandidateView(_Model):
 
 class ChangedCodeView(_Model):
     """A citation of a stale lesson: what changed, and how: a unified diff from the text
-    recorded at publish to the lines now (`diff`), or, for a lesson published before
-    texts were recorded, the cited lines as they are now (`now`) and a `note` saying the
-    recorded text is unknown. `note` also says when the diff was cut."""
+    recorded at publish to the lines now that best match it (`diff`, all removed when
+    nothing does), or, for a lesson published before texts were recorded, the cited
+    lines as they are now (`now`) and a `note` saying the recorded text is unknown.
+    `note` also says when the diff was cut, the text was removed, or where a text found
+    in several places is. `lines_now` (and `path_now`, for a file git says was renamed)
+    are what a keep or an adapt cites instead: the lines the diff compares with, or the
+    nearest of several places."""
 
     path: str
     lines: tuple[int, int] | None
-    why: str  # "lines changed", "lines gone", "file gone"
+    why: str  # "lines changed", "lines gone", "found in several places", "file gone"
+    path_now: str | None = None
+    lines_now: tuple[int, int] | None = None
     now: tuple[str, ...] = ()
     diff: tuple[str, ...] = ()
     note: str = ""
@@ -249,11 +255,29 @@ class ChangedCodeView(_Model):
     def _without_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name in ("diff", "note"):
+            for name in ("diff", "note", "path_now", "lines_now"):
                 if not data.get(name):
                     data.pop(name, None)
             if "diff" in data:
                 data.pop("now", None)  # the diff holds the lines now
+        return data
+
+
+class MovedCodeView(_Model):
+    """A citation of a lesson whose recorded text is intact at other lines (`lines_now`),
+    or in the file its file was renamed to (`path_now`): not a change. A keep or an
+    adapt cites it there."""
+
+    path: str
+    lines: tuple[int, int] | None
+    path_now: str | None = None
+    lines_now: tuple[int, int] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("path_now") is None:
+            data.pop("path_now", None)
         return data
 
 
@@ -279,6 +303,8 @@ class SuppliedLesson(_Model):
     candidates: tuple[CandidateView, ...] = ()
     cited_code_changed: tuple[ChangedCodeView, ...] = ()
     """Its citations whose code changed since it was published, with the lines now."""
+    cited_code_moved: tuple[MovedCodeView, ...] = ()
+    """Its citations whose text is intact elsewhere: where it is now."""
     offered: Literal["cited code changed"] | None = None
     """Why a lesson the run did not deliver is supplied: its cited code changed
     (`manifest`'s stale offer; docs/staleness.md)."""
@@ -299,6 +325,8 @@ class SuppliedLesson(_Model):
         if isinstance(data, dict):
             if not self.cited_code_changed:
                 data.pop("cited_code_changed", None)
+            if not self.cited_code_moved:
+                data.pop("cited_code_moved", None)
             if self.offered is None:
                 data.pop("offered", None)
         return data
