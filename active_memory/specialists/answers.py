@@ -187,6 +187,7 @@ def example_answer(name: str) -> BaseModel:
                     action="adapt",
                     reason="the make target was renamed",
                     lesson=_EXAMPLE_CARD,
+                    citations=[CitationDraft(path="api/schema.json", lines="1-40")],
                 ),
                 DecisionDraft(
                     id="L-9", revision=2, action="retire", reason="paraphrase", canonical="L-7"
