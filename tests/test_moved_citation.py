@@ -206,3 +206,178 @@ async def test_a_moved_rule_is_not_stale_and_a_keep_repins_it_then_deleting_it_i
         {"path": "src/rules.py", "lines": [7, 11], "why": "lines gone", "note": "removed",
          "diff": ["--- recorded", "+++ now", *removed]}
     ]  # fmt: skip
+
+
+@pytest.mark.asyncio
+async def test_a_rule_moved_and_edited_is_diffed_against_its_new_lines_and_a_keep_pins_them(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    await _seed(store, root)
+    edited = RULE.replace("if calls > limit:", "if calls >= limit:")
+    _write(root, RULES_PY.replace(RULE, edited).replace('"""Rate limits."""\n',
+                                                        '"""Rate limits."""\n' + ABOVE))  # fmt: skip
+    report, [asked] = await _postmortem(tmp_path, store, root, [], "run-1", keep_all)
+    [task] = supplied(asked)
+    [view] = task["cited_code_changed"]
+    assert view["why"] == "lines changed" and view["lines_now"] == [7, 11]
+    # Content with context, numbered as the file: the edit, not the inserted lines.
+    assert view["diff"] == [
+        "--- recorded", "+++ now", "@@ -3,5 +7,5 @@",
+        " def allowed(calls: int, limit: int) -> bool:",
+        "     # A burst over the limit is refused: never retry inside the window.",
+        "-    if calls > limit:", "+    if calls >= limit:",
+        "         return False", "     return True",
+    ]  # fmt: skip
+    kept = await _lesson(store)
+    [pinned] = kept.evidence.counted_citations()
+    assert (pinned.lines, pinned.excerpt) == ((7, 11), edited)
+    assert stale_lessons(Checkout(root), [kept]) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_text_found_in_several_places_is_stale_until_a_keep_pins_the_nearest(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    await _seed(store, root)
+    # The rule's old place now holds something else; the rule itself is in two places.
+    text = '"""Rate limits."""\n\nLIMIT = 5\n' + RULE + "\n\n" + ABOVE + "\n" + RULE
+    _write(root, text)
+    lesson = await _lesson(store)
+    [changed] = stale_lessons(Checkout(root), [lesson])["L-1"]
+    assert changed.why == "found in several places" and changed.places == (4, 16)
+    assert _hook_says(lesson, root) == ["src/rules.py:3-7"]
+    report, [asked] = await _postmortem(tmp_path, store, root, [], "run-1", keep_all)
+    [view] = supplied(asked)[0]["cited_code_changed"]
+    assert view["note"] == "the recorded text is now at lines 4-8, 16-20"
+    assert view["lines_now"] == [4, 8] and "diff" not in view
+    kept = await _lesson(store)
+    assert [c.lines for c in kept.evidence.counted_citations()] == [(4, 8)]
+    assert stale_lessons(Checkout(root), [kept]) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_keep_that_cites_one_of_several_places_pins_that_one(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    await _seed(store, root)
+    _write(root, '"""Rate limits."""\n\nLIMIT = 5\n' + RULE + "\n\n" + ABOVE + "\n" + RULE)
+
+    async def keep_the_second(request: Request) -> Any:
+        return decisions(request, "keep", citations=[{"path": "src/rules.py", "lines": "16-20"}])
+
+    report, _ = await _postmortem(tmp_path, store, root, [], "run-1", keep_the_second)
+    assert report.specialists["repository_maintenance"].status == "reconciled"
+    kept = await _lesson(store)
+    [pinned] = kept.evidence.counted_citations()
+    assert pinned.lines == (16, 20) and pinned.excerpt == RULE
+
+
+@pytest.mark.asyncio
+async def test_a_file_renamed_in_git_is_followed_and_an_unrecorded_move_is_a_gone_file(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    _git(root, "commit", "-qm", "start")
+    await _seed(store, root)
+    _git(root, "mv", "src/rules.py", "src/limits.py")
+    _git(root, "commit", "-qm", "rename")
+    lesson = await _lesson(store)
+    assert stale_lessons(Checkout(root), [lesson]) == {}
+    report, [asked] = await _postmortem(tmp_path, store, root, ["L-1"], "run-1", keep_all)
+    assert supplied(asked)[0]["cited_code_moved"] == [
+        {"path": "src/rules.py", "lines": [3, 7], "path_now": "src/limits.py", "lines_now": [3, 7]}
+    ]  # fmt: skip
+    kept = await _lesson(store)
+    [pinned] = kept.evidence.counted_citations()
+    assert (pinned.path, pinned.lines, pinned.excerpt) == ("src/limits.py", (3, 7), RULE)
+
+    # Moved without git knowing (no `git mv`, nothing staged): the cited file is gone.
+    (root / "src" / "limits.py").rename(root / "src" / "quotas.py")
+    [changed] = stale_lessons(Checkout(root), [kept])["L-1"]
+    assert changed.why == "file gone" and changed.path_now is None
+    # The hook claims nothing about a file it cannot read (docs/staleness.md).
+    assert _hook_says(kept, root) == []
+
+
+@pytest.mark.asyncio
+async def test_a_citation_without_recorded_text_follows_its_fingerprint_and_shows_lines_now(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    [cited] = fingerprint(Checkout(root), [Citation(path="src/rules.py", lines=CITED)])
+    older = cited.model_copy(update={"excerpt": None})  # as stored before excerpts
+    await store.publish([_create(older)])
+    _write(root, RULES_PY.replace('"""Rate limits."""\n', '"""Rate limits."""\n' + ABOVE))
+    lesson = await _lesson(store)
+    assert stale_lessons(Checkout(root), [lesson]) == {}  # found by its fingerprint
+    assert _hook_says(lesson, root) == []
+    _write(root, RULES_PY.replace("return False", "return None"))
+    [changed] = stale_lessons(Checkout(root), [lesson])["L-1"]
+    assert changed.why == "lines changed" and changed.region is None
+    report, [asked] = await _postmortem(tmp_path, store, root, [], "run-1")
+    [view] = supplied(asked)[0]["cited_code_changed"]
+    assert view["note"] == "recorded text unknown" and "diff" not in view
+    assert view["now"][3] == "        return None"  # the lines at the recorded place
+
+
+@pytest.mark.asyncio
+async def test_keep_and_adapt_citations_are_checked_like_a_discoverys(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    await _seed(store, root)
+
+    async def bad(request: Request) -> Any:
+        return decisions(request, "keep", citations=[
+            {"path": "src/gone.py"}, {"path": "src/rules.py", "lines": "9-40"},
+            {"path": "src/other.py"},
+        ])  # fmt: skip
+
+    report, asked = await _postmortem(tmp_path, store, root, ["L-1"], "run-1", bad)
+    entry = report.specialists["repository_maintenance"]
+    assert entry.status == "failed" and len(asked) == 2  # one repair turn, then failed
+    reasons = " ".join(entry.reasons)
+    assert "decisions[0].citations[0]: not a current file: src/gone.py does not exist" in reasons
+    assert "decisions[0].citations[1]: lines 9-40 are not inside src/rules.py, which has 11 " \
+        "lines now" in reasons  # fmt: skip
+    assert (await _lesson(store)).revision == 1  # nothing published
+
+    async def unmatched(request: Request) -> Any:
+        return decisions(request, "keep", citations=[{"path": "src/other.py"}])
+
+    report, _ = await _postmortem(tmp_path, store, root, ["L-1"], "run-2", unmatched)
+    entry = report.specialists["repository_maintenance"]
+    assert entry.status == "failed"
+    assert "decisions[0].associations: none matches a cited file" in " ".join(entry.reasons)
+
+    async def retire_citing(request: Request) -> Any:
+        return decisions(request, "retire", citations=[{"path": "src/rules.py"}])
+
+    report, _ = await _postmortem(tmp_path, store, root, ["L-1"], "run-3", retire_citing)
+    entry = report.specialists["repository_maintenance"]
+    assert entry.status == "failed"
+    assert "only 'keep' and 'adapt' carry 'citations'" in " ".join(entry.reasons)
+
+    async def keep_citing(request: Request) -> Any:
+        return decisions(request, "keep", citations=[{"path": "src/rules.py", "lines": "10-11"}])
+
+    report, _ = await _postmortem(tmp_path, store, root, ["L-1"], "run-4", keep_citing)
+    assert report.specialists["repository_maintenance"].status == "reconciled"
+    kept = await _lesson(store)
+    assert kept.revision == 2 and kept.title == "Never retry inside the rate window"
+    assert [c.lines for c in kept.evidence.counted_citations()] == [CITED, (10, 11)]
+    assert kept.evidence.citations[-1].excerpt == "def window_seconds() -> int:\n    return 60\n"
+
+    async def adapt_citing(request: Request) -> Any:
+        answer = decisions(request, "adapt", citations=[{"path": "src/rules.py", "lines": 1}])
+        for decision in answer["decisions"]:
+            decision["lesson"] = {
+                "title": "Wait for the rate window after a refusal",
+                "recommendation": "When `allowed` in `src/rules.py` refuses a call, wait "
+                "`window_seconds()` before the next one.",
+                "associations": {"files": ["src/rules.py"]},
+            }
+        return answer
+
+    report, _ = await _postmortem(tmp_path, store, root, ["L-1"], "run-5", adapt_citing)
+    adapted = await _lesson(store)
+    assert adapted.title == "Wait for the rate window after a refusal"
+    assert adapted.evidence.citations[-1].lines == (1, 1)
+    assert adapted.evidence.citations[-1].sha256 is not None  # fingerprinted at publish
