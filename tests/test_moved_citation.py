@@ -180,6 +180,9 @@ async def test_a_moved_rule_is_not_stale_and_a_keep_repins_it_then_deleting_it_i
     assert [c.sha256 for c in kept.evidence.citations if c.lines == CITED][-1] == NO_TEXT
     assert stale_lessons(Checkout(root), [kept]) == {}
     assert _hook_says(kept, root) == []
+    code, out, err = await in_thread(run_cli, "lessons", "show", "L-1", "--store", backend.location)
+    assert code == 0, err
+    assert "│ citations: src/rules.py:7-11 " in out  # only the citation that counts
     shown = (await in_thread(_web, backend.location, root, "/api/lessons/L-1"))["evidence"][
         "citations"
     ]

@@ -258,6 +258,7 @@ def _list(args: argparse.Namespace) -> int:
             if args.stale:
                 document["stale"] = [
                     {"path": c.citation.path, "lines": c.citation.lines, "why": c.why}
+                    | ({"path_now": c.path_now} if c.path_now else {})
                     for c in stale.get(item.id, [])
                 ]
             if by_effectiveness:
