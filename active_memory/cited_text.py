@@ -54,12 +54,16 @@ Place = tuple[str, int, int]
 unless `MOVED` (`places` lists where a `SEVERAL` text is)."""
 
 
-def locate(data: bytes, first: int, last: int, sha256: str) -> Place:
+def locate(
+    data: bytes, first: int, last: int, sha256: str, lines: list[bytes] | None = None
+) -> Place:
     """Where the text cited as lines `first..last` (0, 0: the whole file) with
-    fingerprint `sha256` is in `data` now (line endings included, as at publish)."""
+    fingerprint `sha256` is in `data` now (line endings included, as at publish);
+    `lines`: `data.splitlines(keepends=True)`, when the caller has it already."""
     if not first:
         return (SAME if hashlib.sha256(data).hexdigest() == sha256 else CHANGED, 0, 0)
-    lines = data.splitlines(keepends=True)
+    if lines is None:
+        lines = data.splitlines(keepends=True)
     if last <= len(lines) and _digest(lines[first - 1 : last]) == sha256:
         return (SAME, first, last)
     count = last - first + 1

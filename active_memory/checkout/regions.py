@@ -4,7 +4,7 @@ match it, as a unified diff with context, or "removed" when nothing resembles it
 The lines compared are found by content, never by the recorded line numbers
 (docs/staleness.md, "The diff"): `best_region` lets each recorded line that says
 something vote for where the text now starts (a line equal once indentation is set
-aside; failing half of them, also a close one, half of its words in order, within
+aside; failing half of them, also a close one, half of its words, within
 `NEAR` lines of the recorded place, where an edit in place leaves it), takes the place
 with the most votes (the nearest to the recorded place on a tie), and widens it to the
 recorded lines that moved with it. With fewer than half of the recorded lines placed,
@@ -54,46 +54,66 @@ def _telling(line: str) -> bool:
     return len(line) >= 3 and any(ch.isalnum() for ch in line)
 
 
-def best_region(old: Sequence[str], now: Sequence[str], near: int) -> tuple[int, int] | None:
+class Lines:
+    """A file's lines now, as `best_region` reads them: each stripped, and where each
+    telling one occurs (built once per file, for every citation of it in a pass)."""
+
+    __slots__ = ("keys", "text", "where")
+
+    def __init__(self, text: Sequence[str]) -> None:
+        self.text = text
+        self.keys = [line.strip() for line in text]
+        self.where: dict[str, list[int]] = {}
+        for j, key in enumerate(self.keys):
+            if _telling(key):
+                self.where.setdefault(key, []).append(j)
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+
+def best_region(
+    old: Sequence[str], now: Lines | Sequence[str], near: int
+) -> tuple[int, int] | None:
     """The lines of `now` (1-based, inclusive) that best match the recorded lines `old`,
     whose first line was `near`; None when too little of `old` is found (removed)."""
+    if not isinstance(now, Lines):
+        now = Lines(now)
     keys = [line.strip() for line in old]
     telling = [i for i, key in enumerate(keys) if _telling(key)]
-    if not telling or not now:
+    if not telling or not len(now):
         return None
-    where: dict[str, list[int]] = {}
-    for j, line in enumerate(now):
-        key = line.strip()
-        if _telling(key):
-            where.setdefault(key, []).append(j)
     votes: Counter[int] = Counter()
+    inexact = []  # the recorded lines found nowhere as they were
     for i in telling:
-        found = where.get(keys[i], ())
+        found = now.where.get(keys[i], ())
         if len(found) <= COMMON_LINE:
             votes.update(j - i for j in found)
+        if not found:
+            inexact.append(i)
     start = _winner(votes, near - 1, len(telling))
     if start is None:
         # A close line counts only where an edit in place leaves it: near the old place.
-        for i in telling:
-            words = _words(keys[i])
-            for j in range(max(0, near - 1 + i - NEAR), min(len(now), near + i + NEAR)):
-                key = now[j].strip()
-                if key != keys[i] and _close(words, _words(key)):
+        for i in inexact:
+            words = Counter(_WORD.findall(keys[i]))
+            at = near - 1 + i  # where an edit in place leaves it; then outwards
+            for j in sorted(range(at - NEAR, at + NEAR + 1), key=lambda j: abs(j - at)):
+                if 0 <= j < len(now) and _close(words, now.keys[j]):
                     votes[j - i] += 1
+                    break  # the nearest close line is the one this line became
         start = _winner(votes, near - 1, len(telling))
     if start is None:
         return None
-    return _widened(old, now, start)
+    return _widened(keys, now.keys, start)
 
 
-def _words(line: str) -> list[str]:
-    return _WORD.findall(line)
-
-
-def _close(a: list[str], b: list[str]) -> bool:
-    """Two lines that share at least half of their words, in order (an edited line:
-    `timeout = 30` and `timeout = 5`; not `def check(limit)` and `def other(x)`)."""
-    return bool(a and b) and difflib.SequenceMatcher(None, a, b, False).ratio() >= CLOSE
+def _close(words: Counter[str], line: str) -> bool:
+    """Whether a line now shares at least half of the words of a recorded line
+    (`words`): an edited line (`timeout = 30` and `timeout = 5`), not a neighbour
+    (`def check(limit)` and `def other(x)`)."""
+    other = Counter(_WORD.findall(line))
+    total = words.total() + other.total()
+    return bool(total) and 2 * (words & other).total() >= CLOSE * total
 
 
 def _winner(votes: Counter[int], near: int, telling: int) -> int | None:
@@ -108,11 +128,11 @@ def _winner(votes: Counter[int], near: int, telling: int) -> int | None:
 def _widened(old: Sequence[str], now: Sequence[str], start: int) -> tuple[int, int]:
     """The region of `now` that the recorded lines map to around `start` (0-based):
     from the first matched line to the last, widened by the recorded lines before and
-    after them that matched nothing (edited lines stay inside the region)."""
+    after them that matched nothing (edited lines stay inside the region). Both sides
+    stripped."""
     size = len(old)
     lo, hi = max(0, start - size), min(len(now), max(start, 0) + 2 * size)
-    window = [line.strip() for line in now[lo:hi]]
-    matcher = difflib.SequenceMatcher(None, [line.strip() for line in old], window, False)
+    matcher = difflib.SequenceMatcher(None, list(old), list(now[lo:hi]), False)
     blocks = [b for b in matcher.get_matching_blocks() if b.size]
     if not blocks:
         first = min(max(start, 0), len(now) - 1)

@@ -25,6 +25,7 @@ from active_memory.checkout.citations import Checkout
 from active_memory.checkout.regions import (
     DIFF_LINES,
     LINES_SHOWN,
+    Lines,
     Shown,
     best_region,
     recorded_diff,
@@ -151,11 +152,10 @@ class CitedNow:
 
 
 def counting(citations: Sequence[Citation]) -> list[Citation]:
-    """The fingerprinted citations that count (`Evidence.counted_citations`)."""
-    from active_memory.lessons import Evidence
+    """The fingerprinted citations that count (`lessons.counted_citations`)."""
+    from active_memory.lessons import counted_citations
 
-    counted = Evidence(citations=list(citations)).counted_citations()
-    return [c for c in counted if c.sha256 is not None]
+    return [c for c in counted_citations(citations) if c.sha256 is not None]
 
 
 def changed_citations(checkout: Checkout, citations: Sequence[Citation]) -> list[ChangedCitation]:
@@ -225,14 +225,17 @@ def cited_now(checkout: Checkout, cited: Mapping[str, Sequence[Citation]]) -> di
                 update = {"path": path_now or c.path, "lines": (start, end) if first else None}
                 moved.append(MovedCitation(c, c.model_copy(update=update)))
             else:
-                changed.append(_changed(c, place, data, path_now))
+                changed.append(texts.changed(c, place, file, data, path_now))
         if changed or moved:
             found[key] = CitedNow(tuple(changed), tuple(moved))
     return found
 
 
-def _changed(c: Citation, place: str, data: bytes, path_now: str | None) -> ChangedCitation:
-    """A citation whose text is not intact in `data` (its file now), classified."""
+def _changed(
+    c: Citation, place: str, data: bytes, now: Lines, path_now: str | None
+) -> ChangedCitation:
+    """A citation whose text is not intact in `data` (its file now, `now` its lines as
+    text), classified."""
     if place == SEVERAL:
         first, last = c.lines or (0, 0)
         assert c.sha256 is not None
@@ -242,7 +245,6 @@ def _changed(c: Citation, place: str, data: bytes, path_now: str | None) -> Chan
     if c.excerpt is None:
         return ChangedCitation(c, why, path_now)
     old = split_lines(c.excerpt)
-    now = _text_lines(data)
     if c.lines is None:
         return ChangedCitation(c, "lines changed", path_now, region=(1, len(now)))
     region = best_region(old, now, c.lines[0])
@@ -313,11 +315,15 @@ def _read(path: Path) -> bytes | None:
 
 
 class _Texts:
-    """Each file read once and each (file, range, fingerprint) looked for once in a pass."""
+    """In one pass: each file read and split once, each (file, range, fingerprint)
+    looked for once, each changed citation's text classified once."""
 
     def __init__(self) -> None:
         self._data: dict[Path, bytes | None] = {}
+        self._lines: dict[Path, list[bytes]] = {}
+        self._text: dict[Path, Lines] = {}
         self._places: dict[tuple[Path, int, int, str], tuple[str, int, int]] = {}
+        self._changed: dict[tuple[Path, Citation, str | None], ChangedCitation] = {}
 
     def read(self, path: Path) -> bytes | None:
         if path not in self._data:
@@ -329,8 +335,20 @@ class _Texts:
     ) -> tuple[str, int, int]:
         key = (path, first, last, sha256)
         if key not in self._places:
-            self._places[key] = locate(data, first, last, sha256)
+            if first and path not in self._lines:
+                self._lines[path] = data.splitlines(keepends=True)
+            self._places[key] = locate(data, first, last, sha256, self._lines.get(path))
         return self._places[key]
+
+    def changed(
+        self, c: Citation, place: str, path: Path, data: bytes, path_now: str | None
+    ) -> ChangedCitation:
+        key = (path, c, path_now)
+        if key not in self._changed:
+            if path not in self._text:
+                self._text[path] = Lines(_text_lines(data))
+            self._changed[key] = _changed(c, place, data, self._text[path], path_now)
+        return self._changed[key]
 
 
 def _renamed(checkout: Checkout, gone: set[str]) -> dict[str, tuple[str, Path]]:
