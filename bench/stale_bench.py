@@ -138,19 +138,19 @@ def main() -> None:
         for label, index, marker, before in cases:
             timed(index, signals, marker, 20, before)  # warm up
             figures.append((label, *timed(index, signals, marker, args.repeat, before)))
-        cited = indexes["cited"]
+        with_cited = indexes["cited"]
         for file in root.rglob("*.py"):  # every cited range moves down two lines
             file.write_text("import os\nimport sys\n" + file.read_text())
         for label, before in (("moved, cache cold", stale._places.clear),
                               ("moved, cache warm", nothing)):  # fmt: skip
-            timed(cited, signals, mark, 20, before)
-            figures.append((label, *timed(cited, signals, mark, args.repeat, before)))
+            timed(with_cited, signals, mark, 20, before)
+            figures.append((label, *timed(with_cited, signals, mark, args.repeat, before)))
         for file in root.rglob("*.py"):  # every cited range changes
             file.write_text(file.read_text().replace("(x)", "(y)"))
         for label, before in (("changed, cache cold", stale._places.clear),
                               ("changed, cache warm", nothing)):  # fmt: skip
-            timed(cited, signals, mark, 20, before)
-            figures.append((label, *timed(cited, signals, mark, args.repeat, before)))
+            timed(with_cited, signals, mark, 20, before)
+            figures.append((label, *timed(with_cited, signals, mark, args.repeat, before)))
         base50, base99 = figures[0][1], figures[0][2]
         print(f"  {'case':<24} {'cards':>5} {'p50':>8} {'p99':>8} {'p50 x':>7} {'p99 x':>7}")
         for label, p50, p99, cards in figures:

@@ -189,8 +189,8 @@ async def test_a_moved_rule_is_not_stale_and_a_keep_repins_it_then_deleting_it_i
     assert [(c["lines"], "moved_from" in c) for c in shown] == [([7, 11], False)]
 
     # The next postmortem, nothing delivered: nothing to offer, the lesson holds.
-    report, asked = await _postmortem(tmp_path, store, root, [], "run-2")
-    assert asked == [] and report.specialists["repository_maintenance"].manifest == 0
+    report, none = await _postmortem(tmp_path, store, root, [], "run-2")
+    assert none == [] and report.specialists["repository_maintenance"].manifest == 0
 
     # The rule deleted: stale everywhere, and the diff shows the rule removed.
     _write(root, '"""Rate limits."""\n' + ABOVE + "\n\ndef window_seconds() -> int:\n"
@@ -217,9 +217,9 @@ async def test_a_rule_moved_and_edited_is_diffed_against_its_new_lines_and_a_kee
 ) -> None:
     await _seed(store, root)
     edited = RULE.replace("if calls > limit:", "if calls >= limit:")
-    _write(root, RULES_PY.replace(RULE, edited).replace('"""Rate limits."""\n',
-                                                        '"""Rate limits."""\n' + ABOVE))  # fmt: skip
-    report, [asked] = await _postmortem(tmp_path, store, root, [], "run-1", keep_all)
+    header = '"""Rate limits."""\n'
+    _write(root, RULES_PY.replace(RULE, edited).replace(header, header + ABOVE))
+    _, [asked] = await _postmortem(tmp_path, store, root, [], "run-1", keep_all)
     [task] = supplied(asked)
     [view] = task["cited_code_changed"]
     assert view["why"] == "lines changed" and view["lines_now"] == [7, 11]
@@ -249,7 +249,7 @@ async def test_a_text_found_in_several_places_is_stale_until_a_keep_pins_the_nea
     [changed] = stale_lessons(Checkout(root), [lesson])["L-1"]
     assert changed.why == "found in several places" and changed.places == (4, 16)
     assert _hook_says(lesson, root) == ["src/rules.py:3-7"]
-    report, [asked] = await _postmortem(tmp_path, store, root, [], "run-1", keep_all)
+    _, [asked] = await _postmortem(tmp_path, store, root, [], "run-1", keep_all)
     [view] = supplied(asked)[0]["cited_code_changed"]
     assert view["note"] == "the recorded text is now at lines 4-8, 16-20"
     assert view["lines_now"] == [4, 8] and "diff" not in view
@@ -285,7 +285,7 @@ async def test_a_file_renamed_in_git_is_followed_and_an_unrecorded_move_is_a_gon
     _git(root, "commit", "-qm", "rename")
     lesson = await _lesson(store)
     assert stale_lessons(Checkout(root), [lesson]) == {}
-    report, [asked] = await _postmortem(tmp_path, store, root, ["L-1"], "run-1", keep_all)
+    _, [asked] = await _postmortem(tmp_path, store, root, ["L-1"], "run-1", keep_all)
     assert supplied(asked)[0]["cited_code_moved"] == [
         {"path": "src/rules.py", "lines": [3, 7], "path_now": "src/limits.py", "lines_now": [3, 7]}
     ]  # fmt: skip
@@ -315,7 +315,7 @@ async def test_a_citation_without_recorded_text_follows_its_fingerprint_and_show
     _write(root, RULES_PY.replace("return False", "return None"))
     [changed] = stale_lessons(Checkout(root), [lesson])["L-1"]
     assert changed.why == "lines changed" and changed.region is None
-    report, [asked] = await _postmortem(tmp_path, store, root, [], "run-1")
+    _, [asked] = await _postmortem(tmp_path, store, root, [], "run-1")
     [view] = supplied(asked)[0]["cited_code_changed"]
     assert view["note"] == "recorded text unknown" and "diff" not in view
     assert view["now"][3] == "        return None"  # the lines at the recorded place
@@ -384,3 +384,34 @@ async def test_keep_and_adapt_citations_are_checked_like_a_discoverys(
     assert adapted.title == "Wait for the rate window after a refusal"
     assert adapted.evidence.citations[-1].lines == (1, 1)
     assert adapted.evidence.citations[-1].sha256 is not None  # fingerprinted at publish
+
+
+@pytest.mark.asyncio
+async def test_moved_views_are_shortened_last_to_fit_the_tasks_byte_bound(
+    tmp_path: Path, store: Any, root: Path
+) -> None:
+    from test_postmortem_cli import RUN
+
+    from active_memory.runlog.record import load_run_record
+    from active_memory.specialists.tasks import (
+        build_repository_maintenance,
+        rendered_size,
+        with_changed_code,
+    )
+
+    body = "".join(f"rule_{n} = {n}\n" for n in range(1, 17))
+    _write(root, body)
+    cited = [Citation(path="src/rules.py", lines=(n, n)) for n in range(1, 17)]
+    await store.publish(fingerprinted([_create(*cited)], Checkout(root)))
+    _write(root, ABOVE + body)
+    repo = Checkout(root)
+    plain = build_repository_maintenance(
+        load_run_record(RUN), [await _lesson(store)], checkout=repo
+    )
+    full = with_changed_code(plain, repo)
+    assert len(full.lessons[0].cited_code_moved) == 16
+    bound = rendered_size(plain) + (rendered_size(full) - rendered_size(plain)) // 3
+    small = with_changed_code(plain, repo, bound)
+    assert rendered_size(small) <= bound
+    moved = small.lessons[0].cited_code_moved
+    assert 0 < len(moved) < 16 and moved[0].lines_now == (5, 5)

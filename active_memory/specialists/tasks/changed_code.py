@@ -172,7 +172,21 @@ def _within(task: MaintenanceTask, bare: MaintenanceTask, max_bytes: int) -> Mai
             lessons.append(lesson.model_copy(update={"cited_code_changed": tuple(views)}))
         task = task.model_copy(update={"lessons": tuple(lessons)})
         if not shrunk:
-            break
+            return _fewer_moved(task, limit)
+    return task
+
+
+def _fewer_moved(task: MaintenanceTask, limit: int) -> MaintenanceTask:
+    """`task` with its moved-code views halved until it fits `limit` (the diffs are
+    as short as they get): a moved citation left out is re-pinned by a later keep."""
+    while rendered_size(task) > limit and any(x.cited_code_moved for x in task.lessons):
+        lessons = tuple(
+            x.model_copy(
+                update={"cited_code_moved": x.cited_code_moved[: len(x.cited_code_moved) // 2]}
+            )
+            for x in task.lessons
+        )
+        task = task.model_copy(update={"lessons": lessons})
     return task
 
 
