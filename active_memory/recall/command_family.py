@@ -167,6 +167,33 @@ INTERPRETERS = frozenset(
 """Programs that run a script file: the family keeps the file (`node assets/build.js`)."""
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
+
+SHELL_TOOLS = frozenset(
+    {
+        "Bash", "bash", "shell", "shell_command", "exec_command", "local_shell",
+        "run_shell_command", "container.exec", "execute", "terminal",
+    }
+)  # fmt: skip
+"""Tools whose argument is a command line (Claude Code, Codex, Pi, Gemini CLI, Copilot CLI)."""
+
+FILE_TOOLS = frozenset(
+    {
+        "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead", "LS", "Glob",
+        "Grep", "read", "edit", "write", "view", "create", "str_replace", "apply_patch",
+        "read_file", "read_many_files", "write_file", "replace", "list_directory", "list_dir",
+        "glob", "grep", "grep_search", "search_file_content", "grep_files", "view_image",
+    }
+)  # fmt: skip
+"""Tools that act on a file by path: their family is the tool and the path."""
+
+READ_ONLY_TOOLS = frozenset(
+    {
+        "Read", "NotebookRead", "LS", "Glob", "Grep", "read", "view", "read_file",
+        "read_many_files", "list_directory", "list_dir", "glob", "grep", "grep_search",
+        "search_file_content", "grep_files", "view_image",
+    }
+)  # fmt: skip
+"""File tools that only look: a success of one never resolves a failure."""
 _INLINE_CODE = frozenset({"-c", "-e", "--eval", "-lc", "-ic", "-cl", "--command", "-Command"})
 _BIN_FOLDERS = ("/bin/", "/sbin/", "node_modules/.bin/", "/.venv/bin/", ".venv/bin/")
 _SCRIPT_SUFFIXES = (
