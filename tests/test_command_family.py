@@ -66,6 +66,7 @@ from active_memory.recall.command_family import (
         ("source .venv/bin/activate && pytest", "pytest"),
         ("mkdir -p build && cd build && cmake ..", "cmake"),
         ("mkdir out", "mkdir"),
+        ("sleep 8 && echo finished", "sleep"),
         ("python3 <<< 'print(1)'", "python3"),
         # interpreters keep the script
         ("node assets/build.js 2>&1", "node assets/build.js"),

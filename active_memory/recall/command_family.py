@@ -24,7 +24,8 @@ joined by `&&`, `||`, `;`, `&` or newlines. For each simple command:
    `gcc`, `ls`.
 
 The command a line stands for is the last one of its chain that is not bookkeeping
-(`cd`, `export`, `source`, `echo`, `true`, `sleep`, `mkdir`, …), and within a pipeline
+(`cd`, `export`, `source`, `echo`, `true`, `sleep`, `mkdir`, …; a chain of bookkeeping
+only stands for its first command), and within a pipeline
 the first that is not an output filter (`head`, `tail`, `grep`, `tee`, `sort`, …):
 `cd web && npm test 2>&1 | tail -20` is `npm test`; `git add -A && git commit -m …` is
 `git commit` (`chain_families` lists every candidate, for callers that know better which
@@ -229,7 +230,9 @@ def main_invocation(command: str) -> Invocation | None:
     if not chain:
         return None
     working = [item for item in chain if item.program not in BOOKKEEPING]
-    return (working or chain)[-1]
+    # Only bookkeeping (`sleep 8 && echo done`, `cd missing`): the first is what ran longest
+    # or failed first.
+    return working[-1] if working else chain[0]
 
 
 def chain_families(command: str) -> list[str]:
@@ -269,7 +272,7 @@ def argv_family(argv: list[str]) -> str | None:
     """The family of a command given as an argument vector (Codex `["bash", "-lc", …]`)."""
     read = _read(list(argv), 0)
     working = [item for item in read if item.program not in BOOKKEEPING]
-    chosen = (working or read)[-1] if read else None
+    chosen = working[-1] if working else (read[0] if read else None)
     return chosen.family if chosen is not None else None
 
 

@@ -84,10 +84,10 @@ def checked(data: dict[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
-def trim(text: str) -> str:
-    """An execution's final text, whitespace-trimmed and bounded."""
+def trim(text: str, limit: int = MAX_COMPLETION_CHARS) -> str:
+    """An execution's final text (or a prompt), whitespace-trimmed and bounded."""
     text = text.strip()
-    return text if len(text) <= MAX_COMPLETION_CHARS else text[: MAX_COMPLETION_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _SCP_REMOTE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>[^/].*)$")

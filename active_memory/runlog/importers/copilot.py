@@ -93,10 +93,18 @@ def _event(reader: LogReader, kind: str, data: dict[str, Any], at: str | None) -
     elif kind == "tool.execution_complete":
         failed = data.get("success") is False
         detail = ""
+        declined = False
         if failed:
             error = data.get("error")
             detail = text_of(error.get("message") if isinstance(error, dict) else error)
-        reader.result(str(data.get("toolCallId")), at, failed=failed, detail=detail)
+            code = error.get("code") if isinstance(error, dict) else None
+            declined = code in ("rejected", "denied", "cancelled", "aborted")
+            result = data.get("result")
+            output = result.get("content") if isinstance(result, dict) else None
+            if isinstance(output, str) and output.strip() and output.strip() not in detail:
+                detail = f"{detail}\n{output}" if detail else output
+        reader.result(str(data.get("toolCallId")), at, failed=failed, detail=detail,
+                      declined=declined)  # fmt: skip
     elif kind == "session.error":
         detail = str(data.get("message") or data.get("errorType") or "error")
         run.ended(classify_error(detail), at, detail[:200])

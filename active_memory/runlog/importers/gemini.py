@@ -107,5 +107,19 @@ def _call(reader: LogReader, call: dict[str, Any], at: str | None) -> None:
     failed = status != "success"
     detail = ""
     if failed:
-        detail = f"{status}: " + " ".join(str(call.get("resultDisplay") or "").split())
-    reader.result(call_id, done, failed=failed, detail=detail)
+        detail = f"{status}: " + _result_text(call)
+    reader.result(call_id, done, failed=failed, detail=detail, declined=status == "cancelled")
+
+
+def _result_text(call: dict[str, Any]) -> str:
+    """A call's output as the model was sent it (`functionResponse.response.output` or
+    `error`), else what the CLI displayed."""
+    result = call.get("result")
+    for part in result if isinstance(result, list) else []:
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        answer = response.get("response") if isinstance(response, dict) else None
+        if isinstance(answer, dict):
+            for key in ("error", "output"):
+                if isinstance(answer.get(key), str) and answer[key].strip():
+                    return str(answer[key])
+    return str(call.get("resultDisplay") or "")
