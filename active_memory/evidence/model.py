@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EvidenceKind = Literal["timeout_crash", "rejected_rounds", "exploration"]
+EvidenceKind = Literal["timeout_crash", "rejected_rounds", "exploration", "tool_failures"]
 
 GRAPH_DISCOVERY = "graph_discovery"
 REPOSITORY_DISCOVERY = "repository_discovery"
@@ -56,6 +56,36 @@ class ReceiptRef(_Model):
     paths: tuple[str, ...]
 
 
+class FailureGroup(_Model):
+    """Failures of one family with one normalised error, deduplicated with their count."""
+
+    error: str
+    """The first informative error as recorded."""
+    signature: str
+    """The normalised error (evidence/signatures.py)."""
+    count: int
+    times: tuple[str, ...]
+    commands: tuple[str, ...]
+    """Distinct command lines, in order, at most five."""
+    exit_codes: tuple[int, ...] = ()
+
+
+class FailureResolution(_Model):
+    """The call that finally worked."""
+
+    at: str
+    command: str
+    family: str
+
+
+class NotCounted(_Model):
+    """A failure of the family that does not qualify on its own, and why."""
+
+    at: str
+    command: str
+    reason: str
+
+
 class EvidenceItem(_Model):
     """One evidence item with a stable ID (SPEC §4)."""
 
@@ -71,21 +101,30 @@ class EvidenceItem(_Model):
     rounds: tuple[Round, ...] = ()
     receipts: tuple[ReceiptRef, ...] = ()
     span_seconds: float | None = None
+    family: str | None = None
+    """Repeated tool failures: the family that failed."""
+    qualified: str | None = None
+    """Repeated tool failures: which threshold it met (`the same error twice`, …)."""
+    failures: tuple[FailureGroup, ...] = ()
+    resolution: FailureResolution | None = None
+    seconds_to_resolution: float | None = None
+    not_counted: tuple[NotCounted, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The §10 shape plus references; `loop` / `map_item` only when set."""
         data = self.model_dump(mode="json", exclude_none=True)
-        for empty in ("executions", "rounds", "receipts"):
+        for empty in ("executions", "rounds", "receipts", "failures", "not_counted"):
             if not data[empty]:
                 del data[empty]
         return data
 
 
 class Skip(_Model):
-    """A loop or map the scanner did not count, and why."""
+    """A loop, map or failing family the scanner did not count, and why."""
 
     loop: str | None = None
     map: str | None = None
+    family: str | None = None
     reason: str
     map_item: tuple[int, ...] | None = None
     round: int | None = None
@@ -124,5 +163,10 @@ def evidence_id(run_id: str, kind: str, **content: Any) -> str:
         {"run": run_id, "kind": kind, **content}, sort_keys=True, separators=(",", ":")
     )
     digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-    prefix = {"timeout_crash": "tc", "rejected_rounds": "rr", "exploration": "ex"}[kind]
+    prefix = {
+        "timeout_crash": "tc",
+        "rejected_rounds": "rr",
+        "exploration": "ex",
+        "tool_failures": "tf",
+    }[kind]
     return f"ev-{prefix}-{digest[:12]}"

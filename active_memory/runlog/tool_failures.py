@@ -62,6 +62,8 @@ class ResolvedBy(_Model):
     at: Timestamp | None = None
     command: Command = ""
     family: str
+    edited: bool | None = None
+    """Whether files were edited between the failure and this call (None: not known)."""
 
 
 class ToolFailure(_Model):

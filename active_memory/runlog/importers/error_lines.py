@@ -40,6 +40,7 @@ def _re(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 NOISE: tuple[re.Pattern[str], ...] = (
     _re(r"^Exit code -?\d+$"),  # Claude Code's own header of a Bash result
+    _re(r"^(?:Command exited with code -?\d+|Exit Code: -?\d+|Process Group PGID: \d+)$"),
     _re(r"^hint:"),  # git advice
     _re(r'^\(use "git '),
     _re(r"^To (?:push the current branch|have this happen automatically)\b"),

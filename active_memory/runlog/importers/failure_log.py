@@ -10,8 +10,12 @@ the run record's `tool_failures`:
   failed: error_lines.py `failing_family`); `error` from error_lines.py (a call that
   timed out says `timed out` first); `cwd` root-relative (`""` is the root); `paths` the
   workspace paths the call names, read the way the hook reads them (recall/signals.py).
-- `resolved_by`: the first later call that succeeded in the same family, or on one of
-  the failure's paths if that call can change them (not a read-only tool or command).
+- `resolved_by`: the first later call that succeeded in the same family, or of the same
+  kind (shell or file tool) on one of the failure's paths if that call can change them
+  (not a read-only tool or command): a `Write` after a failed `Edit` of the file, `cd
+  assets && node build.js` after a failed `node assets/build.js`;
+  its `edited` says whether files were edited in between (a file tool's write, a patch,
+  `sed -i`, output redirected into a file), which tells a red-green cycle.
 - Bounds: the first `FAILURES_KEPT_FIRST` and the latest failures are kept as the log
   streams (memory stays bounded), the rest counted; only kept failures get resolved.
 - Screened: `command` and `error` go through the credential screen before they are
@@ -33,6 +37,7 @@ from active_memory.recall.command_family import (
     BOOKKEEPING,
     FILE_TOOLS,
     FILTERS,
+    MAX_COMMAND_CHARS,
     READ_ONLY_TOOLS,
     SHELL_TOOLS,
     argv_family,
@@ -41,6 +46,7 @@ from active_memory.recall.command_family import (
     file_family,
     shell_family,
 )
+from active_memory.recall.shell import Word, tokenize
 from active_memory.recall.signals import extract_signals
 from active_memory.recall.types import ToolCall
 from active_memory.runlog.importers.error_lines import failing_family, informative_error
@@ -87,6 +93,10 @@ class _Call:
     paths: list[str]
     changes: bool
     """Whether a success of this call can resolve a failure on the same paths."""
+    edits: bool = False
+    """Whether the call edits files (a file tool's write, a patch, `sed -i`, `> file`)."""
+    kind: str = "other"
+    """`shell`, `file` or `other`: only a call of the failure's kind resolves it by path."""
 
 
 @dataclass(slots=True)
@@ -94,6 +104,9 @@ class _Failure:
     entry: dict[str, Any]
     family: str
     paths: frozenset[str]
+    kind: str
+    edits: int
+    """How many edits had succeeded when the call failed."""
 
 
 @dataclass(slots=True)
@@ -108,6 +121,7 @@ class FailureLog:
         default_factory=lambda: deque(maxlen=MAX_TOOL_FAILURES - FAILURES_KEPT_FIRST)
     )
     dropped: int = 0
+    _edits: int = 0
 
     def called(
         self,
@@ -163,7 +177,7 @@ class FailureLog:
             entry["cwd"] = call.cwd
         if exit_code is not None:
             entry["exit_code"] = exit_code
-        failure = _Failure(entry, entry["family"], frozenset(call.paths))
+        failure = _Failure(entry, entry["family"], frozenset(call.paths), call.kind, self._edits)
         if len(self._first) < FAILURES_KEPT_FIRST:
             self._first.append(failure)
             return
@@ -180,14 +194,20 @@ class FailureLog:
         for failure in (*self._first, *self._latest):
             if "resolved_by" in failure.entry:
                 continue
-            same_paths = call.changes and bool(failure.paths & set(call.paths))
+            same_paths = (
+                call.changes and call.kind == failure.kind and bool(failure.paths & set(call.paths))
+            )
             if failure.family != call.family and not same_paths:
                 continue
             if resolution is None:
                 resolution = {"command": screen_credentials(call.command), "family": call.family}
                 if at or call.at:
                     resolution["at"] = at or call.at
-            failure.entry["resolved_by"] = resolution
+            # `edited`: files were edited between the failure and what resolved it (the
+            # scanner tells a red-green cycle by it).
+            failure.entry["resolved_by"] = {**resolution, "edited": self._edits > failure.edits}
+        if call.edits:
+            self._edits += 1
 
     def abandoned(self, call_id: str) -> None:
         """The call has no outcome of its own (a person's "no", an interruption, a call
@@ -222,13 +242,15 @@ class FailureLog:
             chain = chain_families(text) if not argv else [family]
             program = family_program(family)
             changes = program not in READ_ONLY_PROGRAMS and family not in READ_ONLY_FAMILIES
-            return _Call(tool, at, node, execution, cut_bytes(text, MAX_COMMAND_BYTES), family,
-                         chain, cwd, paths, changes)  # fmt: skip
+            shown = cut_bytes(text, MAX_COMMAND_BYTES)
+            return _Call(tool, at, node, execution, shown, family, chain, cwd, paths, changes,
+                         edits=edits_files(text), kind="shell")  # fmt: skip
         if tool in FILE_TOOLS or _named_path(arguments):
             target = paths[0] if paths else (_named_path(arguments) or "")
+            writes = tool not in READ_ONLY_TOOLS
             return _Call(tool, at, node, execution, cut_bytes(target, MAX_COMMAND_BYTES),
                          file_family(tool, paths[0] if paths else None), [], cwd, paths,
-                         tool not in READ_ONLY_TOOLS)  # fmt: skip
+                         writes, edits=writes, kind="file")  # fmt: skip
         shown = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
         return _Call(tool, at, node, execution, cut_bytes(shown, MAX_COMMAND_BYTES), tool, [],
                      cwd, paths, changes=False)  # fmt: skip
@@ -248,6 +270,34 @@ class FailureLog:
         if posixpath.normpath(base) == posixpath.normpath(self.root):
             return ""
         return relative_path(base, self.root)
+
+
+_IN_PLACE = frozenset({"-i", "--in-place", "-pi", "-i.bak"})
+
+
+def edits_files(command: str) -> bool:
+    """Whether a command line edits files: a patch (`apply_patch`, `*** Begin Patch`,
+    `patch`, `git apply`), an in-place edit (`sed -i`, `perl -pi`), or output redirected
+    into a file other than `/dev/…`."""
+    if "*** Begin Patch" in command:
+        return True
+    tokens = tokenize(command[:MAX_COMMAND_CHARS])
+    for position, token in enumerate(tokens):
+        following = tokens[position + 1] if position + 1 < len(tokens) else ""
+        if not isinstance(token, Word):
+            if token in (">", ">>", ">|", "&>") and not str(following).startswith("/dev/"):
+                return True
+            continue
+        name = posixpath.basename(str(token))
+        if name in ("apply_patch", "applypatch", "patch") or (
+            name == "git" and following == "apply"
+        ):
+            return True
+        if name in ("sed", "perl") and any(
+            t in _IN_PLACE for t in tokens[position + 1 : position + 4]
+        ):
+            return True
+    return False
 
 
 def _answers(family: str) -> bool:
