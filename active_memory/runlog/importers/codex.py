@@ -291,7 +291,8 @@ class _Reader:
             tool, tool_input = self.sessions[str(session)]
         else:
             self.started[call_id] = (name, arguments)
-        self.run.tool_call(name, at, paths, base, call_id=call_id, tool_input=tool_input)
+        self.run.tool_call(name, at, paths, base, call_id=call_id, tool_input=tool_input,
+                           reports=tool)  # fmt: skip
         self.calls[call_id] = tool
 
     def _adopt_cwd(self, cwd: str) -> None:

@@ -309,15 +309,18 @@ class SessionRun:
         *,
         call_id: str | None = None,
         tool_input: Any = None,
+        reports: str | None = None,
     ) -> None:
         """One tool call: a receipt with its workspace paths (root-relative, outside dropped).
 
         With `call_id`, the call's arguments are kept until its result says whether it
-        failed (`tool_failed`, `tool_succeeded`, `tool_abandoned` under the same ID)."""
+        failed (`tool_failed`, `tool_succeeded`, `tool_abandoned` under the same ID);
+        `reports` names the tool whose result this call reports (Codex's `write_stdin`
+        polling an `exec_command`), with `tool_input` that tool's arguments."""
         visit = self._current(at, agent)
         if call_id is not None:
             log = self._failure_log()
-            log.called(call_id, tool, tool_input, at=at, node=visit.node,
+            log.called(call_id, reports or tool, tool_input, at=at, node=visit.node,
                        execution=visit.execution, base=base or self.cwd)  # fmt: skip
         visit.answered = False  # the agent went on working: the answer is still to come
         kept: list[str] = []
