@@ -70,6 +70,8 @@ READ_ONLY_FAMILIES = frozenset(
     {"git status", "git diff", "git log", "git show", "git blame", "git branch", "git remote"}
 )
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "absolute_path", "file")
+_PATH_KEYS_SET = frozenset(_PATH_KEYS)
+_WRITTEN_KEYS = frozenset({"command", "cmd", "script", "workdir", *_PATH_KEYS_SET})
 _PATCH_HEADERS = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:")
 NO_MATCH_PROGRAMS = frozenset(
     {"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "["}
@@ -260,7 +262,12 @@ class FailureLog:
         if not root or not root.startswith("/"):
             return []
         call = ToolCall(self.harness, tool, arguments, cwd=base or root)
-        text = json.dumps(arguments, ensure_ascii=False, default=str)
+        # What the call wrote its paths as (a command line, a path argument), never the
+        # whole arguments: a `Write`'s content can be megabytes.
+        written = [
+            str(v) for k, v in arguments.items() if k in _WRITTEN_KEYS and isinstance(v, str)
+        ]
+        text = "\n".join(written)
         found = [p for p in extract_signals(call, root).paths if _names_a_file(p, root, text)]
         return found[:MAX_FAILURE_PATHS]
 
