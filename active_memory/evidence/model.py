@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 EvidenceKind = Literal["timeout_crash", "rejected_rounds", "exploration", "tool_failures"]
 
@@ -86,6 +86,16 @@ class NotCounted(_Model):
     reason: str
 
 
+_FAILURE_FIELDS = (
+    "family",
+    "qualified",
+    "failures",
+    "resolution",
+    "seconds_to_resolution",
+    "not_counted",
+)
+
+
 class EvidenceItem(_Model):
     """One evidence item with a stable ID (SPEC §4)."""
 
@@ -110,10 +120,21 @@ class EvidenceItem(_Model):
     seconds_to_resolution: float | None = None
     not_counted: tuple[NotCounted, ...] = ()
 
+    @model_serializer(mode="wrap")
+    def _without_unset_failure_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Rule 4's fields appear only on its items: every other item (and every task
+        # that shows one) serialises as before they existed.
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in _FAILURE_FIELDS:
+                if key in data and data[key] in (None, (), []):
+                    del data[key]
+        return data
+
     def to_json(self) -> dict[str, Any]:
         """The §10 shape plus references; `loop` / `map_item` only when set."""
         data = self.model_dump(mode="json", exclude_none=True)
-        for empty in ("executions", "rounds", "receipts", "failures", "not_counted"):
+        for empty in ("executions", "rounds", "receipts"):
             if not data[empty]:
                 del data[empty]
         return data
