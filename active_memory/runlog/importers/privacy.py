@@ -37,13 +37,12 @@ _UNTOUCHED = frozenset({"schema", "run_id", "graph"})
 def screen_credentials(text: str) -> str:
     """`text` with every credential-shaped span masked as `[REDACTED:<kind>]`.
 
-    The screen every lesson passes (quality/secrets.py), applied to the run texts the
-    importers keep beyond what the log itself quotes: tool failures' commands and
-    errors, and the prompts kept as `node_started` input. Imported here, in one place,
-    until its rules move below the importers' layer (DESIGN.md: "the credential
-    screen's lean rules").
+    The screen every lesson passes (`active_memory/credentials.py`, layer 1), applied to
+    the run texts the importers keep beyond what the log itself quotes: tool failures'
+    commands and errors, and the prompts kept as `node_started` input. Imported when
+    first used, so an importer that meets no failure never loads its rules.
     """
-    from active_memory.quality.secrets import mask
+    from active_memory.credentials import mask
 
     return mask(text)
 
