@@ -88,7 +88,7 @@ def cycle_ours(path: str) -> Callable[[], None]:
 
 
 def cycle_filelock(path: str) -> Callable[[], None]:
-    import filelock
+    import filelock  # type: ignore[import-not-found, unused-ignore]  # compared when installed
 
     def run() -> None:
         # A new object per cycle, as a hook process makes one; the lock file kept, as

@@ -12,6 +12,8 @@ import pytest
 from install_support import run
 from test_install import write_json
 
+from active_memory.hooks.installers.mcp import CODEX_STARTUP_TIMEOUT_SEC
+
 SERVER = str(Path(sys.executable).parent / "active-memory")
 
 
@@ -85,7 +87,11 @@ def test_codex_project_install_adds_a_table_to_its_config(
     assert code == 0, err
     document = tomllib.loads(config.read_text())
     assert document["model"] == "gpt-5" and document["mcp_servers"]["docs"]["command"] == "npx"
-    assert document["mcp_servers"]["active-memory"] == {"command": SERVER, "args": ["mcp"]}
+    assert document["mcp_servers"]["active-memory"] == {
+        "command": SERVER,
+        "args": ["mcp"],
+        "startup_timeout_sec": CODEX_STARTUP_TIMEOUT_SEC,
+    }
     assert run(["uninstall", "codex", "--mcp"], capsys)[0] == 0
     assert config.read_text() == 'model = "gpt-5"\n\n[mcp_servers.docs]\ncommand = "npx"\n'
 

@@ -119,8 +119,11 @@ def test_excluded_paths_leave_the_record_and_the_report_counts_them(
     receipts = json.loads(out.read_text(encoding="utf-8"))["receipts"]
     assert all(not p.startswith("src") for r in receipts for p in r["paths"])
     assert "src/app.py" not in out.read_text(encoding="utf-8")
-    assert report["excluded"] == {"receipts": 2, "paths": 2, "mentions": 0}
+    # The one mention left is the failed `cd src && python3 …`: its command is masked.
+    assert report["excluded"] == {"receipts": 2, "paths": 2, "mentions": 1}
     assert [r["paths"] for r in receipts if r["tool"] == "Read"] == [["README.md"]]
+    (failure,) = json.loads(out.read_text(encoding="utf-8"))["tool_failures"]
+    assert failure["command"] == "cd [excluded] && python3 -c 'import nosuchmodule'"
 
 
 def test_an_invalid_exclude_stops_the_import(

@@ -11,9 +11,9 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-EvidenceKind = Literal["timeout_crash", "rejected_rounds", "exploration"]
+EvidenceKind = Literal["timeout_crash", "rejected_rounds", "exploration", "tool_failures"]
 
 GRAPH_DISCOVERY = "graph_discovery"
 REPOSITORY_DISCOVERY = "repository_discovery"
@@ -56,6 +56,46 @@ class ReceiptRef(_Model):
     paths: tuple[str, ...]
 
 
+class FailureGroup(_Model):
+    """Failures of one family with one normalised error, deduplicated with their count."""
+
+    error: str
+    """The first informative error as recorded."""
+    signature: str
+    """The normalised error (evidence/signatures.py)."""
+    count: int
+    times: tuple[str, ...]
+    commands: tuple[str, ...]
+    """Distinct command lines, in order, at most five."""
+    exit_codes: tuple[int, ...] = ()
+
+
+class FailureResolution(_Model):
+    """The call that finally worked."""
+
+    at: str
+    command: str
+    family: str
+
+
+class NotCounted(_Model):
+    """A failure of the family that does not qualify on its own, and why."""
+
+    at: str
+    command: str
+    reason: str
+
+
+_FAILURE_FIELDS = (
+    "family",
+    "qualified",
+    "failures",
+    "resolution",
+    "seconds_to_resolution",
+    "not_counted",
+)
+
+
 class EvidenceItem(_Model):
     """One evidence item with a stable ID (SPEC §4)."""
 
@@ -71,6 +111,25 @@ class EvidenceItem(_Model):
     rounds: tuple[Round, ...] = ()
     receipts: tuple[ReceiptRef, ...] = ()
     span_seconds: float | None = None
+    family: str | None = None
+    """Repeated tool failures: the family that failed."""
+    qualified: str | None = None
+    """Repeated tool failures: which threshold it met (`the same error twice`, …)."""
+    failures: tuple[FailureGroup, ...] = ()
+    resolution: FailureResolution | None = None
+    seconds_to_resolution: float | None = None
+    not_counted: tuple[NotCounted, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_unset_failure_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Rule 4's fields appear only on its items: every other item (and every task
+        # that shows one) serialises as before they existed.
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in _FAILURE_FIELDS:
+                if key in data and data[key] in (None, (), []):
+                    del data[key]
+        return data
 
     def to_json(self) -> dict[str, Any]:
         """The §10 shape plus references; `loop` / `map_item` only when set."""
@@ -82,10 +141,11 @@ class EvidenceItem(_Model):
 
 
 class Skip(_Model):
-    """A loop or map the scanner did not count, and why."""
+    """A loop, map or failing family the scanner did not count, and why."""
 
     loop: str | None = None
     map: str | None = None
+    family: str | None = None
     reason: str
     map_item: tuple[int, ...] | None = None
     round: int | None = None
@@ -124,5 +184,10 @@ def evidence_id(run_id: str, kind: str, **content: Any) -> str:
         {"run": run_id, "kind": kind, **content}, sort_keys=True, separators=(",", ":")
     )
     digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-    prefix = {"timeout_crash": "tc", "rejected_rounds": "rr", "exploration": "ex"}[kind]
+    prefix = {
+        "timeout_crash": "tc",
+        "rejected_rounds": "rr",
+        "exploration": "ex",
+        "tool_failures": "tf",
+    }[kind]
     return f"ev-{prefix}-{digest[:12]}"

@@ -3,7 +3,7 @@
 Public names:
 
 - `RunRecord`: one finished run (identity, outcome, `seeded`, source, repository, graph,
-  runtime, `events`, `completions`, `receipts`, `deliveries`). Build one with
+  runtime, `events`, `completions`, `receipts`, `tool_failures`, `deliveries`). Build one with
   `RunRecord.model_validate(data)` or read a file with `load_run_record(path)`;
   `parse_run_record(data, source)` validates decoded JSON with the same clear errors.
   `RunRecord.visits()` folds the event log into one `Visit` per execution.
@@ -13,9 +13,12 @@ Public names:
 - Outcomes (`Outcome`, tagged by `status`): `VerifiedOutcome`, `VerifierOutcome`
   (`signals`), `ErrorOutcome` (`code` in timeout/crash/malformed/refusal, `reason`).
 - `ExecutionRef`, `Occurrence` (`node`, `mapIndices`), `NodeCompletion`, `TerminalResult`.
-- `Source`, `Repository`, `GraphRef`, `Receipt`, `Delivery`.
+- `Source`, `Repository`, `GraphRef`, `Receipt`, `Delivery`, `ToolFailure` (with its
+  `ResolvedBy`; tool_failures.py holds the bounds).
 - `MAX_RECEIPTS` (512), `RECEIPTS_KEPT_FIRST` (256): past the cap, the first 256 and the
   latest 256 receipts survive; `RunRecord.receipts_dropped` counts the rest.
+- `MAX_TOOL_FAILURES` (256): past the cap, the first 128 and the latest 128 tool failures
+  survive; `RunRecord.tool_failures_dropped` counts the rest.
 - `RUN_SCHEMA` (`"active-memory/run@1"`).
 
 Events are kept sorted by `sequence` whatever their order in the file; receipt paths are
@@ -45,14 +48,18 @@ from pydantic import (
 
 from active_memory.errors import InvalidRecord
 from active_memory.runlog import receipts as _receipts
+from active_memory.runlog import tool_failures as _tool_failures
 from active_memory.runlog.graph import Graph, GraphIndex
 from active_memory.runlog.receipts import Receipt as Receipt
 from active_memory.runlog.receipts import Timestamp
+from active_memory.runlog.tool_failures import ResolvedBy as ResolvedBy
+from active_memory.runlog.tool_failures import ToolFailure as ToolFailure
 from active_memory.validation import describe_validation_error
 
 RUN_SCHEMA = "active-memory/run@1"
 MAX_RECEIPTS = _receipts.MAX_RECEIPTS
 RECEIPTS_KEPT_FIRST = _receipts.KEPT_FIRST
+MAX_TOOL_FAILURES = _tool_failures.MAX_TOOL_FAILURES
 
 
 class _Model(BaseModel):
@@ -308,6 +315,8 @@ class RunRecord(_Model):
     completions: dict[str, str] = Field(default_factory=dict)
     receipts: tuple[Receipt, ...] = ()
     receipts_dropped: Annotated[int, Field(ge=0)] = 0
+    tool_failures: tuple[ToolFailure, ...] = ()
+    tool_failures_dropped: Annotated[int, Field(ge=0)] = 0
     # None means "no delivery evidence", which is not the same as "nothing delivered".
     deliveries: tuple[Delivery, ...] | None = None
 
@@ -332,6 +341,10 @@ class RunRecord(_Model):
             # Frozen model: write through object.__setattr__ once, at construction.
             object.__setattr__(self, "receipts", kept)
             object.__setattr__(self, "receipts_dropped", self.receipts_dropped + dropped)
+        failures, lost = _tool_failures.normalize(self.tool_failures, checkout)
+        if failures != self.tool_failures or lost:
+            object.__setattr__(self, "tool_failures", failures)
+            object.__setattr__(self, "tool_failures_dropped", self.tool_failures_dropped + lost)
         return self
 
     def visits(self) -> list[Visit]:

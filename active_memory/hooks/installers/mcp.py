@@ -127,6 +127,12 @@ environment (HOME, PATH, LANG; seen with 0.171), so the values set when installi
 written into the table's `env`; Claude Code passes its whole environment."""
 
 
+# Codex gives an MCP server 10 s to start by default and then runs the turn without its
+# tools. A cold start of ours (a new interpreter importing the `mcp` library) can pass that
+# on a loaded machine (seen in CI: the first model request came without our tools).
+CODEX_STARTUP_TIMEOUT_SEC = 30
+
+
 def plan_toml(
     path: Path,
     install: bool,
@@ -148,7 +154,11 @@ def plan_toml(
             servers = tomlkit.table(is_super_table=True)
             document["mcp_servers"] = servers
         pinned = {name: env[name] for name in PINNED_ENV if env and env.get(name)}
-        wanted: dict[str, Any] = {"command": str(command), "args": ["mcp"]}
+        wanted: dict[str, Any] = {
+            "command": str(command),
+            "args": ["mcp"],
+            "startup_timeout_sec": CODEX_STARTUP_TIMEOUT_SEC,
+        }
         if pinned:
             wanted["env"] = pinned
         current = servers.get(SERVER)
@@ -157,6 +167,7 @@ def plan_toml(
         entry = tomlkit.table()
         entry["command"] = str(command)
         entry["args"] = ["mcp"]
+        entry["startup_timeout_sec"] = CODEX_STARTUP_TIMEOUT_SEC
         if pinned:
             inline = tomlkit.inline_table()
             inline.update(pinned)

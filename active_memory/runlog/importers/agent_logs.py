@@ -9,6 +9,7 @@ classified. `LogReader` holds the run and the bookkeeping every reader needs.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,14 @@ from active_memory.runlog.importers.session import SessionRun
 
 MAX_REASONS = 40
 EXTRA_PATH_KEYS = ("absolute_path", "notebook_path", "filePath")
+_EXIT_CODE = re.compile(
+    r"(?:exit(?:ed)?(?: with)? code|exit status|Exit code:?)\s*[:=]?\s*(-?\d+)", re.I
+)
+_DECLINED = re.compile(
+    r"(?i)\b(?:cancel(?:l)?ed by (?:the )?user|(?:rejected|denied|declined) by (?:the )?user|"
+    r"user (?:rejected|denied|declined|cancel(?:l)?ed)|operation aborted|request aborted)"
+)
+"""A person's "no" or an interruption: neither a failure nor a success."""
 
 
 class LogReader:
@@ -56,17 +65,39 @@ class LogReader:
         paths, base = _function_paths(args, self.run.cwd)
         paths += [args[key] for key in EXTRA_PATH_KEYS if isinstance(args.get(key), str)]
         self.run.said("", at)
-        self.run.tool_call(tool, at, paths, base)
+        self.run.tool_call(tool, at, paths, base, call_id=call_id, tool_input=args)
 
-    def result(self, call_id: str, at: str | None, *, failed: bool, detail: str) -> None:
-        """The outcome of a tool call."""
+    def result(
+        self,
+        call_id: str,
+        at: str | None,
+        *,
+        failed: bool,
+        detail: str,
+        declined: bool = False,
+        exit_code: int | None = None,
+    ) -> None:
+        """The outcome of a tool call: `detail` is its output (or error message) when it
+        failed; `declined` a person's "no" (also read from `detail`)."""
         assert self.run is not None
         tool = self.calls.get(call_id, "tool")
-        if failed:
-            self.run.tool_failed(tool, at, timed_out="timed out" in detail.lower(),
-                                 detail=" ".join(detail.split())[:200])  # fmt: skip
-        else:
+        if declined or (failed and _DECLINED.search(detail[:500])):
+            self.run.tool_abandoned(call_id)
             self.run.tool_succeeded(at)
+        elif failed:
+            if exit_code is None and (found := _EXIT_CODE.search(detail[:2000])):
+                exit_code = int(found.group(1))
+            self.run.tool_failed(
+                tool,
+                at,
+                timed_out="timed out" in detail.lower(),
+                detail=" ".join(detail.split())[:200],
+                call_id=call_id,
+                output=detail,
+                exit_code=exit_code,
+            )
+        else:
+            self.run.tool_succeeded(at, call_id=call_id)
 
 
 def adopt_cwd(run: SessionRun, cwd: str) -> None:

@@ -43,6 +43,19 @@ from active_memory.runlog.importers.session import (
 
 _INTERRUPTED = "[Request interrupted by user"
 _EXIT_CODE = re.compile(r"^Exit code (-?\d+)\s*$")
+_DECLINED = (
+    # A person's own "no" at a permission prompt, or an interruption: not a failure.
+    "The user doesn't want to proceed with this tool use",
+    "The user doesn't want to take this action right now",
+    _INTERRUPTED,
+)
+_NEVER_RAN = ("Sibling tool call errored",)
+"""Claude Code cancels the other calls of a batch when one fails: they never ran."""
+_BACKGROUNDED = re.compile(
+    r"did not complete within its \S+ timeout and was moved to the background"
+)
+_NOTIFICATION = re.compile(r"<(tool-use-id|status|summary|result)>(.*?)</\1>", re.DOTALL)
+_EXIT_IN_TEXT = re.compile(r"exit code:? (-?\d+)", re.I)
 _PATH_KEYS = ("file_path", "notebook_path", "path", "filePath", "file", "directory")
 _NOT_PROMPTS = (
     ("<local-command-stdout>", "local command output"),
@@ -95,6 +108,8 @@ class _Reader:
         self.command: tuple[str | None, str] | None = None  # (time, name) awaiting an answer
         self.inline: dict[str, str] = {}  # 1.0.x sidechain entry uuid → its sub-agent
         self.joined: dict[str, str] = {}  # sub-agent ID → where it was read from
+        # Bash calls moved to the background at their timeout: call ID → (tool, time, agent).
+        self.background: dict[str, tuple[str, str | None, str | None]] = {}
 
     # --- dispatch ----------------------------------------------------------------
 
@@ -134,9 +149,15 @@ class _Reader:
         if kind == "assistant":
             self._assistant(entry, message, at, base, agent)
         else:
-            self._user(message, at, agent)
+            self._user(message, at, agent, entry.get("toolUseResult"))
 
     def finish(self) -> None:
+        for call_id, (tool, at, agent) in list(self.background.items()):
+            # Moved to the background at its timeout and no result ever recorded.
+            self.run.tool_failed(tool, at, timed_out=True, agent=agent, call_id=call_id,
+                                 detail="timed out; moved to the background, no result "
+                                 "recorded")  # fmt: skip
+        self.background.clear()
         self.run.close_turn()
         for agent_id, where in self.joined.items():
             node = agent_node(agent_id)
@@ -194,13 +215,17 @@ class _Reader:
 
     # --- entries -----------------------------------------------------------------
 
-    def _user(self, message: dict[str, Any], at: str | None, agent: str | None) -> None:
+    def _user(
+        self, message: dict[str, Any], at: str | None, agent: str | None, result: Any = None
+    ) -> None:
         blocks = _blocks(message)
         for block in blocks:
             if block.get("type") == "tool_result":
-                self._tool_result(block, at, agent)
+                self._tool_result(block, at, agent, result)
         text = _text(blocks)
         stripped = text.lstrip()
+        if stripped.startswith("<task-notification>"):
+            self._notification(stripped, at)
         if agent is not None:
             if stripped.startswith(_INTERRUPTED):
                 self.run.ended("interrupted", at, "interrupted by the user", agent=agent)
@@ -226,23 +251,59 @@ class _Reader:
         self.command = None
         self.run.open_turn(at, text)
 
-    def _tool_result(self, block: dict[str, Any], at: str | None, agent: str | None) -> None:
-        tool = self.calls.pop(str(block.get("tool_use_id")), "tool")
-        if block.get("is_error") is not True:
-            self.run.tool_succeeded(at, agent)
-            return
+    def _tool_result(
+        self, block: dict[str, Any], at: str | None, agent: str | None, result: Any
+    ) -> None:
+        call_id = str(block.get("tool_use_id"))
+        tool = self.calls.pop(call_id, "tool")
         content = block.get("content")
         if isinstance(content, list):
             content = _text([c for c in content if isinstance(c, dict)])
         text = content.strip() if isinstance(content, str) else ""
+        if block.get("is_error") is not True:
+            if _BACKGROUNDED.search(text[:500]):
+                # Claude Code 2.1.3xx moves a Bash call past its timeout to the background:
+                # neither failed nor done; a task notification (or nothing) says later.
+                self.background[call_id] = (tool, at, agent)
+                self.run.tool_succeeded(at, agent)
+                return
+            self.run.tool_succeeded(at, agent, call_id=call_id)
+            return
+        bare = text.removeprefix("<tool_use_error>")
+        if bare.startswith(_DECLINED) or bare.startswith(_NEVER_RAN):
+            self.run.tool_abandoned(call_id)
+            return
         first, _, rest = text.partition("\n")
-        timed_out = "timed out" in first.lower() or "timeout" in first.lower()
+        match = _EXIT_CODE.match(first)
+        exit_code = int(match.group(1)) if match else None
+        timed_out = "timed out" in text[:300].lower() or exit_code == 124
         # Bash failures start `Exit code N`: quote the error the output shows, not that.
-        if (match := _EXIT_CODE.match(first)) and rest.strip():
+        output = rest if match else text
+        if match and rest.strip():
             detail = f"exit code {match.group(1)}: {error_line(rest)}"
         else:
             detail = first
-        self.run.tool_failed(tool, at, timed_out=timed_out, detail=detail[:200], agent=agent)
+        self.run.tool_failed(tool, at, timed_out=timed_out, detail=detail[:200], agent=agent,
+                             call_id=call_id, output=output, exit_code=exit_code)  # fmt: skip
+
+    def _notification(self, text: str, at: str | None) -> None:
+        """A task notification settles a Bash call moved to the background."""
+        fields = {name: value.strip() for name, value in _NOTIFICATION.findall(text)}
+        call_id = fields.get("tool-use-id", "")
+        if call_id not in self.background:
+            return
+        tool, _, agent = self.background.pop(call_id)
+        status = fields.get("status", "")
+        if status == "completed":
+            self.run.tool_succeeded(at, agent, call_id=call_id)
+            return
+        output = "\n".join(x for x in (fields.get("summary"), fields.get("result")) if x)
+        found = _EXIT_IN_TEXT.search(output)
+        self.run.tool_failed(
+            tool, at, timed_out=True, agent=agent, call_id=call_id,
+            detail=f"background task {status or 'ended'}", output=output or status,
+            exit_code=int(found.group(1)) if found else None,
+        )  # fmt: skip
 
     def _assistant(
         self,
@@ -286,7 +347,8 @@ class _Reader:
             self.calls[str(block.get("id"))] = name
             tool_input = block.get("input")
             paths = _paths(name, tool_input) if isinstance(tool_input, dict) else []
-            self.run.tool_call(name, at, paths, base, agent)
+            self.run.tool_call(name, at, paths, base, agent, call_id=str(block.get("id")),
+                               tool_input=tool_input)  # fmt: skip
 
     def _answer_command(self) -> None:
         # A slash command the model answers (a custom command) was a prompt after all.

@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from active_memory.runlog.importers.codex_output import output_status
+from active_memory.runlog.importers.codex_output import read_output
 from active_memory.runlog.importers.common import ImportResult, Skipped
 from active_memory.runlog.importers.jsonl import read_jsonl, repository_of
 from active_memory.runlog.importers.report import add_skipped
@@ -122,6 +122,10 @@ class _Reader:
         self.early = early
         self.cwd = run.cwd
         self.calls: dict[str, str] = {}
+        # Unified exec: a session still running → the call that started it, whose exit
+        # code a later `write_stdin` output reports.
+        self.sessions: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.started: dict[str, tuple[str, dict[str, Any]]] = {}
         self.prompted = True  # whether the open turn already has its user message
         self.meta_seen = False
 
@@ -225,18 +229,19 @@ class _Reader:
             self._message(payload, at)
         elif kind == "function_call" and isinstance(payload.get("name"), str):
             arguments = _arguments(payload.get("arguments"))
-            self._call(payload, payload["name"], at, *_function_paths(arguments, self.cwd))
+            self._call(payload, payload["name"], at, *_function_paths(arguments, self.cwd),
+                       arguments)  # fmt: skip
         elif kind == "custom_tool_call" and isinstance(payload.get("name"), str):
             raw = payload.get("input")
             paths = _PATCH_HEADER.findall(raw) if isinstance(raw, str) else []
-            self._call(payload, payload["name"], at, paths, self.cwd)
+            self._call(payload, payload["name"], at, paths, self.cwd, {"input": raw})
         elif kind == "local_shell_call":
             raw_action = payload.get("action")
             action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
             args = {"command": action.get("command"), "workdir": action.get("working_directory")}
-            self._call(payload, "local_shell", at, *_function_paths(args, self.cwd))
+            self._call(payload, "local_shell", at, *_function_paths(args, self.cwd), args)
         elif kind == "web_search_call":
-            self._call(payload, "web_search", at, [], None)
+            self._call(payload, "web_search", at, [], None, {})
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             self._output(payload, at)
         else:
@@ -265,14 +270,30 @@ class _Reader:
             self._ignore(f"{role} message item (the prompt is its user_message event)")
 
     def _call(
-        self, payload: dict[str, Any], name: str, at: str | None, paths: list[str], base: str | None
+        self,
+        payload: dict[str, Any],
+        name: str,
+        at: str | None,
+        paths: list[str],
+        base: str | None,
+        arguments: dict[str, Any],
     ) -> None:
         if self.run.cwd is None and base and base.startswith("/"):
             # Early logs name no working folder: the first absolute workdir stands for it.
             self._adopt_cwd(base)
         self.run.said("", at)
-        self.calls[str(payload.get("call_id", payload.get("id")))] = name
-        self.run.tool_call(name, at, paths, base)
+        call_id = str(payload.get("call_id", payload.get("id")))
+        self.calls[call_id] = name
+        tool, tool_input = name, arguments
+        session = arguments.get("session_id")
+        if name == "write_stdin" and str(session) in self.sessions:
+            # Polling a running command: its result is that command's.
+            tool, tool_input = self.sessions[str(session)]
+        else:
+            self.started[call_id] = (name, arguments)
+        self.run.tool_call(name, at, paths, base, call_id=call_id, tool_input=tool_input,
+                           reports=tool)  # fmt: skip
+        self.calls[call_id] = tool
 
     def _adopt_cwd(self, cwd: str) -> None:
         self.run.cwd = self.cwd = cwd
@@ -280,12 +301,30 @@ class _Reader:
         self.run.remote = self.run.remote or remote
 
     def _output(self, payload: dict[str, Any], at: str | None) -> None:
-        tool = self.calls.pop(str(payload.get("call_id")), "tool")
-        failed, timed_out, detail = output_status(payload.get("output"))
-        if failed or timed_out:
-            self.run.tool_failed(tool, at, timed_out=timed_out, detail=detail)
-        else:
+        call_id = str(payload.get("call_id"))
+        tool = self.calls.pop(call_id, "tool")
+        started = self.started.pop(call_id, None)
+        read = read_output(payload.get("output"))
+        if read.declined:
+            self.run.tool_abandoned(call_id)
+        elif read.failed or read.timed_out:
+            self.run.tool_failed(
+                tool,
+                at,
+                timed_out=read.timed_out,
+                detail=read.detail,
+                call_id=call_id,
+                output=read.body,
+                exit_code=read.exit_code,
+            )
+        elif read.running is not None:
+            # Still running: neither failed nor done; `write_stdin` will say.
+            if started is not None:
+                self.sessions[read.running] = started
+            self.run.tool_abandoned(call_id)
             self.run.tool_succeeded(at)
+        else:
+            self.run.tool_succeeded(at, call_id=call_id)
 
 
 def _is_user_item(payload: dict[str, Any]) -> bool:

@@ -20,10 +20,29 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from active_memory.runlog.importers.session import error_line
 
+_RUNNING = re.compile(r"^Process running with session ID (\S+)\s*$", re.M)
+_REFUSED_TEXT = (
+    # What Codex returns, instead of a result, when a tool call itself failed.
+    "failed to ",
+    "apply_patch verification failed",
+    "patch rejected",
+    "error: ",
+    "Error: ",
+    "unsupported call",
+    "unknown tool",
+)
+_DECLINED = (
+    "aborted by user",
+    "rejected by user",
+    "exec command rejected",
+    "patch rejected by user",
+)
+"""A person's "no" (an approval declined) or an interruption: not a failure."""
 _EXIT_LINE = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.I | re.M)
 _TIMED_OUT = re.compile(r"\btimed out\b", re.I)
 _HEADER_KEYS = (
@@ -38,8 +57,30 @@ _HEADER_KEYS = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What one tool output shows: failed, timed out, the quoted line, and the rest."""
+
+    failed: bool
+    timed_out: bool
+    detail: str
+    exit_code: int | None = None
+    body: str = ""
+    """The program's output (after the header lines)."""
+    running: str | None = None
+    """The unified-exec session still running (`Process running with session ID N`)."""
+    declined: bool = False
+    """A person's "no" or an interruption: neither a failure nor a success."""
+
+
 def output_status(output: Any) -> tuple[bool, bool, str]:
     """(failed, timed out, error line) of one tool output, as far as it shows."""
+    read = read_output(output)
+    return read.failed, read.timed_out, read.detail
+
+
+def read_output(output: Any) -> ToolOutput:
+    """Everything one tool output shows about its call."""
     text = ""
     exit_code: int | None = None
     success: bool | None = None
@@ -66,16 +107,24 @@ def output_status(output: Any) -> tuple[bool, bool, str]:
     header, body = split_output(text)
     if exit_code is None and (match := _EXIT_LINE.search(header)):
         exit_code = int(match.group(1))
+    running = _RUNNING.search(header)
+    stripped = body.lstrip()
+    if exit_code is None and success is None and not header:
+        if stripped.startswith(_DECLINED):
+            return ToolOutput(False, False, "", body=body, declined=True)
+        if stripped.startswith(_REFUSED_TEXT):
+            success = False  # the tool refused the call (a missing file, a bad patch)
     timed_out = exit_code == 124 or bool(
         _TIMED_OUT.search(body[:2000] or header[:500]) and exit_code != 0
     )
     failed = success is False or (exit_code is not None and exit_code != 0)
     if not (failed or timed_out):
-        return False, False, ""  # the error line is looked for only when there is one
+        # The error line is looked for only when there is one.
+        return ToolOutput(False, False, "", exit_code, body, running.group(1) if running else None)
     detail = error_line(body)
     if exit_code not in (None, 0):
         detail = f"exit code {exit_code}" + (f": {detail}" if detail else "")
-    return failed, timed_out, detail[:200]
+    return ToolOutput(failed, timed_out, detail[:200], exit_code, body)
 
 
 def split_output(text: str) -> tuple[str, str]:

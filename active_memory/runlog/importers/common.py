@@ -61,10 +61,11 @@ class ImportResult:
 
 
 def checked(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """Validate a built record against `active-memory/run@1`; return it with bounded receipts.
+    """Validate a built record against `active-memory/run@1`; return it with bounded receipts
+    and tool failures.
 
     The record is written as built (the graph IR byte-for-byte as zeroshot stored it);
-    only the receipts are replaced by the model's normalised, capped list.
+    only the receipts and tool failures are replaced by the model's normalised, capped lists.
     """
     record = parse_run_record(data, source)
     out = dict(data)
@@ -74,13 +75,19 @@ def checked(data: dict[str, Any], source: str) -> dict[str, Any]:
         ]
         if record.receipts_dropped:
             out["receipts_dropped"] = record.receipts_dropped
+    if "tool_failures" in out:
+        out["tool_failures"] = [
+            f.model_dump(mode="json", exclude_none=True, by_alias=True)
+            for f in record.tool_failures
+        ]
+        out["tool_failures_dropped"] = record.tool_failures_dropped
     return out
 
 
-def trim(text: str) -> str:
-    """An execution's final text, whitespace-trimmed and bounded."""
+def trim(text: str, limit: int = MAX_COMPLETION_CHARS) -> str:
+    """An execution's final text (or a prompt), whitespace-trimmed and bounded."""
     text = text.strip()
-    return text if len(text) <= MAX_COMPLETION_CHARS else text[: MAX_COMPLETION_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _SCP_REMOTE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>[^/].*)$")

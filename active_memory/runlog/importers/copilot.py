@@ -8,8 +8,9 @@ Read, streamed (PATH is the `events.jsonl` or its session folder):
 - `user.message` {`content`}: a prompt (opens a turn);
 - `assistant.message` {`content`, `model`, `toolRequests`: [{`toolCallId`, `name`,
   `arguments`}]}: what the agent said and the tools it called;
-- `tool.execution_complete` {`toolCallId`, `success`, `error`?, `result`}: a tool's
-  outcome;
+- `tool.execution_complete` {`toolCallId`, `success`, `error`?, `result`,
+  `shellExecution` {`exitCode`}}: a tool's outcome (a shell command that exits non-zero
+  is a `success` of the tool with a non-zero `exitCode`: a failed call);
 - `session.error` {`message`}: ends the turn with a classified error; `abort`: the
   user interrupted it;
 - everything else (hook runs, usage records, turn markers, system messages) is counted
@@ -20,6 +21,7 @@ The run's ID is `copilot-<session id>`, the key the preToolUse hook's records us
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from active_memory.runlog.importers.jsonl import read_jsonl
 from active_memory.runlog.importers.session import classify_error
 
 EVENTS_FILE = "events.jsonl"
+_SHELL_TAIL = re.compile(r"<shellId: \S+ completed with exit code -?\d+>\s*$")
 
 
 def events_path(path: str | Path) -> Path:
@@ -91,12 +94,29 @@ def _event(reader: LogReader, kind: str, data: dict[str, Any], at: str | None) -
                 reader.call(str(request.get("toolCallId")), request["name"],
                             request.get("arguments"), at)  # fmt: skip
     elif kind == "tool.execution_complete":
-        failed = data.get("success") is False
+        shell = data.get("shellExecution")
+        code = shell.get("exitCode") if isinstance(shell, dict) else None
+        exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        # A shell command that exits non-zero is a `success` of the tool (1.0.102): its
+        # exit code is in `shellExecution`.
+        failed = data.get("success") is False or (exit_code is not None and exit_code != 0)
         detail = ""
-        if failed:
+        declined = False
+        if failed and data.get("success") is not False:
+            result = data.get("result")
+            output = result.get("content") if isinstance(result, dict) else None
+            detail = _SHELL_TAIL.sub("", output) if isinstance(output, str) else ""
+        elif failed:
             error = data.get("error")
             detail = text_of(error.get("message") if isinstance(error, dict) else error)
-        reader.result(str(data.get("toolCallId")), at, failed=failed, detail=detail)
+            code = error.get("code") if isinstance(error, dict) else None
+            declined = code in ("rejected", "denied", "cancelled", "aborted")
+            result = data.get("result")
+            output = result.get("content") if isinstance(result, dict) else None
+            if isinstance(output, str) and output.strip() and output.strip() not in detail:
+                detail = f"{detail}\n{output}" if detail else output
+        reader.result(str(data.get("toolCallId")), at, failed=failed, detail=detail,
+                      declined=declined, exit_code=exit_code)  # fmt: skip
     elif kind == "session.error":
         detail = str(data.get("message") or data.get("errorType") or "error")
         run.ended(classify_error(detail), at, detail[:200])

@@ -10,7 +10,9 @@ Read, streamed:
   `functionResponse` are tool results sent back (their outcome is on the tool call);
 - `gemini` messages: `content` text, `model`, and `toolCalls` [{`id`, `name`, `args`,
   `status`, `result`}]; the same message is written again once its calls finish, so a
-  call is counted once by its `id`; a `status` other than `success` is a failed call;
+  call is counted once by its `id`; a `status` other than `success` is a failed call,
+  and so is a shell command whose output says `Exit Code: N` (not 0), which Gemini
+  CLI records as a `success` of the tool (0.61);
 - `error` / `warning` / `info` messages: an `error` ends the turn with a classified error.
 
 The run's ID is `gemini-<session id>`, the key the AfterTool hook's records use.
@@ -27,6 +29,8 @@ from active_memory.runlog.importers.common import ImportResult, Skipped
 from active_memory.runlog.importers.jsonl import read_jsonl
 from active_memory.runlog.importers.session import classify_error
 
+_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+_WRAPPER = re.compile(r"</?untrusted_context>")
 _WORKSPACE = re.compile(r"Workspace Directories:\**\s*\n\s*-\s*(/[^\n]+)")
 _CONTEXT = "<session_context>"
 
@@ -104,8 +108,30 @@ def _call(reader: LogReader, call: dict[str, Any], at: str | None) -> None:
     if not fresh or status is None:
         return
     done = call.get("timestamp") if isinstance(call.get("timestamp"), str) else at
-    failed = status != "success"
+    output = _result_text(call)
+    # A shell command that exits non-zero is still a `success` of the tool: its exit code
+    # is only in the output the model was sent (`Exit Code: 1`).
+    found = _EXIT_CODE.search(output)
+    exit_code = int(found.group(1)) if found else None
+    failed = status != "success" or (exit_code is not None and exit_code != 0)
     detail = ""
     if failed:
-        detail = f"{status}: " + " ".join(str(call.get("resultDisplay") or "").split())
-    reader.result(call_id, done, failed=failed, detail=detail)
+        detail = output if status == "success" else f"{status}: {output}"
+    reader.result(call_id, done, failed=failed, detail=detail, declined=status == "cancelled",
+                  exit_code=exit_code)  # fmt: skip
+
+
+def _result_text(call: dict[str, Any]) -> str:
+    """A call's output as the model was sent it (`functionResponse.response.output` or
+    `error`, without the `<untrusted_context>` wrapper and the `Output:` label), else
+    what the CLI displayed."""
+    result = call.get("result")
+    for part in result if isinstance(result, list) else []:
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        answer = response.get("response") if isinstance(response, dict) else None
+        if isinstance(answer, dict):
+            for key in ("error", "output"):
+                if isinstance(answer.get(key), str) and answer[key].strip():
+                    text = _WRAPPER.sub("", str(answer[key])).strip()
+                    return text.removeprefix("Output:").strip()
+    return str(call.get("resultDisplay") or "")

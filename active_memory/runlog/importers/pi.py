@@ -78,7 +78,10 @@ def _message(reader: LogReader, message: dict[str, Any], at: str | None) -> None
             run.ended("interrupted", at, "aborted")
     elif role == "toolResult":
         failed = message.get("isError") is True
+        details = message.get("details")
+        code = details.get("exitCode") if isinstance(details, dict) else None
         reader.result(str(message.get("toolCallId")), at, failed=failed,
-                      detail=text_of(content) if failed else "")  # fmt: skip
+                      detail=text_of(content) if failed else "",
+                      exit_code=code if isinstance(code, int) else None)  # fmt: skip
     else:
         reader.ignore(f"{role} message" if isinstance(role, str) else "message")

@@ -8,8 +8,9 @@ Applied at import, before a record is written or handed to a postmortem:
   in the record (answers, error lines, tool output, receipts) is replaced by
   `[private]` too. Tags met outside a prompt are cut out the same way.
 - **Excluded paths** (the `exclude` setting): receipt paths the globs match are dropped,
-  a receipt left with no path is dropped, and every mention of a dropped path in the
-  record's text is replaced by `[excluded]`.
+  a receipt left with no path is dropped, a tool failure's excluded paths are dropped
+  (the failure stays), and every mention of a dropped path in the record's text is
+  replaced by `[excluded]`.
 
 Both count what they removed for the import report (counts only, never content).
 """
@@ -31,6 +32,19 @@ _MIN_ECHO_CHARS = 4
 ordinary words); the tagged text itself is always cut."""
 _UNTOUCHED = frozenset({"schema", "run_id", "graph"})
 """Top-level keys never rewritten: identity and the graph IR kept byte-for-byte."""
+
+
+def screen_credentials(text: str) -> str:
+    """`text` with every credential-shaped span masked as `[REDACTED:<kind>]`.
+
+    The screen every lesson passes (`active_memory/credentials.py`, layer 1), applied to
+    the run texts the importers keep beyond what the log itself quotes: tool failures'
+    commands and errors, and the prompts kept as `node_started` input. Imported when
+    first used, so an importer that meets no failure never loads its rules.
+    """
+    from active_memory.credentials import mask
+
+    return mask(text)
 
 
 def private_passages(text: str) -> list[str]:
@@ -98,16 +112,36 @@ def drop_excluded_receipts(
     return kept, list(dropped)
 
 
+def drop_excluded_failure_paths(
+    data: dict[str, Any], patterns: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The record's tool failures without excluded paths (the failure itself stays: what
+    was run and how it failed, its mentions of the paths masked), and the paths dropped."""
+    kept: list[dict[str, Any]] = []
+    dropped: dict[str, None] = {}
+    for failure in data.get("tool_failures") or ():
+        paths = [p for p in failure.get("paths") or () if isinstance(p, str)]
+        left = [p for p in paths if not is_excluded(p, patterns)]
+        dropped.update((p, None) for p in paths if p not in left)
+        kept.append({**failure, "paths": left} if len(left) != len(paths) else failure)
+    return kept, list(dropped)
+
+
 def apply_exclusion(
     data: dict[str, Any], patterns: tuple[str, ...]
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """`data` with excluded paths gone, and the counts for the import report."""
-    if not patterns or not data.get("receipts"):
+    if not patterns or not (data.get("receipts") or data.get("tool_failures")):
         return data, {"receipts": 0, "paths": 0, "mentions": 0}
-    before = len(data["receipts"])
+    before = len(data.get("receipts") or ())
     receipts, dropped = drop_excluded_receipts(data, patterns)
+    failures, also = drop_excluded_failure_paths(data, patterns)
+    dropped = list(dict.fromkeys([*dropped, *also]))
     scrubber = Scrubber(excluded=dropped)
-    out = scrubber.record({**data, "receipts": receipts}) if dropped else data
+    changed = {**data, "receipts": receipts}
+    if "tool_failures" in data:
+        changed["tool_failures"] = failures
+    out = scrubber.record(changed) if dropped else data
     return out, {
         "receipts": before - len(receipts),
         "paths": len(dropped),

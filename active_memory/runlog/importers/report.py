@@ -32,6 +32,8 @@ class ImportReport:
     times_clamped: int = 0
     """Event times raised to the previous event's time (a log's clock went backwards)."""
     receipts_dropped: int = 0
+    tool_failures: int = 0
+    """Failed tool calls read (the record keeps at most 256 of them)."""
     log_lines_dropped: int = 0
     private_prompts: int = 0
     """Prompts that held `<private>` text (cut out, privacy.py)."""
@@ -54,6 +56,7 @@ class ImportReport:
             },
             "times_clamped": self.times_clamped,
             "receipts_dropped": self.receipts_dropped,
+            "tool_failures": self.tool_failures,
             "log_lines_dropped": self.log_lines_dropped,
             "private": {"prompts": self.private_prompts, "masked": self.private_masked},
             "excluded": {"receipts": 0, "paths": 0, "mentions": 0},
@@ -67,6 +70,8 @@ class ImportReport:
             f"{sum(self.turns.values())} turns" + (f" ({endings})" if endings else ""),
             f"{sum(self.tool_calls.values())} tool calls" + (f" ({nodes})" if nodes else ""),
         ]
+        if self.tool_failures:
+            parts.append(_count(self.tool_failures, "failed call"))
         if self.subagents:
             parts.append(_count(len(self.subagents), "sub-agent") + " joined")
         dropped = self.paths_dropped["home"] + self.paths_dropped["outside"]

@@ -12,8 +12,9 @@ Mapping (see docs/importers.md):
   limits, bad requests) leave the visit without an outcome, which is never evidence;
 - a turn interrupted by the user has no outcome either, unless the tool call it ended on
   had timed out (then `timeout`): an interruption is the user's decision, not a failure;
-- tool calls become receipts; failed and timed-out tool calls become `safe_log` lines
-  quoting the error;
+- each prompt typed (bounded, screened) is its visit's `node_started` `input`;
+- tool calls become receipts; failed and timed-out tool calls become `tool_failures`
+  (failure_log.py) and `safe_log` lines quoting the error;
 - a sub-agent's run is a visit of a node of its own, `worker/agent-<id>`, with its own
   outcome, receipts and lines;
 - event times never go backwards (an earlier time keeps the previous event's time).
@@ -25,7 +26,6 @@ The run's outcome is that of its last turn: verified → `succeeded`, interrupte
 from __future__ import annotations
 
 import posixpath
-import re
 import shlex
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -41,7 +41,14 @@ from active_memory.runlog.importers.common import (
     namespace_from_remote,
     trim,
 )
-from active_memory.runlog.importers.privacy import Scrubber, private_passages, without_private
+from active_memory.runlog.importers.error_lines import informative_error
+from active_memory.runlog.importers.failure_log import FailureLog
+from active_memory.runlog.importers.privacy import (
+    Scrubber,
+    private_passages,
+    screen_credentials,
+    without_private,
+)
 from active_memory.runlog.importers.report import ImportReport
 from active_memory.runlog.receipts import KEPT_FIRST, MAX_RECEIPTS, relative_path
 from active_memory.runlog.record import RUN_SCHEMA
@@ -101,25 +108,10 @@ def classify_error(text: str, flag: str | None = None) -> Ending:
     return "unknown"
 
 
-# A line that names an error outright, then one that only suggests a failure.
-_ERROR_NAMED = re.compile(
-    r"\b\w*(?:Error|Exception)\b|^\s*(?:E\s+)?error\b|panic|fatal|denied|no such file|"
-    r"not found|cannot|unable to",
-    re.I,
-)
-_FAILURE_HINT = re.compile(r"fail|invalid|refused|abort", re.I)
-
-
 def error_line(body: str) -> str:
-    """The line of a tool's output that best quotes its error: the last line that names
-    an error (a traceback's final line), else the last that hints at a failure (a test
-    summary), else the last line."""
-    lines = [line.strip() for line in body.splitlines() if line.strip()]
-    for pattern in (_ERROR_NAMED, _FAILURE_HINT):
-        found = [x for x in lines if pattern.search(x) and not x.startswith("Traceback")]
-        if found:
-            return found[-1]
-    return lines[-1] if lines else ""
+    """The first informative line of a tool's output (error_lines.py), for `safe_log`."""
+    lines = informative_error(body).splitlines()
+    return lines[0] if lines else ""
 
 
 def agent_node(agent_id: str) -> str:
@@ -157,6 +149,9 @@ def cd_targets(command: str) -> list[str]:
         at_start = token in ("&&", "||", ";", "|", "(")
     return targets
 
+
+MAX_PROMPT_CHARS = 4000
+"""A prompt kept as `node_started` input is trimmed to this many characters."""
 
 MAX_LOG_LINES = 2000
 """`safe_log` lines kept per run (failed tools, abnormal endings); the rest are counted."""
@@ -218,6 +213,12 @@ class SessionRun:
     _clock: datetime | None = None
     _logged: int = 0
     _private: list[str] = field(default_factory=list)
+    _turn_started: dict[str, Any] | None = None
+    failures: FailureLog | None = None
+
+    def __post_init__(self) -> None:
+        if self.failures is None:
+            self.failures = FailureLog(self.harness)
 
     # --- reading -----------------------------------------------------------------
 
@@ -232,9 +233,10 @@ class SessionRun:
         self.close_turn("a new prompt came before the answer")
         self._turns += 1
         self._turn = _Visit(WORKER, str(self._turns), at, last_at=at)
+        self._event("node_started", at, self._started(self._turn))
+        self._turn_started = self._pending[-1]["event"]
         if prompt:
             self.prompt_seen(prompt)
-        self._event("node_started", at, self._started(self._turn))
 
     def prompt_seen(self, prompt: str) -> None:
         """A user's prompt: its `<private>` text is kept out of the record (privacy.py:
@@ -246,6 +248,9 @@ class SessionRun:
             self._private.extend(private_passages(prompt))
         if not self.title and cut.strip():
             self.title = cut.strip().splitlines()[0][:120] or None
+        started = self._turn_started
+        if started is not None and started.get("input") is None and cut.strip():
+            started["input"] = screen_credentials(trim(cut, MAX_PROMPT_CHARS))
 
     @property
     def in_turn(self) -> bool:
@@ -301,9 +306,22 @@ class SessionRun:
         paths: list[str],
         base: str | None,
         agent: str | None = None,
+        *,
+        call_id: str | None = None,
+        tool_input: Any = None,
+        reports: str | None = None,
     ) -> None:
-        """One tool call: a receipt with its workspace paths (root-relative, outside dropped)."""
+        """One tool call: a receipt with its workspace paths (root-relative, outside dropped).
+
+        With `call_id`, the call's arguments are kept until its result says whether it
+        failed (`tool_failed`, `tool_succeeded`, `tool_abandoned` under the same ID);
+        `reports` names the tool whose result this call reports (Codex's `write_stdin`
+        polling an `exec_command`), with `tool_input` that tool's arguments."""
         visit = self._current(at, agent)
+        if call_id is not None:
+            log = self._failure_log()
+            log.called(call_id, reports or tool, tool_input, at=at, node=visit.node,
+                       execution=visit.execution, base=base or self.cwd)  # fmt: skip
         visit.answered = False  # the agent went on working: the answer is still to come
         kept: list[str] = []
         for raw in paths:
@@ -327,18 +345,52 @@ class SessionRun:
             self._receipts_latest.append(receipt)
 
     def tool_failed(
-        self, tool: str, at: str | None, *, timed_out: bool, detail: str, agent: str | None = None
+        self,
+        tool: str,
+        at: str | None,
+        *,
+        timed_out: bool,
+        detail: str,
+        agent: str | None = None,
+        call_id: str | None = None,
+        output: str | None = None,
+        exit_code: int | None = None,
     ) -> None:
-        """A tool call that failed or timed out: a `safe_log` line on the turn."""
+        """A tool call that failed or timed out: a `safe_log` line on the turn and, with
+        `call_id`, a tool failure (`output` is what the call printed, `detail` the line
+        quoted in the log)."""
         visit = self._current(at, agent)
         visit.last_tool_timed_out = timed_out
         what = "timed out" if timed_out else "failed"
         line = f"tool {tool} {what}" + (f": {detail}" if detail else "")
         self._log(visit, at, "error", line[:500])
+        if call_id is not None:
+            self._failure_log().failed(
+                call_id,
+                self._stamp_only(at),
+                output=output if output is not None else detail,
+                exit_code=exit_code,
+                timed_out=timed_out,
+                tool=tool,
+            )
 
-    def tool_succeeded(self, at: str | None, agent: str | None = None) -> None:
-        """A tool call that succeeded: the turn did not end on a timed-out tool."""
+    def tool_succeeded(
+        self, at: str | None, agent: str | None = None, call_id: str | None = None
+    ) -> None:
+        """A tool call that succeeded: the turn did not end on a timed-out tool, and the
+        call may resolve earlier failures."""
         self._current(at, agent).last_tool_timed_out = False
+        if call_id is not None:
+            self._failure_log().succeeded(call_id, self._stamp_only(at))
+
+    def tool_abandoned(self, call_id: str) -> None:
+        """A call with no outcome of its own (a person's "no", an interruption)."""
+        self._failure_log().abandoned(call_id)
+
+    def _failure_log(self) -> FailureLog:
+        assert self.failures is not None
+        self.failures.root = self.root or self.cwd
+        return self.failures
 
     def ended(
         self, ending: Ending, at: str | None, detail: str = "", agent: str | None = None
@@ -470,6 +522,10 @@ class SessionRun:
         }
         if self.report.receipts_dropped:
             data["receipts_dropped"] = self.report.receipts_dropped
+        log = self._failure_log()
+        data["tool_failures"] = log.entries()
+        data["tool_failures_dropped"] = log.dropped
+        self.report.tool_failures = len(data["tool_failures"]) + log.dropped
         if self.last_at:
             terminal["at"] = self._stamp(self.last_at)
         scrubber = Scrubber(private=self._private)
@@ -543,6 +599,16 @@ class SessionRun:
             self.report.times_clamped += 1
             return self._clock.isoformat().replace("+00:00", "Z")
         self._clock = moment
+        return at
+
+    def _stamp_only(self, at: str | None) -> str | None:
+        """`at` when it reads as a time (unlike `_stamp`, the clock is not moved)."""
+        if not at:
+            return None
+        try:
+            datetime.fromisoformat(at)
+        except ValueError:
+            return None
         return at
 
     def _event(self, kind: str, at: str | None, body: dict[str, Any]) -> None:
