@@ -90,12 +90,16 @@ DEBUG_ENV = "ACTIVE_MEMORY_DEBUG"
 def _dispatch(argv: Sequence[str] | None) -> int:
     import os
 
+    from active_memory.commands.common import refresh_recall
     from active_memory.errors import ActiveMemoryError
     from active_memory.settings import SettingsError
+    from active_memory.store.announce import on_store_change
 
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler
+    # The store announces a session that changed lessons; recall keeps up (docs/store.md).
+    on_store_change(refresh_recall)
     try:
         return handler(args)
     except ActiveMemoryError as exc:

@@ -44,17 +44,6 @@ class Candidate(BaseModel):
     seq: int | None = None
     at: str | None = None
 
-    def to_task_json(self) -> dict[str, Any]:
-        """What a maintenance task shows of it: the proposal, its run and similarity."""
-        return {
-            "run_id": self.run_id,
-            "specialist": self.specialist,
-            "title": self.title,
-            "recommendation": self.recommendation,
-            "associations": self.associations.model_dump(mode="json"),
-            "similarity": round(self.score, 1),
-        }
-
 
 class Consumed(BaseModel):
     """A maintenance decision published on `lesson_id`: its candidates up to `through`

@@ -37,7 +37,7 @@ from active_memory.lessons import (
     Tombstone,
     utcnow,
 )
-from active_memory.store.protocol import ImportReport
+from active_memory.store.models import ImportReport
 from active_memory.store.rows import ChangeSet
 
 _NUMBERED_ID = re.compile(r"^L-(\d+)$")
