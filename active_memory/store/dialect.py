@@ -14,16 +14,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, Self, TypeVar
+
+import anyio
 
 _T = TypeVar("_T")
 Row = Sequence[Any]
 
 
 class Tx(Protocol):
-    """One connection of the store, inside the transaction of a `reading` or a `write`."""
+    """One connection of the store, inside the transaction of a `reading` or a `write`
+    (a backend's class may inherit `fetchone` and `fetchval` as they are here)."""
 
     async def execute(self, sql: str, *params: Any) -> int:
         """Run one statement; the number of rows it changed."""
@@ -39,11 +42,13 @@ class Tx(Protocol):
 
     async def fetchone(self, sql: str, *params: Any) -> Row | None:
         """The first row of a query, or None."""
-        ...
+        rows = await self.fetch(sql, *params)
+        return rows[0] if rows else None
 
     async def fetchval(self, sql: str, *params: Any) -> Any:
         """The first column of the first row of a query, or None."""
-        ...
+        row = await self.fetchone(sql, *params)
+        return row[0] if row else None
 
 
 class Dialect(ABC):
@@ -100,5 +105,25 @@ class Dialect(ABC):
         """Write a consistent copy of the store to `destination`, or say why not."""
 
     @abstractmethod
+    def translated(self) -> AbstractContextManager[None]:
+        """A scope that turns the backend's errors into the store's."""
+
+    async def started(self, setup: Callable[[], Awaitable[None]]) -> Self:
+        """The dialect once `setup` (identify, create or migrate the schema) succeeded;
+        closed again, and the error translated, if it failed."""
+        try:
+            with self.translated():
+                await setup()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
     async def aclose(self) -> None:
         """Release the connections; the dialect is unusable afterwards."""
+        with anyio.CancelScope(shield=True):
+            await self._close()
+
+    @abstractmethod
+    async def _close(self) -> None:
+        """Close the connections."""

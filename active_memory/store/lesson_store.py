@@ -53,8 +53,15 @@ from active_memory.store.models import (
 )
 from active_memory.store.planning import check_distinct_records, check_distinct_targets
 from active_memory.store.queue_store import PostmortemQueue
-from active_memory.store.review import Proposal, ProposedMutation, ReviewDecision
-from active_memory.store.review_store import decide, propose, read_proposals
+from active_memory.store.review import (
+    PROPOSAL_COLUMNS,
+    Proposal,
+    ProposedMutation,
+    ReviewDecision,
+    approved_mutation,
+    check_decision,
+    row_to_proposal,
+)
 from active_memory.store.rows import (
     HISTORY_COLUMNS,
     LESSON_COLUMNS,
@@ -62,7 +69,7 @@ from active_memory.store.rows import (
     row_to_history,
     row_to_model,
 )
-from active_memory.store.writing import apply_import, apply_publish, apply_revert
+from active_memory.store.writing import apply_import, apply_publish, apply_revert, insert_proposals
 
 SUMMARY_COLUMNS = "id, revision, status, scope_kind, repository, graph_hash, node, title"
 _VERSION_SQL = "SELECT value FROM store_meta WHERE key = 'change_version'"
@@ -171,7 +178,7 @@ class LessonStore:
     async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
         """`scope`'s lessons changed since version `since` (any status), with the version
         they were read at, in one consistent read; `since=None`: its active lessons."""
-        sql, params = changes_query(scope, since, lambda _n: "?", dialect=self.dialect.name)
+        sql, params = changes_query(scope, since, self.dialect.name)
         async with self.dialect.reading() as tx:
             version = int(await tx.fetchval(_VERSION_SQL))
             rows = [tuple(row) for row in await tx.fetch(sql, *params)]
@@ -316,18 +323,51 @@ class LessonStore:
         """Keep creations and adaptations as proposals awaiting review (manual review),
         all or none; never visible to recall. An adaptation of a retired or unknown
         lesson is a `RevisionConflict`. Returns the proposals' sequence numbers."""
-        return await propose(self.dialect, mutations)
+        if not mutations:
+            return []
+        d = self.dialect
+        return await d.write(lambda tx: insert_proposals(tx, d, mutations))
 
     async def proposals(self, state: str | None = None) -> list[Proposal]:
         """Proposals in `state` (proposed, approved, rejected; None: all), oldest first."""
-        return await read_proposals(self.dialect, state)
+        where, params = ("WHERE state = ? ", (state,)) if state is not None else ("", ())
+        async with self.dialect.reading(snapshot=False) as tx:
+            rows = await tx.fetch(
+                f"SELECT {PROPOSAL_COLUMNS} FROM lesson_proposals {where}ORDER BY seq", *params
+            )
+        return [row_to_proposal(tuple(row)) for row in rows]
 
     async def decide_proposal(self, seq: int, decision: ReviewDecision) -> Proposal:
         """Approve or reject proposal `seq`, in one transaction. Approving publishes its
         mutation (the decision's card, when edited) with the revision check; a lesson
         changed since is a `RevisionConflict` and the proposal stays proposed. A decided
         or unknown proposal is `ProposalNotPending`; a rejection needs a reason."""
-        return await decide(self.dialect, seq, decision)
+        d = self.dialect
+
+        async def body(tx: Tx) -> Proposal:
+            row = await tx.fetchone(
+                f"SELECT {PROPOSAL_COLUMNS} FROM lesson_proposals WHERE seq = ?{d.lock_rows}", seq
+            )
+            found = row_to_proposal(tuple(row)) if row is not None else None
+            check_decision(seq, found.state if found else None, decision)
+            assert found is not None
+            result: tuple[str | None, int | None] = (None, None)
+            if decision.approve:
+                receipt = await apply_publish(tx, d, [approved_mutation(found, decision)])
+                result = (receipt.created or receipt.adapted)[0]
+            state = "approved" if decision.approve else "rejected"
+            reason, by = decision.reason.strip(), decision.author.specialist
+            await tx.execute(
+                "UPDATE lesson_proposals SET state = ?, decided_at = ?, decided_by = ?, "
+                "decision_reason = ?, result_id = ?, result_revision = ? WHERE seq = ?",
+                state, utcnow().isoformat(), by, reason, *result, seq,
+            )  # fmt: skip
+            return found.model_copy(
+                update={"state": state, "result_id": result[0], "result_revision": result[1],
+                        "decision_reason": reason, "decided_by": by}
+            )  # fmt: skip
+
+        return await d.write(body)
 
     async def backup(self, destination: Path) -> None:
         """Write a consistent copy of the store while others use it."""

@@ -126,16 +126,6 @@ def chunks(
         yield first, chunk
 
 
-def merge_reports(parts: Iterable[ImportReport]) -> ImportReport:
-    """One report of an import written in chunks."""
-    merged = ImportReport(added=[], updated=[], unchanged=[])
-    for part in parts:
-        merged.added.extend(part.added)
-        merged.updated.extend(part.updated)
-        merged.unchanged.extend(part.unchanged)
-    return merged
-
-
 def create_count(mutations: Sequence[Mutation]) -> int:
     """How many new IDs a publish needs."""
     return sum(isinstance(m, CreateLesson) for m in mutations)
@@ -233,14 +223,15 @@ def plan_import(
     records: Sequence[Lesson | Tombstone],
     current: dict[str, Current],
     author: Author,
+    report: ImportReport,
     first: int = 1,
-) -> tuple[ChangeSet, ImportReport]:
-    """Add new IDs, update older living ones, leave newer ones and tombstones alone.
+) -> ChangeSet:
+    """Add new IDs, update older living ones, leave newer ones and tombstones alone, and
+    say so in `report` (an import in chunks adds each to the same report).
 
     A record whose scope differs from the stored lesson refuses the whole import.
     """
     rows = ChangeSet(now=utcnow().isoformat())
-    report = ImportReport(added=[], updated=[], unchanged=[])
     for index, record in enumerate(records, start=first):
         now = current.get(record.id)
         card = record.card() if isinstance(record, Lesson) else None
@@ -269,7 +260,7 @@ def plan_import(
             rows.add_evidence(record.id, record.evidence)
         rows.record(record.id, record.revision, now.revision if now else None, "import",
                     record.status, record.scope, card, author, "imported")  # fmt: skip
-    return rows, report
+    return rows
 
 
 def next_number_after(records: Sequence[Lesson | Tombstone]) -> int | None:

@@ -78,7 +78,7 @@ def numbered(sql: str) -> str:
     return "'".join(parts)
 
 
-class _Connection:
+class _Connection(Tx):
     """`Tx` on an asyncpg connection: the statements' placeholders numbered."""
 
     __slots__ = ("_conn",)
@@ -150,19 +150,10 @@ class PostgresDialect(Dialect):
         except Exception as exc:
             raise connect_error(location, secret, exc) from None
         dialect = cls(location, secret, pool, busy_timeout)
-        try:
-            with dialect.translated():
-                await dialect._migrate(create)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await pool.close()
-            raise
-        return dialect
+        return await dialect.started(lambda: dialect._migrate(create))
 
-    async def aclose(self) -> None:
-        """Close every connection."""
-        with anyio.CancelScope(shield=True):
-            await self._pool.close()
+    async def _close(self) -> None:
+        await self._pool.close()
 
     async def _migrate(self, create: bool) -> None:
         async with self._pool.acquire() as conn:
@@ -296,11 +287,6 @@ class PostgresDialect(Dialect):
 
 class PostgresStore(LessonStore):
     """A `LessonStore` in a PostgreSQL database. Open it with `PostgresStore.open(url)`."""
-
-    dialect: PostgresDialect
-
-    def __init__(self, dialect: PostgresDialect) -> None:
-        super().__init__(dialect)
 
     @classmethod
     async def open(

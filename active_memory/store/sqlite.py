@@ -31,18 +31,15 @@ from active_memory.errors import (
     StoreBusy,
     StoreCorrupt,
     StoreError,
-    StoreMissing,
     StoreTooNew,
     StoreUnavailable,
-    UsageError,
 )
-from active_memory.private import FOLDER_MODE, create_private, tighten
+from active_memory.private import create_private
 from active_memory.store.dialect import Dialect, Row, Tx
 from active_memory.store.lesson_store import LessonStore
-from active_memory.store.location import default_store_path
+from active_memory.store.sqlite_file import backup_destination, checked_path, release_claim
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT = 30.0
 LOCK_SLICE = 0.05
 """The longest one shielded `BEGIN IMMEDIATE` attempt waits for another writer."""
@@ -50,7 +47,7 @@ LOCK_SLICE = 0.05
 _T = TypeVar("_T")
 
 
-class _Connection:
+class _Connection(Tx):
     """`Tx` on an aiosqlite connection."""
 
     __slots__ = ("_conn",)
@@ -67,14 +64,6 @@ class _Connection:
 
     async def fetch(self, sql: str, *params: Any) -> list[Row]:
         return list(await self._conn.execute_fetchall(sql, params))
-
-    async def fetchone(self, sql: str, *params: Any) -> Row | None:
-        rows = await self.fetch(sql, *params)
-        return rows[0] if rows else None
-
-    async def fetchval(self, sql: str, *params: Any) -> Any:
-        row = await self.fetchone(sql, *params)
-        return row[0] if row else None
 
 
 class SqliteDialect(Dialect):
@@ -112,7 +101,7 @@ class SqliteDialect(Dialect):
         A file that is not ours, or of a newer schema, is refused before anything is
         written to it.
         """
-        path = await anyio.to_thread.run_sync(_checked_path, path, create)
+        path = await anyio.to_thread.run_sync(checked_path, path, create)
         if await anyio.to_thread.run_sync(_writable, path):
             return await cls._start(str(path), str(path), busy_timeout, read_only=False)
         # A store we may not write (a read-only file or folder, a read-only mount) is
@@ -137,20 +126,10 @@ class SqliteDialect(Dialect):
         except sqlite3.Error as exc:
             raise StoreUnavailable(location, f"cannot open the store: {exc}") from None
         dialect = cls(location, conn, busy_timeout, read_only=read_only)
-        try:
-            with dialect.translated():
-                await dialect._configure()
-                await dialect._migrate()
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await conn.close()
-            raise
-        return dialect
+        return await dialect.started(dialect._migrate)
 
-    async def aclose(self) -> None:
-        """Close the connection."""
-        with anyio.CancelScope(shield=True):
-            await self._conn.close()
+    async def _close(self) -> None:
+        await self._conn.close()
 
     async def _configure(self) -> None:
         await self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
@@ -164,6 +143,7 @@ class SqliteDialect(Dialect):
         await self._conn.execute("PRAGMA synchronous = FULL")
 
     async def _migrate(self) -> None:
+        await self._configure()
         version = await self._schema_version()
         if version == SCHEMA_VERSION:
             return
@@ -309,7 +289,7 @@ class SqliteDialect(Dialect):
         copy is written beside it and renamed over the claim only when it is complete
         and sound; on any failure the claim is removed.
         """
-        destination = await anyio.to_thread.run_sync(_backup_destination, destination)
+        destination = await anyio.to_thread.run_sync(backup_destination, destination)
         partial = destination.with_name(f".{destination.name}.partial-{os.getpid()}")
         done = False
         try:
@@ -333,7 +313,7 @@ class SqliteDialect(Dialect):
         finally:
             partial.unlink(missing_ok=True)
             if not done:
-                _release_claim(destination)
+                release_claim(destination)
 
     # --- errors --------------------------------------------------------------------
 
@@ -361,11 +341,6 @@ class SqliteDialect(Dialect):
 
 class SqliteStore(LessonStore):
     """A `LessonStore` in one SQLite file. Open it with `SqliteStore.open(path)`."""
-
-    dialect: SqliteDialect
-
-    def __init__(self, dialect: SqliteDialect) -> None:
-        super().__init__(dialect)
 
     @classmethod
     async def open(
@@ -408,76 +383,6 @@ def _unavailable(where: str, exc: sqlite3.Error) -> StoreUnavailable | None:
 def _writable(path: Path) -> bool:
     """Whether this process may write the store file and create its journals beside it."""
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
-
-
-def _note(message: str) -> None:
-    # On stderr, where a person running a command sees it (stdout may be --json).
-    import sys
-
-    print(f"active-memory: note: {message}", file=sys.stderr)
-
-
-def _checked_path(location: str | Path, create: bool) -> Path:
-    """Refuse a path that is not a SQLite file before SQLite touches it."""
-    path = Path(location).expanduser()
-    if path.is_dir():
-        raise StoreUnavailable(str(path), "is a folder; give the path of a store file")
-    if path.exists():
-        try:
-            with path.open("rb") as handle:
-                header = handle.read(len(SQLITE_HEADER))
-        except OSError as exc:
-            raise StoreUnavailable(str(path), f"cannot read the store: {exc.strerror}") from None
-        if header and header != SQLITE_HEADER:
-            raise StoreCorrupt(
-                str(path),
-                "is not a SQLite database; nothing was changed. "
-                "Pass --store with an Active Memory store or a new path",
-            )
-        _tighten_store(path)
-        return path
-    if not create:
-        raise StoreMissing(str(path))
-    try:
-        path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-        # SQLite gives its -wal and -shm files the store file's own permissions.
-        with contextlib.suppress(FileExistsError):
-            create_private(path)
-    except OSError as exc:
-        raise StoreUnavailable(str(path), f"cannot create it: {exc.strerror}") from None
-    _tighten_store(path)
-    return path
-
-
-def _tighten_store(path: Path) -> None:
-    """Store, journals and (for the default location) its folder: owner only."""
-    for sibling in ("", "-wal", "-shm", "-journal"):
-        tighten(f"{path}{sibling}", _note)
-    if path.parent == default_store_path().parent:
-        tighten(path.parent, _note)
-
-
-def _backup_destination(location: str | Path) -> Path:
-    """Claim `location` for a backup with an exclusive create; a usage error if taken."""
-    destination = Path(location).expanduser()
-    if not destination.parent.is_dir():
-        raise UsageError(f"{destination.parent} is not a folder; create it first")
-    try:
-        create_private(destination)
-    except FileExistsError:
-        raise UsageError(f"{destination} already exists; choose a new backup path") from None
-    except OSError as exc:
-        raise StoreUnavailable(
-            str(destination), f"cannot create the backup: {exc.strerror or exc}"
-        ) from None
-    return destination
-
-
-def _release_claim(destination: Path) -> None:
-    # Only our own empty claim is removed, never a file someone else put there.
-    with contextlib.suppress(OSError):
-        if destination.stat().st_size == 0:
-            destination.unlink()
 
 
 def _statements(script: str) -> list[str]:

@@ -26,7 +26,6 @@ from active_memory.store.planning import (
     check_revert,
     chunks,
     create_count,
-    merge_reports,
     next_number_after,
     plan_import,
     plan_publish,
@@ -134,12 +133,11 @@ async def apply_import(
         f"SELECT value FROM store_meta WHERE key = 'next_lesson_number'{d.lock_rows}"
     )
     seen: set[str] = set()
-    parts = []
+    report = ImportReport(added=[], updated=[], unchanged=[])
     for first, chunk in chunks(records):
         check_distinct_records(chunk, seen, first)
         current = await current_rows(tx, d, (r.id for r in chunk))
-        rows, report = plan_import(chunk, current, author, first)
-        await write_changes(tx, d, rows)
+        await write_changes(tx, d, plan_import(chunk, current, author, report, first))
         next_number = next_number_after(chunk)
         if next_number is not None:  # allocated IDs stay clear of imported `L-<n>` IDs
             await tx.execute(
@@ -147,8 +145,7 @@ async def apply_import(
                 "WHERE key = 'next_lesson_number'",
                 next_number,
             )
-        parts.append(report)
-    return merge_reports(parts)
+    return report
 
 
 async def allocate_ids(tx: Tx, count: int) -> list[str]:
