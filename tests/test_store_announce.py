@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ast
 import logging
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from conftest import AUTHOR, REPO_ROOT, Backend, card, create
+from conftest import AUTHOR, NAMESPACE, REPO_ROOT, Backend, card, create
 
 from active_memory.errors import RevisionConflict
 from active_memory.lessons import AdaptLesson
@@ -95,3 +97,37 @@ def test_no_store_module_imports_recall() -> None:
                 continue
             found += [f"{path.name}: {name}" for name in names if "recall" in name]
     assert found == []
+
+
+def test_a_command_that_changes_lessons_brings_recall_up_to_date(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line subscribes recall's refresh: after `lessons revert`, the scope
+    recall keeps generations of is current without waiting for its next pin."""
+    import anyio
+
+    from active_memory.cli import main
+    from active_memory.recall.environment import state_dir
+    from active_memory.recall.generations import read_current, refresh, scope_dir
+    from active_memory.store.changes import ScopeKey, read_sqlite_changes
+    from active_memory.store.sqlite import SqliteStore
+
+    monkeypatch.setenv("ZEROSHOT_STATE_DIR", str(tmp_path / "state"))
+    location = str(tmp_path / "lessons.sqlite3")
+
+    async def two_revisions() -> None:
+        async with await SqliteStore.open(location) as store:
+            await store.publish([create("first")])
+            adapt = AdaptLesson(id="L-1", base_revision=1, card=card("second"), author=AUTHOR)
+            await store.publish([adapt])
+
+    anyio.run(two_revisions)
+    recall_dir = os.path.join(state_dir(), "recall")
+    scope = ScopeKey("repository", repository=NAMESPACE)
+    refresh(recall_dir, location, scope, lambda s, since: read_sqlite_changes(location, s, since))
+    folder = scope_dir(recall_dir, location, scope)
+    before = read_current(folder)
+    assert before is not None and before[1] == 2
+    assert main(["lessons", "revert", "L-1", "--to", "1", "--store", location]) == 0
+    current = read_current(folder)
+    assert current is not None and current[1] == 3
