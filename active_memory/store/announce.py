@@ -19,10 +19,12 @@ _listeners: list[Listener] = []
 
 
 def on_store_change(listener: Listener) -> Callable[[], None]:
-    """Call `listener(location)` after each committed change from now on (one listener
-    subscribed twice is called once); returns the function that unsubscribes it."""
-    if listener not in _listeners:
-        _listeners.append(listener)
+    """Call `listener(location)` after each committed change from now on; returns the
+    function that unsubscribes it. A listener subscribed already stays subscribed once,
+    and only its first subscription's function unsubscribes it."""
+    if listener in _listeners:
+        return lambda: None
+    _listeners.append(listener)
 
     def unsubscribe() -> None:
         with contextlib.suppress(ValueError):
