@@ -61,18 +61,10 @@ def candidate_rows(
     """Insert rows, in lesson ID order (one lock order): lesson ID, run, specialist,
     title, recommendation, associations JSON, score, at."""
     rows = [
-        (
-            c.lesson_id,
-            c.run_id,
-            c.specialist,
-            c.title,
-            c.recommendation,
-            json.dumps(c.associations.model_dump(mode="json"), sort_keys=True),
-            float(c.score),
-            at,
-        )
+        (c.lesson_id, c.run_id, c.specialist, c.title, c.recommendation,
+         json.dumps(c.associations.model_dump(mode="json"), sort_keys=True), float(c.score), at)
         for c in candidates
-    ]
+    ]  # fmt: skip
     return sorted(rows, key=lambda row: row[0])
 
 

@@ -30,15 +30,12 @@ class Tx(Protocol):
 
     async def execute(self, sql: str, *params: Any) -> int:
         """Run one statement; the number of rows it changed."""
-        ...
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run one statement once per row of parameters."""
-        ...
 
     async def fetch(self, sql: str, *params: Any) -> list[Row]:
         """Every row of a query."""
-        ...
 
     async def fetchone(self, sql: str, *params: Any) -> Row | None:
         """The first row of a query, or None."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from pydantic import ValidationError
 
@@ -113,17 +114,10 @@ def chunks(
     records: Iterable[Lesson | Tombstone], size: int | None = None
 ) -> Iterator[tuple[int, list[Lesson | Tombstone]]]:
     """(number of the chunk's first record, the chunk) over a possibly one-pass iterable."""
-    size = size or IMPORT_CHUNK
-    chunk: list[Lesson | Tombstone] = []
-    first = 1
-    for record in records:
-        chunk.append(record)
-        if len(chunk) == size:
-            yield first, chunk
-            first += size
-            chunk = []
-    if chunk:
+    remaining, first = iter(records), 1
+    while chunk := list(islice(remaining, size or IMPORT_CHUNK)):
         yield first, chunk
+        first += len(chunk)
 
 
 def create_count(mutations: Sequence[Mutation]) -> int:

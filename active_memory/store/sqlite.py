@@ -103,22 +103,18 @@ class SqliteDialect(Dialect):
         """
         path = await anyio.to_thread.run_sync(checked_path, path, create)
         if await anyio.to_thread.run_sync(_writable, path):
-            return await cls._start(str(path), str(path), busy_timeout, read_only=False)
+            return await cls.start(str(path), str(path), busy_timeout, read_only=False)
         # A store we may not write (a read-only file or folder, a read-only mount) is
         # opened read-only: reading commands work, a write names the cause. (SQLite reads
         # a WAL store read-only even where it cannot create the -shm file.)
         uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro"
-        return await cls._start(str(path), uri, busy_timeout, read_only=True)
+        return await cls.start(str(path), uri, busy_timeout, read_only=True)
 
     @classmethod
-    async def in_memory(cls, location: str) -> SqliteDialect:
-        """A new, empty store in memory only, named `location` in messages."""
-        return await cls._start(location, ":memory:", DEFAULT_BUSY_TIMEOUT, read_only=False)
-
-    @classmethod
-    async def _start(
+    async def start(
         cls, location: str, target: str, busy_timeout: float, *, read_only: bool
     ) -> SqliteDialect:
+        """Connect to `target` (a path, a `mode=ro` URI, `:memory:`) and set the store up."""
         try:
             conn = await aiosqlite.connect(
                 target, isolation_level=None, timeout=busy_timeout, uri=read_only
@@ -354,7 +350,8 @@ class SqliteStore(LessonStore):
     async def in_memory(cls, location: str = ":memory:") -> SqliteStore:
         """A new, empty store that lives in memory only (named `location` in messages):
         a dry run's stand-in for a store that does not exist yet."""
-        return cls(await SqliteDialect.in_memory(location))
+        opening = SqliteDialect.start(location, ":memory:", DEFAULT_BUSY_TIMEOUT, read_only=False)
+        return cls(await opening)
 
     async def integrity_check(self) -> list[str]:
         """SQLite's own integrity check: `["ok"]` when the file is sound."""
