@@ -1,13 +1,13 @@
 """What differs between the store's backends, behind one abstract class.
 
-The store's logic (`lesson_store.py`, `writing.py`, `queue_store.py`, `review_store.py`)
-is written once, over a `Dialect`, and so is its SQL: with `?` placeholders, which the
-PostgreSQL dialect numbers (`$1`, `$2`, …). A dialect owns only what differs: its
-connections, transactions and their retries, error translation, the schema and its
-migrations, and a few short phrases of SQL (null-safe comparison, row locks, list
-membership). Each backend's module states its own time model (`sqlite.py`,
-`postgres.py`); common to both: a write's body and its commit run shielded, so a
-deadline never interrupts a write halfway.
+The store's logic (`lesson_store.py`, `writing.py`, `queue_store.py`) is written once,
+over a `Dialect`, and so is its SQL: with `?` placeholders, which the PostgreSQL
+dialect numbers (`$1`, `$2`, …). A dialect owns only what differs: its connections,
+transactions and their retries, error translation, the schema and its migrations, and
+a few short phrases of SQL (null-safe comparison, row locks, list membership). Each
+backend's module states its own time model (`sqlite.py`, `postgres.py`); common to
+both: a write's body and its commit run shielded, so a deadline never interrupts a
+write halfway.
 """
 
 from __future__ import annotations
