@@ -102,10 +102,20 @@ class LessonStore:
 
     async def get(self, lesson_id: str) -> Lesson | Tombstone | None:
         """One lesson or tombstone by ID, or None if the ID was never used."""
-        async with self.dialect.reading() as tx:
-            rows = await tx.fetch(f"SELECT {LESSON_COLUMNS} FROM lessons WHERE id = ?", lesson_id)
-            found = await self._hydrate(tx, rows)
-        return found[0] if found else None
+        # One statement (the row beside each of its evidence rows): one state, one trip.
+        async with self.dialect.reading(snapshot=False) as tx:
+            rows = await tx.fetch(
+                f"SELECT {LESSON_COLUMNS}, e.kind, e.value FROM lessons LEFT JOIN lesson_evidence "
+                "AS e ON e.lesson_id = lessons.id WHERE lessons.id = ? ORDER BY e.seq",
+                lesson_id,
+            )
+        if not rows:
+            return None
+        evidence: dict[str, list[Any]] = {"run": [], "evidence": [], "citation": []}
+        for *_, kind, value in rows:
+            if kind is not None:
+                evidence[kind].append(json.loads(value) if kind == "citation" else value)
+        return row_to_model(tuple(rows[0])[:-2], evidence, self.location)
 
     def _select_sql(self, query: LessonQuery | None, columns: str) -> tuple[str, list[Any]]:
         """The SELECT of `columns` of the lessons `query` names, ordered by ID."""
