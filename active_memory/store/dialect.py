@@ -82,6 +82,11 @@ class Dialect(ABC):
         """A connection for reads: with `snapshot`, in one read-only transaction (every
         statement sees one state); without, each statement on its own (cheaper)."""
 
+    async def rows(self, sql: str, *params: Any) -> list[Row]:
+        """Every row of one statement, read on its own (no transaction around it)."""
+        async with self.reading(snapshot=False) as tx:
+            return await tx.fetch(sql, *params)
+
     @abstractmethod
     async def write(self, body: Callable[[Tx], Awaitable[_T]]) -> _T:
         """Run `body` in one write transaction, all or nothing, and return its result.

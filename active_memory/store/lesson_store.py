@@ -103,12 +103,11 @@ class LessonStore:
     async def get(self, lesson_id: str) -> Lesson | Tombstone | None:
         """One lesson or tombstone by ID, or None if the ID was never used."""
         # One statement (the row beside each of its evidence rows): one state, one trip.
-        async with self.dialect.reading(snapshot=False) as tx:
-            rows = await tx.fetch(
-                f"SELECT {LESSON_COLUMNS}, e.kind, e.value FROM lessons LEFT JOIN lesson_evidence "
-                "AS e ON e.lesson_id = lessons.id WHERE lessons.id = ? ORDER BY e.seq",
-                lesson_id,
-            )
+        rows = await self.dialect.rows(
+            f"SELECT {LESSON_COLUMNS}, e.kind, e.value FROM lessons LEFT JOIN lesson_evidence "
+            "AS e ON e.lesson_id = lessons.id WHERE lessons.id = ? ORDER BY e.seq",
+            lesson_id,
+        )
         if not rows:
             return None
         evidence: dict[str, list[Any]] = {"run": [], "evidence": [], "citation": []}
@@ -150,8 +149,7 @@ class LessonStore:
     async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
         """What `select(query)` returns, as summaries only (no cards, no evidence)."""
         sql, params = self._select_sql(query, SUMMARY_COLUMNS)
-        async with self.dialect.reading(snapshot=False) as tx:
-            return [LessonSummary(*row) for row in await tx.fetch(sql, *params)]
+        return [LessonSummary(*row) for row in await self.dialect.rows(sql, *params)]
 
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None
@@ -182,8 +180,7 @@ class LessonStore:
 
     async def version(self) -> int:
         """The store's change version: bumped by every write that changes lessons."""
-        async with self.dialect.reading(snapshot=False) as tx:
-            return int(await tx.fetchval(_VERSION_SQL))
+        return int((await self.dialect.rows(_VERSION_SQL))[0][0])
 
     async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
         """`scope`'s lessons changed since version `since` (any status), with the version
@@ -196,11 +193,10 @@ class LessonStore:
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
         """Every recorded revision of a lesson, oldest first."""
-        async with self.dialect.reading(snapshot=False) as tx:
-            rows = await tx.fetch(
-                f"SELECT {HISTORY_COLUMNS} FROM lesson_history WHERE lesson_id = ? ORDER BY seq",
-                lesson_id,
-            )
+        rows = await self.dialect.rows(
+            f"SELECT {HISTORY_COLUMNS} FROM lesson_history WHERE lesson_id = ? ORDER BY seq",
+            lesson_id,
+        )
         return [row_to_history(row, self.location) for row in rows]
 
     async def _hydrate(self, tx: Tx, rows: Sequence[Row]) -> list[Lesson | Tombstone]:
@@ -220,21 +216,18 @@ class LessonStore:
 
     async def publish_mark(self, key: str) -> int | None:
         """The token of the last committed publish marked with `key`, or None."""
-        async with self.dialect.reading(snapshot=False) as tx:
-            value = await tx.fetchval(
-                "SELECT value FROM store_meta WHERE key = ?", f"{MARK_PREFIX}{key}"
-            )
-        return int(value) if value is not None else None
+        rows = await self.dialect.rows(
+            "SELECT value FROM store_meta WHERE key = ?", f"{MARK_PREFIX}{key}"
+        )
+        return int(rows[0][0]) if rows else None
 
     async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
         """The pending adaptation candidates of each named lesson that has any, oldest
         first (absent: none)."""
         where, param = self.dialect.among("lesson_id", sorted(set(lesson_ids)))
-        async with self.dialect.reading(snapshot=False) as tx:
-            rows = await tx.fetch(
-                f"SELECT {CANDIDATE_COLUMNS} FROM lesson_candidates WHERE {where} ORDER BY seq",
-                param,
-            )
+        rows = await self.dialect.rows(
+            f"SELECT {CANDIDATE_COLUMNS} FROM lesson_candidates WHERE {where} ORDER BY seq", param
+        )
         found: dict[str, list[Candidate]] = {}
         for row in rows:
             found.setdefault(row[1], []).append(row_to_candidate(tuple(row)))
@@ -243,12 +236,10 @@ class LessonStore:
     async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
         """The counters of each named lesson that has any (absent: never observed)."""
         where, param = self.dialect.among("lesson_id", sorted(set(lesson_ids)))
-        async with self.dialect.reading(snapshot=False) as tx:
-            rows = await tx.fetch(
-                f"SELECT lesson_id, {EFFECTIVENESS_COLUMNS} FROM lesson_effectiveness "
-                f"WHERE {where}",
-                param,
-            )
+        rows = await self.dialect.rows(
+            f"SELECT lesson_id, {EFFECTIVENESS_COLUMNS} FROM lesson_effectiveness WHERE {where}",
+            param,
+        )
         return {row[0]: row_to_effectiveness(tuple(row[1:])) for row in rows}
 
     async def effectiveness_history(self, lesson_id: str | None = None) -> EffectivenessHistory:
@@ -341,10 +332,9 @@ class LessonStore:
     async def proposals(self, state: str | None = None) -> list[Proposal]:
         """Proposals in `state` (proposed, approved, rejected; None: all), oldest first."""
         where, params = ("WHERE state = ? ", (state,)) if state is not None else ("", ())
-        async with self.dialect.reading(snapshot=False) as tx:
-            rows = await tx.fetch(
-                f"SELECT {PROPOSAL_COLUMNS} FROM lesson_proposals {where}ORDER BY seq", *params
-            )
+        rows = await self.dialect.rows(
+            f"SELECT {PROPOSAL_COLUMNS} FROM lesson_proposals {where}ORDER BY seq", *params
+        )
         return [row_to_proposal(tuple(row)) for row in rows]
 
     async def decide_proposal(self, seq: int, decision: ReviewDecision) -> Proposal:

@@ -290,24 +290,17 @@ class PostgresStore(LessonStore):
 
     @classmethod
     async def open(
-        cls,
-        url: str,
-        *,
-        create: bool = True,
-        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        cls, url: str, *, create: bool = True, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    ) -> PostgresStore:
+    ) -> PostgresStore:  # fmt: skip
         """Connect to the database at `url`, creating or migrating the schema if needed.
 
         `create=False` refuses a database without the store's schema (`StoreMissing`).
         An unreachable server, a refused login or a missing permission is
         `StoreUnavailable` (exit 2), with the password masked.
         """
-        return cls(
-            await PostgresDialect.connect(
-                url, create=create, busy_timeout=busy_timeout, connect_timeout=connect_timeout
-            )
-        )
+        timeouts = {"busy_timeout": busy_timeout, "connect_timeout": connect_timeout}
+        return cls(await PostgresDialect.connect(url, create=create, **timeouts))
 
 
 async def _init_connection(conn: asyncpg.Connection[asyncpg.Record]) -> None:

@@ -85,10 +85,9 @@ class PostmortemQueue:
     async def entries(self, states: Sequence[QueueState] = STATES) -> list[QueueEntry]:
         """Every entry in the given states, by ID."""
         where, param = self._d.among("state", states)
-        async with self._d.reading(snapshot=False) as tx:
-            rows = await tx.fetch(
-                f"SELECT {QUEUE_COLUMNS} FROM postmortem_queue WHERE {where} ORDER BY id", param
-            )
+        rows = await self._d.rows(
+            f"SELECT {QUEUE_COLUMNS} FROM postmortem_queue WHERE {where} ORDER BY id", param
+        )
         return [row_to_entry(tuple(row)) for row in rows]
 
     async def retry(self, entry_id: int) -> QueueEntry:

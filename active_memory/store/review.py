@@ -23,7 +23,6 @@ from active_memory.errors import Conflict, ProposalNotPending, RevisionConflict,
 from active_memory.lessons import AdaptLesson, Author, Card, CreateLesson
 
 ProposalState = Literal["proposed", "approved", "rejected"]
-PROPOSAL_STATES: tuple[str, ...] = ("proposed", "approved", "rejected")
 
 PROPOSAL_COLUMNS = (
     "seq, state, action, lesson_id, base_revision, scope_kind, repository, graph_hash, "

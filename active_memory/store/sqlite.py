@@ -355,9 +355,7 @@ class SqliteStore(LessonStore):
 
     async def integrity_check(self) -> list[str]:
         """SQLite's own integrity check: `["ok"]` when the file is sound."""
-        async with self.dialect.reading(snapshot=False) as tx:
-            rows = await tx.fetch("PRAGMA integrity_check")
-        return [str(r[0]) for r in rows]
+        return [str(row[0]) for row in await self.dialect.rows("PRAGMA integrity_check")]
 
 
 def _unavailable(where: str, exc: sqlite3.Error) -> StoreUnavailable | None:
