@@ -13,7 +13,7 @@ from rich.text import Text
 from active_memory.commands.listing import summary_scope
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.quality.reasons import REJECTION_KINDS
-from active_memory.store.protocol import LessonSummary
+from active_memory.store.models import LessonSummary
 
 if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the journal
     from active_memory.quality.audit import LessonFinding

@@ -40,7 +40,7 @@ from active_memory.specialists.mutations import AnyMutation
 from active_memory.store import LessonStore
 from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import RunObservation
-from active_memory.store.protocol import PublishMark
+from active_memory.store.models import PublishMark
 
 log = logging.getLogger("active_memory.orchestrator")
 

@@ -15,7 +15,8 @@ from typing import Any
 from active_memory.lessons import Citation, GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.recall.frame import frame, render_card
 from active_memory.store.effectiveness import Effectiveness, EffectivenessHistory
-from active_memory.store.protocol import LessonQuery, LessonStore
+from active_memory.store.lesson_store import LessonStore
+from active_memory.store.models import LessonQuery
 
 CITED_LINES_MAX = 80
 """Cited lines shown per citation; a longer range is cut with a note."""
