@@ -253,6 +253,7 @@ class FailingStore(LessonStore):
         consumed: Sequence[Consumed] = (),
         mark: object = None,
         proposals: object = (),
+        failures: object = None,
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise StoreBusy(self.location, 0.1)
@@ -298,6 +299,7 @@ class ConflictingStore(FailingStore):
         consumed: Sequence[Consumed] = (),
         mark: object = None,
         proposals: object = (),
+        failures: object = None,
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise RevisionConflict([Conflict("L-999", 1, 2, "active")])

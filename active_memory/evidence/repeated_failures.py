@@ -102,6 +102,21 @@ def repeated_failures(
     return items, skips
 
 
+def run_signatures(record: RunRecord) -> frozenset[FailureSignature]:
+    """The signatures of the run's failures that count on their own (a red-green cycle
+    or an auto-fix does not): what the store keeps for the repository's later runs."""
+    branches = _branches(record)
+    by_family: dict[str, list[ToolFailure]] = defaultdict(list)
+    for failure in record.tool_failures:
+        by_family[failure.family].append(failure)
+    return frozenset(
+        signature(failure, branches)
+        for failures in by_family.values()
+        for failure in failures
+        if _not_on_its_own(failure, failures) is None
+    )
+
+
 def _qualifies(
     signatures: list[FailureSignature], earlier: Collection[FailureSignature]
 ) -> str | None:

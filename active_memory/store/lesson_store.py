@@ -44,6 +44,7 @@ from active_memory.store.effectiveness import (
     row_to_point,
     since_iso,
 )
+from active_memory.store.failure_signatures import EARLIER_SQL, SeenFailures
 from active_memory.store.models import (
     MARK_PREFIX,
     ImportReport,
@@ -221,6 +222,12 @@ class LessonStore:
         )
         return int(rows[0][0]) if rows else None
 
+    async def failure_signatures(self, repository: str, *, excluding: str) -> list[tuple[str, str]]:
+        """`(family, error)` of the repository's signatures seen in a run other than
+        `excluding` (see `failure_signatures.py`)."""
+        rows = await self.dialect.rows(EARLIER_SQL, repository, excluding)
+        return [(str(row[0]), str(row[1])) for row in rows]
+
     async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
         """The pending adaptation candidates of each named lesson that has any, oldest
         first (absent: none)."""
@@ -268,12 +275,13 @@ class LessonStore:
         consumed: Sequence[Consumed] = (),
         mark: PublishMark | None = None,
         proposals: Sequence[ProposedMutation] = (),
+        failures: SeenFailures | None = None,
     ) -> PublishReceipt:
         """Apply every mutation, add every effectiveness observation (to the counters and
         as a dated event) and adaptation candidate, clear every consumed candidate, and
-        keep every proposal (manual review; their numbers in `receipt.proposed`), in one
-        transaction, or none. With `mark`, the same transaction records it (see
-        `publish_mark`).
+        keep every proposal (manual review; their numbers in `receipt.proposed`) and the
+        run's failure signatures (`failures`), in one transaction, or none. With `mark`,
+        the same transaction records it (see `publish_mark`).
 
         A candidate of an unknown or retired lesson is skipped, as is one its run and
         specialist already added; each lesson keeps its latest `CANDIDATES_KEPT`.
@@ -288,11 +296,13 @@ class LessonStore:
         check_distinct_targets(mutations)
         observations = observation_rows(effectiveness)
         extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
-        if not mutations and not observations and not any(extras) and not proposals:
+        if not (mutations or observations or any(extras) or proposals or failures):
             return PublishReceipt()
         d = self.dialect
         return await d.write(
-            lambda tx: apply_publish(tx, d, mutations, observations, extras, mark, proposals)
+            lambda tx: apply_publish(
+                tx, d, mutations, observations, extras, mark, proposals, failures
+            )
         )
 
     async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:

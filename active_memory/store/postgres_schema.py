@@ -239,6 +239,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             VALUES ('effectiveness_events_since', extract(epoch FROM now())::bigint)
         """,
     ),
+    (
+        """
+        CREATE TABLE failure_signatures (
+            repository TEXT NOT NULL,
+            family     TEXT NOT NULL,
+            error      TEXT NOT NULL,
+            runs       INTEGER NOT NULL CHECK (runs >= 1),
+            first_seen TEXT NOT NULL,
+            last_seen  TEXT NOT NULL,
+            first_run  TEXT NOT NULL,
+            last_run   TEXT NOT NULL,
+            PRIMARY KEY (repository, family, error)
+        )
+        """,
+        "CREATE INDEX failure_signatures_by_seen ON failure_signatures (repository, last_seen)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

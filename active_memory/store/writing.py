@@ -5,9 +5,10 @@ to write, this module writes it).
 One lock order for every writer, on both backends: the ID counter row first (a publish
 that creates lessons, an import), then the lesson rows it reads, in ID order
 (`current_rows`), then the rows beside them (effectiveness, candidates; each in lesson ID
-order), the publish mark last. On PostgreSQL the fixed order is what rules out a lock
-cycle between writers (`postgres.py`); a SQLite write holds the whole file, and takes
-its steps in the same order, so one reading of this code holds for both.
+order), the repository's failure signatures, the publish mark last. On PostgreSQL the
+fixed order is what rules out a lock cycle between writers (`postgres.py`); a SQLite
+write holds the whole file, and takes its steps in the same order, so one reading of
+this code holds for both.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from active_memory.lessons import Author, Lesson, Mutation, PublishReceipt, Tomb
 from active_memory.store.candidates import CANDIDATES_KEPT
 from active_memory.store.dialect import Dialect, Tx
 from active_memory.store.effectiveness import EFFECTIVENESS_COLUMNS, event_rows
+from active_memory.store.failure_signatures import SeenFailures, record_signatures
 from active_memory.store.models import MARK_PREFIX, ImportReport, PublishMark
 from active_memory.store.planning import (
     Current,
@@ -55,6 +57,7 @@ async def apply_publish(
     extras: Extras = ([], []),
     mark: PublishMark | None = None,
     proposals: Sequence[ProposedMutation] = (),
+    failures: SeenFailures | None = None,
 ) -> PublishReceipt:
     """Write one publish (see `LessonStore.publish`) inside the transaction `tx`."""
     receipt = PublishReceipt()
@@ -97,6 +100,8 @@ async def apply_publish(
             "(SELECT seq FROM lesson_candidates WHERE lesson_id = ? ORDER BY seq DESC LIMIT ?)",
             [(i, i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
         )
+    if failures is not None:
+        await record_signatures(tx, failures)
     if mark is not None:
         await tx.execute(
             "INSERT INTO store_meta (key, value) VALUES (?, ?) "
