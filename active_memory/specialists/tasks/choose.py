@@ -20,6 +20,7 @@ from typing import NamedTuple, TypeVar
 from pydantic import BaseModel
 
 from active_memory.evidence import EvidenceItem
+from active_memory.evidence.model import FailureResolution
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.tasks.bound import TaskLimits, cut_utf8
 from active_memory.specialists.tasks.gather_failures import Episode, RunFailure
@@ -178,10 +179,12 @@ def episodes_within(
         of_unit = [(g, i, c) for g in kept if g < len(grouped) for i, c in enumerate(grouped[g])]
         calls.append(sorted(of_unit, key=lambda gic: (gic[2].at, gic[0], gic[1])))
         parts.append((kept, fields))
+        own = _own_resolutions(item, episode)
         groups = tuple(
             FailureGroupView(
                 **item.failures[g].model_dump(),
                 calls_omitted=len(grouped[g]) if g < len(grouped) else 0,
+                resolution=own[g],
             )
             for g in kept
         )
@@ -207,9 +210,21 @@ def episodes_within(
                     **item.failures[g].model_dump(),
                     calls=visible,
                     calls_omitted=len(of_group) - len(visible),
+                    resolution=_own_resolutions(item, episode)[g],
                 )
             )
         found[item.id] = {**fields, "failures": tuple(views)}
+    return found
+
+
+def _own_resolutions(item: EvidenceItem, episode: Episode | None) -> list[FailureResolution | None]:
+    """Per group of `item`, what resolved it when that is not the item's resolution."""
+    found: list[FailureResolution | None] = []
+    for g in range(len(item.failures)):
+        own = (
+            episode.resolutions[g] if episode is not None and g < len(episode.resolutions) else None
+        )
+        found.append(own if own is not None and own != item.resolution else None)
     return found
 
 

@@ -91,23 +91,52 @@ class Episode:
     calls: tuple[tuple[FailedCallView, ...], ...]
     executions: tuple[tuple[str, str], ...]
     edited: tuple[str, ...] = ()
+    resolutions: tuple[FailureResolution | None, ...] = ()
+    """Per group, what resolved its last failure (a group's error may have been resolved
+    by another call than the item's last failure)."""
 
 
 def episodes(record: RunRecord, items: Sequence[EvidenceItem]) -> dict[str, Episode]:
-    """The episode of each repeated-failure item of `items` (its ID → `Episode`)."""
+    """The episode of each repeated-failure item of `items` (its ID → `Episode`); its
+    executions are those its calls ran in, then the one its resolution ran in."""
     found: dict[str, Episode] = {}
+    windows: list[tuple[datetime, datetime, str, str]] | None = None
     for item in items:
         if item.kind != "tool_failures":
             continue
         behind = failures_behind(record, item)
         times = [f.at for group in behind for f in group if f.at is not None]
         resolved = _parsed(item.resolution.at) if item.resolution is not None else None
+        executions = _executions(f for group in behind for f in group)
+        if resolved is not None:
+            windows = _windows(record) if windows is None else windows
+            running = [(e, n) for start, end, e, n in windows if start <= resolved <= end]
+            executions = tuple(dict.fromkeys([*executions, *running[-1:]]))
         found[item.id] = Episode(
             calls=tuple(collapsed(group) for group in behind),
-            executions=_executions(f for group in behind for f in group),
+            executions=executions,
             edited=_edited_between(record, min(times), resolved) if times and resolved else (),
+            resolutions=tuple(_resolution(group[-1]) if group else None for group in behind),
         )
     return found
+
+
+def _resolution(failure: ToolFailure) -> FailureResolution | None:
+    last = failure.resolved_by
+    if last is None:
+        return None
+    return FailureResolution(at=when(last.at), command=last.command, family=last.family)
+
+
+def _windows(record: RunRecord) -> list[tuple[datetime, datetime, str, str]]:
+    """(start, end, execution, node) of each execution with both times, in start order."""
+    settled = _settled_times(record)
+    found = []
+    for visit in record.visits():
+        end = settled.get(visit.execution)
+        if visit.started_at is not None and end is not None:
+            found.append((visit.started_at, end, visit.execution, visit.node))
+    return sorted(found)
 
 
 def _parsed(at: str) -> datetime | None:
@@ -235,7 +264,6 @@ def concerning_failures(
         failure_id = f"f-{number}"
         group = [f for f, _ in members]
         concerned_ids = sorted(set().union(*(ids for _, ids in members)))
-        last = group[-1].resolved_by
         found.append(
             RunFailure(
                 id=failure_id,
@@ -244,11 +272,7 @@ def concerning_failures(
                 count=len(group),
                 exit_codes=tuple(sorted({f.exit_code for f in group if f.exit_code is not None})),
                 calls=collapsed(group),
-                resolution=(
-                    FailureResolution(at=when(last.at), command=last.command, family=last.family)
-                    if last is not None
-                    else None
-                ),
+                resolution=_resolution(group[-1]),
                 evidence=qualified.get(family),
                 times=tuple(f.at for f in group if f.at is not None),
                 lessons=tuple(concerned_ids),

@@ -60,11 +60,14 @@ class FailedCallView(BaseModel):
 class FailureGroupView(FailureGroup):
     """A group of a repeated-failure item (one normalised error, its first error as
     recorded, its count and exit codes) with the calls that failed with it (`calls`, in
-    order of their first failure; `calls_omitted` counts the ones past the task's bound).
-    The scanner's `times` and `commands` are not repeated: the calls hold them."""
+    order of their first failure; `calls_omitted` counts the ones past the task's bound)
+    and, when another call than the item's resolution resolved it, that one. The
+    scanner's `times` and `commands` are not repeated: the calls hold them."""
 
     calls: tuple[FailedCallView, ...] = ()
     calls_omitted: int = 0
+    resolution: FailureResolution | None = None
+    """What resolved this group's last failure, when that is not the item's resolution."""
 
     @model_serializer(mode="wrap")
     def _calls_instead(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -72,7 +75,8 @@ class FailureGroupView(FailureGroup):
         if isinstance(data, dict):
             data.pop("times", None)
             data.pop("commands", None)
-        return _without_defaults(data, {"exit_codes": (), "calls_omitted": 0})
+        defaults = {"exit_codes": (), "calls_omitted": 0, "resolution": None}
+        return _without_defaults(data, defaults)
 
 
 class RunFailureView(BaseModel):
