@@ -77,6 +77,7 @@ class Session:
 
 
 UPSTREAM = "has no upstream branch"
+GCC_UNDECLARED = "\u2018y\u2019 undeclared"  # gcc quotes with typographic quotes
 IGNORED = "ignored by one of your .gitignore files"
 
 SESSIONS = (
@@ -206,7 +207,7 @@ SESSIONS = (
                 "npm run biuld",
                 ("npm run biuld", 'Missing script: "biuld"', '"build": "node build.js"'),
             ),
-            Lesson("gcc", ("gcc -c bad.c -o bad.o", "bad.c:2:10", "‘y’ undeclared")),
+            Lesson("gcc", ("gcc -c bad.c -o bad.o", "bad.c:2:10", GCC_UNDECLARED)),
             # `sleep 3` under `timeout 1` is always killed.
             Lesson("sleep", ("timeout 1 sleep 3", "timed out", '"exit_code":124')),
         ),
@@ -227,7 +228,7 @@ SESSIONS = (
                 "npm run biuld",
                 ("npm run biuld", 'Missing script: "biuld"', '"build": "node build.js"'),
             ),
-            Lesson("gcc", ("gcc -c bad.c -o bad.o", "‘y’ undeclared")),
+            Lesson("gcc", ("gcc -c bad.c -o bad.o", GCC_UNDECLARED)),
             Lesson("sleep", ("timeout 1 sleep 3", "timed out")),
         ),
         request=failure_sessions.PROMPT,
