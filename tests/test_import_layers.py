@@ -27,6 +27,8 @@ LAYERS: dict[str, int] = {
     "credentials": 1,  # the credential screen's lean rules
     "file_lock": 1,  # not named: the one file lock
     "file_names": 1,  # not named: file names for keys
+    "shell": 1,  # not named: the shell tokenizer
+    "command_family": 1,  # not named: command families (lessons validates, recall matches)
     # 2.
     "store": 2,
     "reader": 2,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from active_memory.recall.shell import REDIRECTIONS, simple_commands
+from active_memory.shell import REDIRECTIONS, simple_commands
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
