@@ -283,6 +283,15 @@ def argv_family(argv: list[str]) -> str | None:
     return chosen.family if chosen is not None else None
 
 
+def argv_families(argv: list[str]) -> list[str]:
+    """`chain_families` of a command given as an argument vector (`["bash", "-lc", …]`)."""
+    found: dict[str, None] = {}
+    for item in _read(list(argv), 0):
+        if item.program not in BOOKKEEPING:
+            found.setdefault(item.family, None)
+    return list(found)
+
+
 def file_family(tool: str, path: str | None) -> str:
     """A file tool's family: its name and the root-relative path (`Edit lib/app.ex`)."""
     return f"{tool} {path}" if path else tool
