@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 
-from active_memory.command_family import argv_families, chain_families
 from active_memory.shell import REDIRECTIONS, simple_commands
 
 TYPE_CHECKING = False
@@ -142,10 +141,10 @@ def extract_signals(call: ToolCall, root: str) -> Signals:
                 reader.patch(command, base)
             else:
                 reader.shell(command, base)
-                reader.signals.add_commands(chain_families(command))
+                reader.signals.add_commands(_families(command))
         elif isinstance(command, list) and all(isinstance(v, str) for v in command):
             reader.argv(list(command), base)
-            reader.signals.add_commands(argv_families(list(command)))
+            reader.signals.add_commands(_families(list(command)))
     for key in PATTERN_KEYS:
         for value in _strings(tool_input.get(key)):
             if key in ("glob", "include") or tool in GLOB_TOOLS:
@@ -153,6 +152,15 @@ def extract_signals(call: ToolCall, root: str) -> Signals:
             else:
                 reader.pattern(value)
     return reader.signals
+
+
+def _families(command: str | list[str]) -> list[str]:
+    """The command families of a command line or argument vector (command_family.py)."""
+    # Imported here, by a call that runs a command: a file tool's hook process does not
+    # load the family rules (about 0.4 ms of a start-up; bench/README.md).
+    from active_memory.command_family import argv_families, chain_families
+
+    return chain_families(command) if isinstance(command, str) else argv_families(command)
 
 
 def _strings(value: Any) -> list[str]:
