@@ -87,6 +87,17 @@ def test_commands_are_bounded_like_every_association_kind() -> None:
         Associations(commands=many)
 
 
+@pytest.mark.parametrize("word", ["make", "test", "build", "run"])
+def test_make_test_build_and_run_stay_broad_words_for_keywords(word: str) -> None:
+    with pytest.raises(ValidationError, match="broad word"):
+        Associations(keywords=[["stripe", word]])
+    # ... while a family naming them is a command association.
+    assert Associations(commands=["make test", "npm run build"]).commands == [
+        "make test",
+        "npm run build",
+    ]
+
+
 def test_a_lesson_with_only_commands_can_be_recalled() -> None:
     assert not Associations(commands=["mix test"]).is_empty()
 
