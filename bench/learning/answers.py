@@ -15,7 +15,7 @@ field). `bench/learning_bench.py --record` runs every sequence and, for each tas
 1. its digest is recorded: replayed;
 2. else a recording of the same `task` with the same `content` exists: the answer still
    fits (only the wording or the views changed), so it is recorded again under the new
-   digest (re-keyed);
+   digest (re-keyed; the old digest stays, for the package versions that still ask it);
 3. else an answer file `<tasks>/<sequence>/<task>.answer.json` exists: recorded;
 4. else the task is written to `<tasks>/<sequence>/<task>.{prompt.md,system.md,task.json}`
    (with the answer it had, if the content changed, as `<task>.previous-answer.json`)
@@ -110,18 +110,10 @@ class Store:
     def add(
         self, specialist: str, digest: str, answer: JsonValue, name: str, content: str
     ) -> None:
-        """Record `answer` under `digest`; a recording of the same task and content under
-        another digest is replaced (re-keyed), one for other content is kept."""
-        stale = {
-            old
-            for old, key in self.keys.items()
-            if old != digest and key.get("task") == name and key.get("content") == content
-        }
-        stale.add(digest)
-        for old in stale:
-            self.keys.pop(old, None)
+        """Record `answer` under `digest`. Recordings under other digests stay: another
+        version of the package may still ask the task as it was (`prune` drops them)."""
         self.recordings.recordings = [
-            r for r in self.recordings.recordings if r.digest not in stale
+            r for r in self.recordings.recordings if r.digest != digest
         ]
         self.recordings.recordings.append(
             Recording(specialist=specialist, digest=digest, answer=answer, model=MODEL)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+import active_memory
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.providers import ProviderSession
 from active_memory.specialists.providers.base import Request
@@ -23,8 +24,10 @@ from active_memory.specialists.providers.function import FunctionSession
 
 from learning.answers import MODEL, Recorder
 
-# `active-memory …` through this interpreter, so the bench measures the Active Memory it
-# was started with, whatever else is on PATH.
+# `active-memory …` through this interpreter, from the folder holding the package this
+# process imported (`-c` puts the working folder first on `sys.path`), so the commands run
+# the very Active Memory the bench measures, whatever else is on PATH.
+PACKAGE_ROOT = Path(active_memory.__file__).resolve().parents[1]
 CLI = [
     sys.executable,
     "-c",
@@ -53,7 +56,12 @@ def environment(state: Path) -> dict[str, str]:
 def run_cli(arguments: list[str], env: Mapping[str, str], *, allow: tuple[int, ...] = (0,)) -> str:
     """Run `active-memory ARGUMENTS`; its stdout, or `StepFailed` with its output."""
     done = subprocess.run(
-        [*CLI, *arguments], env=dict(env), capture_output=True, text=True, check=False
+        [*CLI, *arguments],
+        env=dict(env),
+        cwd=PACKAGE_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode not in allow:
         shown = " ".join(arguments)
