@@ -120,7 +120,8 @@ CALC_FILES = {
         "from calc import ledger\n\n\n"
         "def test_record_appends_a_line() -> None:\n"
         '    ledger.record("add", 5)\n'
-        '    assert ledger.ledger_path().read_text().splitlines()[-1] == \'{"op": "add", "result": 5}\'\n'
+        "    assert ledger.ledger_path().read_text().splitlines()[-1] == "
+        '\'{"op": "add", "result": 5}\'\n'
     ),
 }
 
@@ -254,7 +255,7 @@ WEB_FILES = {
         'import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";\n\n'
         'const sources = readdirSync("src").filter((n) => n.endsWith(".js")).sort();\n'
         'mkdirSync("dist", { recursive: true });\n'
-        "const parts = sources.map((n) => `// ${n}\\n` + readFileSync(`src/${n}`, \"utf8\"));\n"
+        'const parts = sources.map((n) => `// ${n}\\n` + readFileSync(`src/${n}`, "utf8"));\n'
         'writeFileSync("dist/app.js", parts.join("\\n"));\n'
         "console.log(`built dist/app.js from ${sources.length} files`);\n"
     ),
@@ -291,7 +292,10 @@ def web_1(work: Path) -> list[Turn]:
         _exec("ls web"),
         _exec("cd web && npm run build"),
         _exec("git add -A && git commit -q -m 'Add a cart discount helper'"),
-        text("Added `discounted()` to web/src/cart.js; the bundle builds with `cd web && npm run build`."),
+        text(
+            "Added `discounted()` to web/src/cart.js; the bundle builds with "
+            "`cd web && npm run build`."
+        ),
     ]
 
 
@@ -309,7 +313,7 @@ def web_2(work: Path) -> list[Turn]:
 
 def web_3(work: Path) -> list[Turn]:
     lint = WEB_FILES["scripts/lint.mjs"].replace(
-        '.includes("console.log")', '.match(/console\\.log|debugger/)'
+        '.includes("console.log")', ".match(/console\\.log|debugger/)"
     )
     lint = lint.replace("console.log`);", "console.log or debugger`);")
     return [
@@ -406,8 +410,7 @@ SEQUENCES: dict[str, Sequence] = {
         [
             Session("Add a `mul` operation to calc, with a test.", calc_1),
             Session(
-                "Add `div`; dividing by zero must raise ZeroDivisionError with a clear "
-                "message.",
+                "Add `div`; dividing by zero must raise ZeroDivisionError with a clear message.",
                 calc_2,
             ),
             Session("Describe in README.md where the ledger is stored.", calc_3),
@@ -431,8 +434,7 @@ SEQUENCES: dict[str, Sequence] = {
         HANDBOOK_FILES,
         [
             Session(
-                "Add a section on code review to docs/onboarding.md and push it on a topic "
-                "branch.",
+                "Add a section on code review to docs/onboarding.md and push it on a topic branch.",
                 handbook_1,
             ),
             Session(
@@ -440,7 +442,9 @@ SEQUENCES: dict[str, Sequence] = {
                 handbook_2,
             ),
             Session("Point the README to CONTRIBUTING.md and push it on a branch.", handbook_3),
-            Session("Start a glossary in docs/glossary.md and push it on a new branch.", handbook_4),
+            Session(
+                "Start a glossary in docs/glossary.md and push it on a new branch.", handbook_4
+            ),
         ],
         bare_remote=True,
     ),
@@ -480,7 +484,9 @@ def workspace(root: Path, sequence: Sequence) -> Path:
     return work
 
 
-def _environment(root: Path, sequence: Sequence, server: model_server.ModelServer) -> dict[str, str]:
+def _environment(
+    root: Path, sequence: Sequence, server: model_server.ModelServer
+) -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
     if sequence.harness == "claude":
         env = harness.claude_environment(root, server.url, "sk-fake") | {"IS_SANDBOX": "1"}

@@ -108,7 +108,8 @@ def build(clone: Path, out: Path) -> None:
             subject = _git(clone, "log", "-1", "--format=%s", commit)
             full = _git(clone, "rev-parse", commit)
             env = os.environ | {
-                "GIT_AUTHOR_NAME": "spotter snapshot", "GIT_AUTHOR_EMAIL": "snapshot@example.invalid",
+                "GIT_AUTHOR_NAME": "spotter snapshot",
+                "GIT_AUTHOR_EMAIL": "snapshot@example.invalid",
                 "GIT_COMMITTER_NAME": "spotter snapshot",
                 "GIT_COMMITTER_EMAIL": "snapshot@example.invalid",
                 "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -45,16 +46,17 @@ MODEL: Final = "careful-engineer"
 """The `model` of a hand-written recording."""
 
 
+def _items(task: JsonValue, key: str) -> list[dict[str, Any]]:
+    """The objects of the task's list `key` (none when it has no such list)."""
+    value = task.get(key) if isinstance(task, dict) else None
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
 def fingerprint(task: JsonValue) -> str:
     """What an answer depends on: the evidence IDs offered and the lessons shown."""
-    data = task if isinstance(task, dict) else {}
-    evidence = sorted(
-        str(item.get("id")) for item in data.get("evidence") or [] if isinstance(item, dict)
-    )
+    evidence = sorted(str(item.get("id")) for item in _items(task, "evidence"))
     lessons = sorted(
-        [str(item.get("id")), int(item.get("revision") or 0)]
-        for item in data.get("lessons") or []
-        if isinstance(item, dict)
+        [str(item.get("id")), int(item.get("revision") or 0)] for item in _items(task, "lessons")
     )
     text = json.dumps({"evidence": evidence, "lessons": lessons}, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -64,8 +66,8 @@ def task_name(prefix: str, specialist: str, task: JsonValue) -> str:
     """The task's stable name: `<session>.<variant>.<specialist>`, and for a maintenance
     batch the lesson IDs it holds."""
     name = f"{prefix}.{specialist}"
-    if kind_of(specialist).is_maintenance and isinstance(task, dict):
-        ids = sorted(str(x.get("id")) for x in task.get("lessons") or [] if isinstance(x, dict))
+    if kind_of(specialist).is_maintenance:
+        ids = sorted(str(x.get("id")) for x in _items(task, "lessons"))
         name += "." + "+".join(ids)
     return name
 
@@ -107,14 +109,10 @@ class Store:
         found = [(digest, key) for digest, key in self.keys.items() if key.get("task") == name]
         return found[-1] if found else None
 
-    def add(
-        self, specialist: str, digest: str, answer: JsonValue, name: str, content: str
-    ) -> None:
+    def add(self, specialist: str, digest: str, answer: JsonValue, name: str, content: str) -> None:
         """Record `answer` under `digest`. Recordings under other digests stay: another
         version of the package may still ask the task as it was (`prune` drops them)."""
-        self.recordings.recordings = [
-            r for r in self.recordings.recordings if r.digest != digest
-        ]
+        self.recordings.recordings = [r for r in self.recordings.recordings if r.digest != digest]
         self.recordings.recordings.append(
             Recording(specialist=specialist, digest=digest, answer=answer, model=MODEL)
         )
@@ -155,15 +153,25 @@ class Asked:
     files: list[Path]
 
 
+Fallback = Callable[[str, str, JsonValue], JsonValue | None]
+"""(task name, specialist, task) → an answer, or None: a scripted answerer."""
+
+
 @dataclass
 class Recorder:
-    """Answers a record pass's tasks from the store, re-keys, or writes them out."""
+    """Answers a record pass's tasks from the store, re-keys, or writes them out.
+
+    `fallback`, when given, is asked before a task is written out (a test's scripted
+    answers); what it answers is recorded like an answer file."""
 
     store: Store
     tasks: Path
+    fallback: Fallback | None = None
     missing: list[Asked] = field(default_factory=list)
 
-    def answer(self, prefix: str, specialist: str, task: JsonValue, prompt: str, system: str) -> Any:
+    def answer(
+        self, prefix: str, specialist: str, task: JsonValue, prompt: str, system: str
+    ) -> Any:
         """The answer for this task, or None (it was written out for a person)."""
         digest = input_digest(task)
         name = task_name(prefix, specialist, task)
@@ -180,8 +188,13 @@ class Recorder:
             self.store.rekeyed += 1
             return old.answer
         written = self.tasks / f"{name}.answer.json"
-        if written.exists():
-            answer = json.loads(written.read_text(encoding="utf-8"))
+        scripted = self.fallback(name, specialist, task) if self.fallback else None
+        if scripted is not None or written.exists():
+            answer = (
+                scripted
+                if scripted is not None
+                else json.loads(written.read_text(encoding="utf-8"))
+            )
             self.store.add(specialist, digest, answer, name, content)
             self.store.added += 1
             return answer

@@ -42,7 +42,9 @@ def _first_module(*names: str) -> ModuleType:
     raise ModuleNotFoundError(names[0])
 
 
-command_family = _first_module("active_memory.command_family", "active_memory.recall.command_family")
+command_family = _first_module(
+    "active_memory.command_family", "active_memory.recall.command_family"
+)
 
 
 @dataclass
@@ -199,8 +201,9 @@ def _codex_call(payload: dict[str, Any]) -> tuple[str, dict[str, Any], str] | No
     if item == "custom_tool_call" and isinstance(payload.get("name"), str):
         return payload["name"], {"input": payload.get("input")}, call_id
     if item == "local_shell_call":
-        action = payload.get("action") if isinstance(payload.get("action"), dict) else {}
-        return "local_shell", {"command": action.get("command")}, call_id
+        action = payload.get("action")
+        command = action.get("command") if isinstance(action, dict) else None
+        return "local_shell", {"command": command}, call_id
     return None
 
 

@@ -27,7 +27,6 @@ from active_memory.recall.environment import resolve_context
 from active_memory.recall.harness import parse_payload
 from active_memory.recall.records import DELIVERIES_FILE, RECEIPTS_FILE, run_dir
 from active_memory.store.location import state_dir
-
 from learning.calls import Call
 
 

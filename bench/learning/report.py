@@ -12,7 +12,7 @@ VERDICTS = ("prevented", "shortened", "missed")
 
 def summary(result: VariantResult) -> dict[str, Any]:
     """The figures of one sequence under one variant."""
-    verdicts = Counter(r.verdict for s in result.sessions for r in s.recurrences)
+    verdicts: Counter[str] = Counter(r.verdict for s in result.sessions for r in s.recurrences)
     deliveries = [d for s in result.sessions for d in s.replayed.deliveries]
     created = sum(
         ((s.postmortem or {}).get("published") or {}).get("created", 0) for s in result.sessions
@@ -104,9 +104,7 @@ def render(results: list[VariantResult], *, verbose: bool = False) -> str:
     lines.append("")
     for result in results:
         for row in details(result):
-            card = (
-                f"{row['card']} at call {row['delivered_at']}" if row["card"] else "no card"
-            )
+            card = f"{row['card']} at call {row['delivered_at']}" if row["card"] else "no card"
             lines.append(
                 f"{row['sequence']:15} {_variant(row['tool_failures']):7} {row['session']:11} "
                 f"{row['family']:18} failed {row['failures']}x from call {row['first_failure']}"

@@ -23,7 +23,6 @@ from active_memory.recall.signals import extract_signals
 from active_memory.recall.types import ToolCall
 from active_memory.runlog.importers.claude import import_transcript
 from active_memory.runlog.importers.codex import import_rollout
-
 from learning import steps
 from learning.answers import Recorder
 from learning.calls import Call, mark_failures, session_calls
@@ -58,10 +57,15 @@ class Lane:
     model: str | None = None
     timeout_ms: int = 120_000
 
-    def options(self, sequence: Sequence) -> list[str]:
-        """The postmortem's lane options."""
+    def options(self, sequence: Sequence, work: Path) -> list[str]:
+        """The postmortem's lane options (a sequence without recordings replays an empty
+        file, so that its first task fails by name)."""
         if self.name == "replay":
-            return ["--replay", str(sequence.recordings)]
+            recordings = sequence.recordings
+            if not recordings.exists():
+                recordings = work / "no-recordings.json"
+                recordings.write_text('{"schema": "active-memory/recordings@1"}\n', "utf-8")
+            return ["--replay", str(recordings)]
         extra = ["--exchange-dir", str(self.exchange_dir)] if self.exchange_dir else []
         return ["--lane", self.name, *extra]
 
@@ -124,6 +128,11 @@ def run_variant(
     problems: list[str] = []
     published: list[PreparedSession] = []
     waiting: list[PreparedSession] = []
+    if sequence.spec.lessons:
+        seed = sequence.folder / sequence.spec.lessons
+        steps.run_cli(["lessons", "import", str(seed), "--store", str(store)], env)
+        for lesson in steps.export_lessons(store, env):
+            lessons[(str(lesson["id"]), int(lesson["revision"]))] = lesson
     for index, session in enumerate(prepared):
         due = sorted((s for s in waiting if s.ended <= session.started), key=lambda s: s.ended)
         for earlier in due:
@@ -184,7 +193,7 @@ def _postmortem(
         if len(recorder.missing) > before:
             raise NeedAnswers(session.key)
         recorder.store.write()
-    report = steps.postmortem(arguments, lane.options(sequence), env)
+    report = steps.postmortem(arguments, lane.options(sequence, work), env)
     _check(report, sequence, session, variant, lane, problems)
     return report
 
@@ -200,7 +209,9 @@ def _check(
     lane: Lane,
     problems: list[str],
 ) -> None:
-    where = f"{sequence.name}, session {session.key} ({session.session_id}), {variant} tool_failures"
+    where = (
+        f"{sequence.name}, session {session.key} ({session.session_id}), {variant} tool_failures"
+    )
     for name, entry in (report.get("specialists") or {}).items():
         status, reason = entry.get("status"), str(entry.get("reason") or "")
         if status not in ("failed", "timed_out"):

@@ -9,7 +9,8 @@
   rollout);
 - `sessions`: each `log` (its path in the archive), `harness`, the working folder it was
   recorded in (`cwd`: replaced by the local checkout's path, so the importer and the
-  hooks see a checkout that exists here), and the `start` and `end` commits.
+  hooks see a checkout that exists here), and the `start` and `end` commits;
+- `lessons` (optional): lessons the store holds before the first session.
 
 `prepare` builds, under a work folder, one checkout per session (cloned from the bundle,
 at its start commit, `origin` set to the remote) and a copy of each log with the recorded
@@ -71,6 +72,8 @@ class SequenceSpec(BaseModel):
     description: str = ""
     repository: RepositorySpec
     transcripts: str
+    lessons: str | None = None
+    """Lessons in the store before the first session (`lessons export` JSON Lines)."""
     sessions: list[SessionSpec] = Field(min_length=2)
 
 

@@ -21,7 +21,6 @@ from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.providers import ProviderSession
 from active_memory.specialists.providers.base import Request
 from active_memory.specialists.providers.function import FunctionSession
-
 from learning.answers import MODEL, Recorder
 
 # `active-memory …` through this interpreter, from the folder holding the package this
@@ -87,9 +86,7 @@ def drop_tool_failures(record: Path) -> None:
     record.write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def write_runtime(
-    record: Path, out: Path, *, model: str | None, timeout_ms: int
-) -> Path:
+def write_runtime(record: Path, out: Path, *, model: str | None, timeout_ms: int) -> Path:
     """A runtime plan for an imported session (as the worker builds one): the session's
     harness and first-party provider, its model unless `model` is given."""
     data = json.loads(record.read_text(encoding="utf-8"))
@@ -185,7 +182,11 @@ def record_pass(
 
     args = build_parser().parse_args([*arguments, "--dry-run"])
     out, err = io.StringIO(), io.StringIO()
-    with _process_environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        _process_environment(env),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         code = run_command(args, sessions=sessions)
     if code not in (0, 1):
         raise StepFailed(f"the record pass exited {code}:\n{err.getvalue()[-4000:]}")
