@@ -86,8 +86,8 @@ def render(results: list[VariantResult], *, verbose: bool = False) -> str:
     """The figures as plain text (fixed columns, so they paste into a README)."""
     header = (
         f"{'sequence':15} {'tool_failures':13} {'sessions':>8} {'recurring':>9} "
-        f"{'prevented':>9} {'shortened':>9} {'missed':>6} {'lessons':>7} {'cards':>5} "
-        f"{'card B':>7} {'for nothing B':>13}"
+        f"{'prevented':>9} {'shortened':>9} {'missed':>6} {'not yet':>7} {'lessons':>7} "
+        f"{'cards':>5} {'card B':>7} {'for nothing B':>13}"
     )
     lines = [header]
     totals: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
@@ -133,7 +133,7 @@ def _row(name: str, with_failures: bool, row: dict[str, Any]) -> str:
     return (
         f"{name:15} {_variant(with_failures):13} {row.get('sessions', 0):>8} "
         f"{row.get('recurring', 0):>9} {row.get('prevented', 0):>9} "
-        f"{row.get('shortened', 0):>9} {row.get('missed', 0):>6} "
+        f"{row.get('shortened', 0):>9} {row.get('missed', 0):>6} {row.get('not_learnable', 0):>7} "
         f"{row.get('lessons_created', 0):>7} {row.get('cards', 0):>5} "
         f"{row.get('card_bytes', 0):>7} {row.get('bytes_for_nothing', 0):>13}"
     )
