@@ -70,14 +70,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import os
 
+    from active_memory.commands.common import refresh_recall
     from active_memory.private import use_private_umask
+    from active_memory.store.announce import on_store_change
 
-    # Everything this command creates is the owner's only (docs/security.md); restored
-    # after, for callers that run commands in-process.
+    # Everything this command creates is the owner's only (docs/security.md), and a
+    # change to the lessons brings recall's generations up to date (the store announces
+    # it: docs/store.md); both undone after, for callers that run commands in-process.
     previous_umask = use_private_umask()
+    unsubscribe = on_store_change(refresh_recall)
     try:
         return _dispatch(argv)
     finally:
+        unsubscribe()
         os.umask(previous_umask)
 
 

@@ -230,6 +230,16 @@ class SpecialistTimedOut(SpecialistFailed):
         self.seconds = seconds
 
 
+class ProposalNotPending(UsageError):
+    """A decision on a review proposal that does not exist or was already decided."""
+
+    def __init__(self, seq: int, state: str | None) -> None:
+        where = "does not exist" if state is None else f"was already {state}"
+        super().__init__(f"proposal {seq} {where}")
+        self.seq = seq
+        self.state = state
+
+
 class QueueEntryNotFound(UsageError):
     """No postmortem queue entry has this ID."""
 

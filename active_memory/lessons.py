@@ -8,6 +8,7 @@ that is what a card costs in an agent's context, not in characters.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
@@ -285,6 +286,24 @@ class Citation(_Model):
         return self
 
 
+def counted_citations(citations: Sequence[Citation]) -> list[Citation]:
+    """The citations that count, in the order recorded (cited_text.py, `latest`): per
+    (path, lines) the latest (the latest fingerprinted one, when any has a fingerprint:
+    an unreadable re-citation replaces nothing), none that stands for no text
+    (`NO_TEXT`: a place a keep or an adapt let go)."""
+    from active_memory.cited_text import NO_TEXT
+
+    by_range: dict[tuple[str, tuple[int, int] | None], Citation] = {}
+    for c in citations:
+        key = (c.path, c.lines)
+        known = by_range.get(key)
+        if c.sha256 is None and known is not None and known.sha256 is not None:
+            continue
+        by_range.pop(key, None)  # re-inserted last: in the order of the latest
+        by_range[key] = c
+    return [c for c in by_range.values() if c.sha256 != NO_TEXT]
+
+
 class Evidence(_Model):
     """Why a lesson exists: the runs and evidence items (SPEC §4) and files it cites."""
 
@@ -298,6 +317,10 @@ class Evidence(_Model):
             return self
         cited = [c.without_excerpt() for c in self.citations]
         return self.model_copy(update={"citations": cited})
+
+    def counted_citations(self) -> list[Citation]:
+        """The citations that count (`counted_citations`)."""
+        return counted_citations(self.citations)
 
     def merged(self, other: Evidence) -> Evidence:
         """This evidence with `other`'s entries appended (duplicates dropped)."""
@@ -361,9 +384,16 @@ class Decision(_Model):
     reason: Reason = ""
     lesson: Card | None = None
     canonical: LessonId | None = None
+    # What a keep or an adapt now stands on (SPEC §6: checked like a discovery's).
+    citations: Annotated[list[Citation], AfterValidator(_dedupe)] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _shape(self) -> Decision:
+        if self.citations and self.action not in ("keep", "adapt"):
+            raise PydanticCustomError(
+                "decision", "only 'keep' and 'adapt' carry 'citations'; this one is '{action}'",
+                {"action": self.action},
+            )  # fmt: skip
         if self.action == "adapt" and self.lesson is None:
             raise PydanticCustomError("decision", "an 'adapt' decision needs the new 'lesson'")
         if self.action != "adapt" and self.lesson is not None:

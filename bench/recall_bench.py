@@ -167,19 +167,25 @@ def seed_store(path: Path, count: int) -> float:
 
 
 def publish_more(path: Path, count: int, tag: str, state: Path | None = None) -> float:
-    """Publish `count` lessons; with `state`, through `open_store` as every command does
-    (which then refreshes that state dir's generations); seconds it took."""
+    """Publish `count` lessons; with `state`, through `open_store` with recall's refresh
+    subscribed, as every command does (so it refreshes that state dir's generations);
+    seconds it took."""
     import anyio
 
+    from active_memory.commands.common import refresh_recall
     from active_memory.lessons import Associations, Author, Card, CreateLesson, RepositoryScope
-    from active_memory.store import open_store
+    from active_memory.store import on_store_change, open_store
     from active_memory.store.sqlite import SqliteStore
 
     async def seed() -> None:
         if state is not None:
             os.environ["ZEROSHOT_STATE_DIR"] = str(state)
-            async with open_store(str(path)) as opened:
-                await opened.publish(mutations())
+            unsubscribe = on_store_change(refresh_recall)
+            try:
+                async with open_store(str(path)) as opened:
+                    await opened.publish(mutations())
+            finally:
+                unsubscribe()
             return
         store = await SqliteStore.open(path)
         try:

@@ -13,7 +13,10 @@ lessons name) is answered in process, as `serve` and a hook do after matching:
   per-process digest cache already filled (a resident server's steady state);
 - `unchanged, cache cold`: the same with the cache emptied before each call (a hook
   process: every admitted card's range hashed once);
-- `changed, cache warm`: every admitted card stale, framed with its line.
+- `moved, cache cold` / `warm`: every cited range two lines further down: found by
+  its fingerprint (a search of its file) and not framed;
+- `changed, cache cold` / `warm`: every admitted card stale (its file searched in
+  vain), framed with its line.
 
 Each figure is p50/p99 µs and its ratio to `no check` from the same run. Never a
 timed test: nothing here fails a build.
@@ -127,7 +130,7 @@ def main() -> None:
             ("no check", indexes["cited"], None, nothing),
             ("no citations", indexes["plain"], mark, nothing),
             ("unchanged, cache warm", indexes["cited"], mark, nothing),
-            ("unchanged, cache cold", indexes["cited"], mark, stale._digests.clear),
+            ("unchanged, cache cold", indexes["cited"], mark, stale._places.clear),
         ]
         print(f"stale check at delivery, {args.lessons:,} lessons, {BUDGET} B budget, "
               f"{args.repeat} calls each (µs)")  # fmt: skip
@@ -135,11 +138,19 @@ def main() -> None:
         for label, index, marker, before in cases:
             timed(index, signals, marker, 20, before)  # warm up
             figures.append((label, *timed(index, signals, marker, args.repeat, before)))
+        with_cited = indexes["cited"]
+        for file in root.rglob("*.py"):  # every cited range moves down two lines
+            file.write_text("import os\nimport sys\n" + file.read_text())
+        for label, before in (("moved, cache cold", stale._places.clear),
+                              ("moved, cache warm", nothing)):  # fmt: skip
+            timed(with_cited, signals, mark, 20, before)
+            figures.append((label, *timed(with_cited, signals, mark, args.repeat, before)))
         for file in root.rglob("*.py"):  # every cited range changes
             file.write_text(file.read_text().replace("(x)", "(y)"))
-        timed(indexes["cited"], signals, mark, 20, nothing)
-        figures.append(("changed, cache warm", *timed(indexes["cited"], signals, mark,
-                                                      args.repeat, nothing)))  # fmt: skip
+        for label, before in (("changed, cache cold", stale._places.clear),
+                              ("changed, cache warm", nothing)):  # fmt: skip
+            timed(with_cited, signals, mark, 20, before)
+            figures.append((label, *timed(with_cited, signals, mark, args.repeat, before)))
         base50, base99 = figures[0][1], figures[0][2]
         print(f"  {'case':<24} {'cards':>5} {'p50':>8} {'p99':>8} {'p50 x':>7} {'p99 x':>7}")
         for label, p50, p99, cards in figures:

@@ -39,8 +39,9 @@ from active_memory.lessons import (
     Evidence,
     RepositoryScope,
 )
+from active_memory.store.lesson_store import LessonStore
 from active_memory.store.location import mask_url
-from active_memory.store.protocol import LessonQuery, LessonStore
+from active_memory.store.models import LessonQuery
 from active_memory.store.sqlite import SqliteStore
 
 REPOSITORY = "repo:github.com/acme/bench"

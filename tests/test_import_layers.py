@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "credentials": 1,  # the credential screen's lean rules
     "file_lock": 1,  # not named: the one file lock
     "file_names": 1,  # not named: file names for keys
+    "cited_text": 1,  # not named: where a cited text is now (staleness's one rule)
     # 2.
     "store": 2,
     "reader": 2,
@@ -58,27 +59,12 @@ LAYERS: dict[str, int] = {
     "cli": 12,
 }
 
-# The store branch (issue 24 item 1, "one store over two dialects") removes these: the
-# store opening calls recall's refresh (an upward import and the store -> recall circle),
-# and the split review and queue modules import their backend's class for its private
-# methods (circles inside store/). Delete this constant once that branch is merged;
-# `test_the_edges_known_until_the_store_branch_merges_still_exist` says when.
-KNOWN_UNTIL_STORE_BRANCH_MERGES: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("active_memory.store.opening", "active_memory.recall.snapshot"),
-        ("active_memory.store.sqlite_review", "active_memory.store.sqlite"),
-        ("active_memory.store.postgres_queue", "active_memory.store.postgres"),
-        ("active_memory.store.postgres_review", "active_memory.store.postgres"),
-    }
-)
-
-
 # --- the package itself -------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def report() -> Report:
-    return check(PACKAGE, LAYERS, allowed=KNOWN_UNTIL_STORE_BRANCH_MERGES)
+    return check(PACKAGE, LAYERS)
 
 
 @pytest.fixture(scope="module")
@@ -98,20 +84,13 @@ def test_no_modules_or_packages_import_each_other_in_a_circle(report: Report) ->
     assert report.circles == []
 
 
-def test_the_edges_known_until_the_store_branch_merges_still_exist(
-    edges: set[tuple[str, str]],
-) -> None:
-    gone = sorted(KNOWN_UNTIL_STORE_BRANCH_MERGES - edges)
-    assert gone == [], "these imports are gone: remove them from KNOWN_UNTIL_STORE_BRANCH_MERGES"
-
-
 def test_the_graph_sees_function_level_and_type_checking_imports(
     edges: set[tuple[str, str]],
 ) -> None:
     # inside a function (settings.py reads the state folder lazily)
     assert ("active_memory.settings", "active_memory.store.location") in edges
     # under `if TYPE_CHECKING:` (store/__init__.py names its lazy exports)
-    assert ("active_memory.store", "active_memory.store.protocol") in edges
+    assert ("active_memory.store", "active_memory.store.models") in edges
 
 
 # --- the checker, on synthetic packages ---------------------------------------------

@@ -129,7 +129,10 @@ def test_codex_calls_search_lessons_and_get_lesson(tmp_path: Path) -> None:
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         requests = server.model_requests()
-    assert any(namespace in r.tool_names() for r in requests), [r.tool_names() for r in requests]
+    assert any(namespace in r.tool_names() for r in requests), (
+        [r.tool_names() for r in requests],
+        done.stderr[-3000:],
+    )
     joined = "\n".join(result for r in requests for result in r.tool_results())
     assert lesson_id in joined and "file:src/api/client.py" in joined, joined[-2000:]
     assert RECOMMENDATION in joined  # get_lesson's card reached the model

@@ -37,6 +37,7 @@ from active_memory.orchestrator import PostmortemLimits, run_postmortem
 from active_memory.specialists.providers.base import Request
 from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import RunObservation
+from active_memory.store.lesson_store import LessonStore
 from active_memory.store.sqlite import SqliteStore
 
 
@@ -236,15 +237,12 @@ async def test_two_concurrent_postmortems_lose_no_update(
         assert isinstance(final, Lesson) and final.title == f"Adapted in {late}"
 
 
-class FailingStore:
+class FailingStore(LessonStore):
     """A store whose publish fails after the reads (e.g. held by another writer)."""
 
     def __init__(self, inner: SqliteStore) -> None:
-        self.inner = inner
+        super().__init__(inner.dialect)
         self.publishes: list[Sequence[Mutation]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     async def publish(
         self,
@@ -255,9 +253,10 @@ class FailingStore:
         consumed: Sequence[Consumed] = (),
         mark: object = None,
         proposals: object = (),
+        failures: object = None,
     ) -> PublishReceipt:
         self.publishes.append(mutations)
-        raise StoreBusy(self.inner.location, 0.1)
+        raise StoreBusy(self.location, 0.1)
 
 
 @pytest.mark.asyncio
@@ -300,6 +299,7 @@ class ConflictingStore(FailingStore):
         consumed: Sequence[Consumed] = (),
         mark: object = None,
         proposals: object = (),
+        failures: object = None,
     ) -> PublishReceipt:
         self.publishes.append(mutations)
         raise RevisionConflict([Conflict("L-999", 1, 2, "active")])

@@ -19,7 +19,7 @@ from fakes.harness import claude_environment, require_harness
 from fakes.model_server import ModelServer, answer, text
 from queue_support import costly_transcript
 
-from active_memory.store import SessionEnd, open_store, queue_of
+from active_memory.store import SessionEnd, open_store
 
 KEY = "sk-ant-api03-QUEUETESTkey0123456789abcdef"
 BIN = Path(sys.executable).parent
@@ -69,7 +69,7 @@ def test_the_worker_runs_a_postmortem_through_the_real_claude_lane(
 
     async def enqueue() -> None:
         async with open_store(store) as opened:
-            await queue_of(opened).enqueue(end)
+            await opened.queue.enqueue(end)
 
     anyio.run(enqueue, backend="asyncio")
     with ModelServer([], default=answer({"lessons": []})) as server:

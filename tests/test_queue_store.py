@@ -10,8 +10,9 @@ import pytest
 from conftest import Backend, create, drop_effectiveness_events
 
 from active_memory.errors import QueueEntryNotFound, UsageError
-from active_memory.store import SessionEnd, open_store, queue_of
-from active_memory.store.queue import MAX_CLAIMS, PostmortemQueue, QueueEntry
+from active_memory.store import LessonStore, SessionEnd, open_store
+from active_memory.store.queue import MAX_CLAIMS, QueueEntry
+from active_memory.store.queue_store import PostmortemQueue
 from active_memory.store.sqlite_schema import SCHEMA_VERSION
 
 LEASE = 30.0
@@ -23,8 +24,8 @@ def end(session: str = "s-1", *, event: str = "SessionEnd", size: int | None = 1
                       event=event, model="claude-sonnet-5", size=size)  # fmt: skip
 
 
-def q(store: Any) -> PostmortemQueue:
-    return queue_of(store)
+def q(store: LessonStore) -> PostmortemQueue:
+    return store.queue
 
 
 async def claim_one(queue: PostmortemQueue, owner: str = "w1", **kw: Any) -> QueueEntry:
@@ -209,4 +210,4 @@ async def test_a_version_4_store_migrates_to_the_queue_keeping_its_lessons(
         if backend.name == "sqlite"
         else "SELECT version FROM active_memory_schema"
     )
-    assert rows[0][0] == SCHEMA_VERSION == 7  # through the queue (5), review (6), events (7)
+    assert rows[0][0] == SCHEMA_VERSION == 8  # queue (5), review (6), events (7), failures (8)

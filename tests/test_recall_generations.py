@@ -356,7 +356,8 @@ def test_a_write_through_the_store_brings_known_generations_up_to_date(
 ) -> None:
     import anyio
 
-    from active_memory.store import open_store
+    from active_memory.commands.common import refresh_recall
+    from active_memory.store import on_store_change, open_store
 
     world = World(tmp_path)
     monkeypatch.setenv("ZEROSHOT_STATE_DIR", str(world.state))
@@ -372,7 +373,11 @@ def test_a_write_through_the_store_brings_known_generations_up_to_date(
         async with open_store(str(world.store)) as store:
             await store.publish([repository_lesson("Second", folders=["src"])])
 
-    anyio.run(write)
+    unsubscribe = on_store_change(refresh_recall)  # as every command subscribes it
+    try:
+        anyio.run(write)
+    finally:
+        unsubscribe()
     # Built by the writer, before any hook asked: a run's first call only pins it.
     assert read_current(folder) == ("g0000000000000002.gen", 2)
     path = os.path.join(folder, "g0000000000000002.gen")

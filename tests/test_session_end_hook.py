@@ -170,7 +170,7 @@ def test_the_enqueue_loads_neither_pydantic_nor_anyio_on_a_current_sqlite_store(
 def test_a_session_end_is_enqueued_in_a_postgres_store(postgres_url: str, tmp_path: Path) -> None:
     import anyio
 
-    from active_memory.store import open_store, queue_of
+    from active_memory.store import open_store
 
     payload = claude_end("pg-1", None, "/w")
     for _ in range(2):
@@ -180,7 +180,7 @@ def test_a_session_end_is_enqueued_in_a_postgres_store(postgres_url: str, tmp_pa
 
     async def read() -> list[Any]:
         async with open_store(postgres_url, create=False) as store:
-            return await queue_of(store).entries()
+            return await store.queue.entries()
 
     (entry,) = anyio.run(read, backend="asyncio")
     assert (entry.harness, entry.session_id, entry.ends, entry.final) == ("claude", "pg-1", 2, True)

@@ -69,7 +69,12 @@ def test_the_four_specialists_and_what_they_may_cite() -> None:
         "repository_discovery",
     ]
     assert kind_of("graph_discovery").evidence_kinds == {"timeout_crash", "rejected_rounds"}
-    assert "exploration" in kind_of("repository_discovery").evidence_kinds
+    assert kind_of("repository_discovery").evidence_kinds == {
+        "timeout_crash",
+        "rejected_rounds",
+        "exploration",
+        "tool_failures",
+    }
     assert kind_of("repository_maintenance").evidence_kinds == frozenset()
     assert kind_of("graph_maintenance").template == "graph_maintenance.md"
     with pytest.raises(ValueError, match="no specialist 'postmortem'"):

@@ -245,13 +245,13 @@ def test_a_range_is_hashed_once_per_file_version(tmp_path: Path) -> None:
     path.write_text("one\ntwo\n")
     digest = hashlib.sha256(b"one\n").hexdigest()
     cited = ("d", (("a.py", 1, 1, digest),))
-    stale._digests.clear()
+    stale._places.clear()
     assert stale.changed(cited, str(tmp_path)) == []
-    assert len(stale._digests) == 1
-    assert stale.changed(cited, str(tmp_path)) == [] and len(stale._digests) == 1
+    assert len(stale._places) == 1
+    assert stale.changed(cited, str(tmp_path)) == [] and len(stale._places) == 1
     path.write_text("uno\ntwo\n")
     assert stale.changed(cited, str(tmp_path)) == ["a.py:1-1"]
-    assert len(stale._digests) == 2
+    assert len(stale._places) == 2
 
 
 @pytest.fixture

@@ -124,7 +124,7 @@ def test_excerpts_are_bounded_and_a_cut_diff_is_marked(backend: Backend, checkou
     assert lessons[1]["cited_code_changed"][0]["note"] == "recorded text unknown"
     gone_view = lessons[2]["cited_code_changed"][0]
     assert gone_view["why"] == "file gone"
-    assert gone_view["diff"][2:] == ["@@ -1,2 +0,0 @@", "-timeout = 30", "-retries = 3"]
+    assert gone_view["diff"][2:] == ["@@ -3,2 +0,0 @@", "-timeout = 30", "-retries = 3"]
 
 
 def test_the_changed_code_fits_the_tasks_byte_bound(backend: Backend, checkout: Path) -> None:

@@ -117,7 +117,7 @@ async def test_a_changed_cited_line_offers_that_lesson_with_its_diff_and_a_keep_
     assert "offered" not in delivered and delivered["deliveries"] != []
     assert offered["cited_code_changed"] == [
         {"path": "src/a.py", "lines": [4, 5], "why": "lines changed",
-         "diff": ["--- recorded", "+++ now", "@@ -1,2 +1,2 @@", "-line 4", "+line four",
+         "diff": ["--- recorded", "+++ now", "@@ -4,2 +4,2 @@", "-line 4", "+line four",
                   " line 5"]},
     ]  # fmt: skip
     prompt = " ".join(request.messages[0].content.split())

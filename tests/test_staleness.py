@@ -161,7 +161,7 @@ def test_maintenance_is_shown_the_changed_code_of_a_stale_lesson_only(
     assert "cited_code_changed" not in first
     assert second["cited_code_changed"] == [
         {"path": "src/a.py", "lines": [4, 5], "why": "lines changed",
-         "diff": ["--- recorded", "+++ now", "@@ -1,2 +1,2 @@", "-line 4", "+line four",
+         "diff": ["--- recorded", "+++ now", "@@ -4,2 +4,2 @@", "-line 4", "+line four",
                   " line 5"]},
     ]  # fmt: skip
     assert "cited_code_changed" not in plain.to_json()["lessons"][1]

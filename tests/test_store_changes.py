@@ -168,7 +168,7 @@ async def test_changes_since_a_version_seek_the_version_in_the_index(
     from active_memory.store.changes import changes_query
 
     await store.publish([create("one")])
-    sql, params = changes_query(scope, 1, lambda _n: "?")
+    sql, params = changes_query(scope, 1)
     raw = sqlite3.connect(store_path)
     try:
         plan = " ".join(str(row[-1]) for row in raw.execute(f"EXPLAIN QUERY PLAN {sql}", params))

@@ -22,15 +22,17 @@ async def test_a_full_disk_names_the_cause_not_the_rollback(tmp_path: Path) -> N
     async with await SqliteStore.open(tmp_path / "lessons.sqlite3") as store:
         await seed(store, repo_lessons(2))
         before = await snapshot(store)
-        pages = await store._scalar("PRAGMA page_count")
-        # SQLite answers SQLITE_FULL once the file would grow past max_page_count.
-        await store._conn.execute(f"PRAGMA max_page_count = {pages}")
+        async with store.dialect.reading(snapshot=False) as tx:
+            pages = await tx.fetchval("PRAGMA page_count")
+            # SQLite answers SQLITE_FULL once the file would grow past max_page_count.
+            await tx.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(StoreUnavailable) as caught:
             await store.import_lessons(repo_lessons(3000, start=10, pad=500), PERSON)
         message = str(caught.value)
         assert "disk is full" in message and "no transaction" not in message
         assert message.startswith(store.location)
-        await store._conn.execute("PRAGMA max_page_count = 1073741823")
+        async with store.dialect.reading(snapshot=False) as tx:
+            await tx.execute("PRAGMA max_page_count = 1073741823")
         assert await snapshot(store) == before
 
 

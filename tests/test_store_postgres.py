@@ -280,16 +280,18 @@ async def test_a_deadlock_reported_by_the_server_is_retried_inside_the_store(
 ) -> None:
     import asyncpg
 
-    original = PostgresStore._current
+    from active_memory.store import writing
+
+    original = writing.current_rows
     failures = {"left": 2}
 
-    async def deadlocked_twice(self: PostgresStore, conn: Any, ids: Any) -> Any:
+    async def deadlocked_twice(tx: Any, dialect: Any, ids: Any) -> Any:
         if failures["left"]:
             failures["left"] -= 1
             raise asyncpg.DeadlockDetectedError("deadlock detected")
-        return await original(self, conn, ids)
+        return await original(tx, dialect, ids)
 
-    monkeypatch.setattr(PostgresStore, "_current", deadlocked_twice)
+    monkeypatch.setattr(writing, "current_rows", deadlocked_twice)
     async with await PostgresStore.open(postgres_url) as store:
         receipt = await store.publish([create("first")])
         assert receipt.created == [("L-1", 1)]  # the IDs of failed attempts were rolled back

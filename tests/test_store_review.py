@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from conftest import AUTHOR, NAMESPACE, card, create
 
-from active_memory.errors import RevisionConflict, UsageError
+from active_memory.errors import ProposalNotPending, RevisionConflict, UsageError
 from active_memory.lessons import AdaptLesson, Author, Lesson
 from active_memory.store import LessonQuery
-from active_memory.store.review import ProposalNotPending, ReviewDecision
+from active_memory.store.review import ReviewDecision
 
 PERSON = Author(specialist="person:ada")
 

@@ -13,7 +13,7 @@ from conftest import AUTHOR, Backend, card, create, drop_effectiveness_events
 from active_memory.lessons import AdaptLesson, CreateLesson, Lesson
 from active_memory.store import open_store
 from active_memory.store.effectiveness import Effectiveness, RunObservation
-from active_memory.store.protocol import PublishMark
+from active_memory.store.models import PublishMark
 from active_memory.store.sqlite_schema import SCHEMA_VERSION
 
 
@@ -71,7 +71,7 @@ async def test_a_version_6_store_migrates_keeping_its_counters_without_inventing
             if backend.name == "sqlite"
             else "SELECT version FROM active_memory_schema"
         )
-        assert rows[0][0] == SCHEMA_VERSION == 7
+        assert rows[0][0] == SCHEMA_VERSION == 8
         assert (await store.effectiveness(["L-1"]))["L-1"] == Effectiveness(
             runs_delivered=1, recurred_when_delivered=1, last_run_id="run-1"
         )
@@ -93,15 +93,9 @@ class InjectedCrash(Exception):
 async def test_a_crash_between_the_publish_and_its_proposals_keeps_neither(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = (
-        "active_memory.store.sqlite_review"
-        if backend.name == "sqlite"
-        else "active_memory.store.postgres_review"
-    )
-    import importlib
+    from active_memory.store import writing
 
-    review = importlib.import_module(module)
-    real = review.insert_proposals
+    real = writing.insert_proposals
     async with open_store(backend.location) as store:
         await store.publish([create("Existing lesson")])
         published = [create("Published now")]
@@ -114,7 +108,7 @@ async def test_a_crash_between_the_publish_and_its_proposals_keeps_neither(
             await real(*args, **kwargs)  # the proposals' rows are written, then the crash
             raise InjectedCrash
 
-        monkeypatch.setattr(review, "insert_proposals", crash)
+        monkeypatch.setattr(writing, "insert_proposals", crash)
         with pytest.raises(InjectedCrash):
             await store.publish(published, observed, mark=mark, proposals=proposed)
         # Nothing of that publish is in the store: no lesson, counter, event, mark, proposal.
@@ -124,7 +118,7 @@ async def test_a_crash_between_the_publish_and_its_proposals_keeps_neither(
         assert await store.publish_mark("run:run-1") is None
         assert await store.proposals() == []
         # The postmortem run again after the crash publishes and proposes once.
-        monkeypatch.setattr(review, "insert_proposals", real)
+        monkeypatch.setattr(writing, "insert_proposals", real)
         receipt = await store.publish(published, observed, mark=mark, proposals=proposed)
         assert receipt.created == [("L-2", 1)] and len(receipt.proposed) == 2
         kept = await store.proposals()

@@ -16,6 +16,7 @@ from specialist_builders import NAMESPACE, git
 from active_memory.checkout import Checkout
 from active_memory.lessons import Associations, Lesson, RepositoryScope
 from active_memory.orchestrator import PostmortemLimits, run_postmortem
+from active_memory.runlog.record import RunRecord, parse_run_record
 from active_memory.specialists.providers.base import Request
 from active_memory.store.sqlite import SqliteStore
 
@@ -150,3 +151,60 @@ async def test_every_file_is_shown_cut_or_marked_omitted_and_ignored_files_never
 def _task(request: Request) -> dict[str, Any]:
     assert isinstance(request.input, dict)
     return request.input
+
+
+def with_256_failures(record: RunRecord, paths: list[str]) -> RunRecord:
+    """`record` with 256 failed calls: 64 families, each failing the same way four times
+    on one of the checkout's files (long commands and errors), some resolved."""
+    failures = []
+    for n in range(256):
+        family = f"make target-{n % 64}"
+        path = paths[n % len(paths)]
+        failures.append(
+            {
+                "node": "worker",
+                "tool": "Bash",
+                "at": f"2026-11-28T15:{n % 60:02d}:{n % 59:02d}Z",
+                "family": family,
+                "command": f"{family} FILE={path} V={n % 8} " + "x" * 300,
+                "cwd": "src",
+                "exit_code": 2,
+                "error": f"make: *** [target-{n % 64}] Error 2 " + "y" * 500,
+                "paths": [path],
+            }
+        )
+    data = record.model_dump(mode="json", by_alias=True)
+    data["tool_failures"] = failures
+    return parse_run_record(data)
+
+
+@pytest.mark.asyncio
+async def test_every_prompt_is_within_the_bound_with_256_failed_calls(
+    tmp_path: Path, store: SqliteStore
+) -> None:
+    root = tmp_path / "repo"
+    paths = make_checkout(root)
+    lessons = lessons_for(40, paths)
+    await seed(store, lessons)
+    record = with_256_failures(run_record(tmp_path, [x.id for x in lessons], checkout=root), paths)
+    assert len(record.tool_failures) == 256
+    sessions = FakeSessions()
+    report = await run_postmortem(
+        record,
+        config(timeout_ms=120_000),
+        store,
+        checkout=Checkout(root),
+        sessions=sessions,
+        limits=PostmortemLimits(batch_bytes=BOUND),
+        journal_dir=tmp_path,
+        dry_run=True,
+    )
+    assert report.specialists["repository_maintenance"].status == "reconciled"
+    asked = {r.specialist: r for r in sessions.requests}
+    for request in sessions.requests:
+        assert len(prompt_of(request).encode("utf-8")) <= BOUND
+    discovery = _task(asked["repository_discovery"])
+    shown = [i for i in discovery["evidence"] if i["kind"] == "tool_failures"]
+    assert shown and len(shown) + discovery.get("evidence_omitted", 0) == 64
+    maintenance = [_task(r) for r in sessions.requests if r.specialist == "repository_maintenance"]
+    assert any(task.get("failures") for task in maintenance)

@@ -86,13 +86,23 @@ def test_the_graph_walk_sees_a_function_level_import() -> None:
 
 STEPS = {
     "bound": set(),
-    "model": {"bound"},
+    "model_failures": set(),
+    "model": {"bound", "model_failures"},
     "render": {"bound", "model"},
     "gather_run": {"bound", "model"},
     "gather_lessons": {"bound", "model"},
     "gather_files": {"bound", "model", "gather_run"},
+    "gather_failures": {"model_failures", "gather_run", "gather_lessons"},
     "manifest": {"gather_run"},
-    "choose": {"bound", "model", "render", "gather_run", "gather_files"},
+    "choose": {
+        "bound",
+        "model",
+        "model_failures",
+        "render",
+        "gather_run",
+        "gather_files",
+        "gather_failures",
+    },
     "changed_code": {"model", "render"},
     "build": {
         "bound",
@@ -101,6 +111,7 @@ STEPS = {
         "gather_run",
         "gather_lessons",
         "gather_files",
+        "gather_failures",
         "choose",
     },
 }

@@ -59,12 +59,11 @@ def _queue(location: str) -> None:
     import anyio
 
     from active_memory.store import open_store
-    from active_memory.store.opening import queue_of
     from active_memory.store.queue import SessionEnd
 
     async def main() -> None:
         async with open_store(location) as store:
-            queue = queue_of(store)
+            queue = store.queue
             for n in (1, 2, 3):
                 await queue.enqueue(SessionEnd(harness="claude", session_id=f"s-{n}",
                                                transcript="", cwd=f"/w/{MARKUP}",

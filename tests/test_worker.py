@@ -19,7 +19,7 @@ from active_memory.cli import main
 from active_memory.config import RuntimeConfig
 from active_memory.orchestrator import SessionFactory
 from active_memory.specialists.providers.base import Request
-from active_memory.store import SessionEnd, open_store, queue_of
+from active_memory.store import SessionEnd, open_store
 from active_memory.worker import Worker, WorkerOptions
 
 
@@ -32,7 +32,7 @@ def session_end(session: str, transcript: Path, cwd: str = "/w") -> SessionEnd:
 async def enqueue(location: str, *ends: SessionEnd) -> None:
     async with open_store(location) as store:
         for item in ends:
-            await queue_of(store).enqueue(item)
+            await store.queue.enqueue(item)
 
 
 async def run_worker(
@@ -41,13 +41,13 @@ async def run_worker(
     worker = Worker(location, WorkerOptions(**{"once": True, "poll": 0.05, **options}),
                     sessions=sessions)  # fmt: skip
     async with open_store(location) as store:
-        processed = await worker.run(queue_of(store))
+        processed = await worker.run(store.queue)
     return worker, processed
 
 
 async def states(location: str) -> dict[str, tuple[str, str]]:
     async with open_store(location) as store:
-        return {e.session_id: (e.state, e.reason) for e in await queue_of(store).entries()}
+        return {e.session_id: (e.state, e.reason) for e in await store.queue.entries()}
 
 
 def fake(factory: FakeSessions) -> Any:
@@ -148,8 +148,8 @@ async def test_a_drain_cancels_running_postmortems_after_the_grace_and_requeues_
 
             group.start_soon(stop_when_asked)
             with anyio.fail_after(10):
-                processed = await worker.run(queue_of(store))
-        (entry,) = await queue_of(store).entries()
+                processed = await worker.run(store.queue)
+        (entry,) = await store.queue.entries()
         assert await store.select() == []  # nothing published
     assert [p.state for p in processed] == ["pending"]
     assert (entry.state, entry.attempts, entry.lease_owner) == ("pending", 0, None)
@@ -232,7 +232,7 @@ async def test_a_codex_end_without_a_transcript_finds_the_rollout_by_session_id(
     worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05),
                     sessions=fake(FakeSessions()), env=codex_home)  # fmt: skip
     async with open_store(str(store_path)) as store:
-        (item,) = await worker.run(queue_of(store))
+        (item,) = await worker.run(store.queue)
     assert item.state == "done" and item.result is not None
     assert item.result["run_id"] == f"codex-{thread}"
 
@@ -304,7 +304,7 @@ async def test_the_lease_is_renewed_while_a_postmortem_outlasts_it(
         await running.wait()  # the worker holds the entry now
         async with open_store(backend.location) as other:
             for _ in range(30):
-                stolen.extend(await queue_of(other).claim("rival", limit=1, lease=30, settle=0))
+                stolen.extend(await other.queue.claim("rival", limit=1, lease=30, settle=0))
                 await anyio.sleep(0.1)
 
     async with anyio.create_task_group() as group:
@@ -352,7 +352,7 @@ async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records
             await asked.wait()
             with sqlite3.connect(location) as raw:
                 raw.execute("UPDATE postmortem_queue SET lease_expires = 0")
-            (taken,) = await queue_of(other).claim("rival", limit=1, lease=60, settle=0)
+            (taken,) = await other.queue.claim("rival", limit=1, lease=60, settle=0)
         assert taken.lease_owner == "rival"
 
     async with anyio.create_task_group() as group:
@@ -361,7 +361,7 @@ async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records
             _, processed = await run_worker(location, fake(sessions), lease=3.0)
     assert [p.state for p in processed] == ["lost"]
     async with open_store(location) as store:
-        (entry,) = await queue_of(store).entries()
+        (entry,) = await store.queue.entries()
         assert await store.select() == []  # the cancelled postmortem published nothing
     assert (entry.state, entry.lease_owner, entry.attempts) == ("running", "rival", 2)
 
@@ -380,7 +380,7 @@ async def test_a_repository_that_opted_out_is_not_collected_from(
     worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05), sessions=fake(sessions),
                     env={"ZEROSHOT_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
     async with open_store(str(store_path)) as store:
-        (item,) = await worker.run(queue_of(store))
+        (item,) = await worker.run(store.queue)
     assert item.state == "done" and item.result is not None
     statuses = item.result["specialists"]
     assert statuses["repository_discovery"] == statuses["repository_maintenance"] == "disabled"
@@ -402,7 +402,7 @@ async def test_a_broken_settings_file_fails_the_entry_and_collects_nothing(
     worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05), sessions=fake(sessions),
                     env={"ZEROSHOT_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
     async with open_store(str(store_path)) as store:
-        (item,) = await worker.run(queue_of(store))
+        (item,) = await worker.run(store.queue)
     assert item.state == "failed"
     assert ".active-memory.toml" in item.reason and "repositry" in item.reason
     assert sessions.opened == []

@@ -12,7 +12,7 @@ from orchestrator_support import FakeSessions
 from queue_support import costly_transcript
 from test_worker import enqueue, fake, session_end
 
-from active_memory.store import open_store, queue_of
+from active_memory.store import open_store
 from active_memory.worker import Worker, WorkerOptions
 
 
@@ -30,7 +30,7 @@ async def _work(store_path: Path, tmp_path: Path, exclude: str | None) -> FakeSe
     worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05), sessions=fake(sessions),
                     env={"ZEROSHOT_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
     async with open_store(str(store_path)) as store:
-        (item,) = await worker.run(queue_of(store))
+        (item,) = await worker.run(store.queue)
     assert item.state == "done", item.reason
     return sessions
 

@@ -29,7 +29,7 @@ import pytest
 from conftest import Backend
 from queue_support import costly_transcript, quiet_transcript
 
-from active_memory.store import SessionEnd, open_store, queue_of
+from active_memory.store import SessionEnd, open_store
 from active_memory.store.queue import QueueEntry
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ def enqueue(store: str, ends: list[SessionEnd]) -> None:
     async def write() -> None:
         async with open_store(store) as opened:
             for item in ends:
-                await queue_of(opened).enqueue(item)
+                await opened.queue.enqueue(item)
 
     anyio.run(write, backend="asyncio")
 
@@ -75,7 +75,7 @@ def enqueue(store: str, ends: list[SessionEnd]) -> None:
 def entries(store: str) -> list[QueueEntry]:
     async def read() -> tuple[list[QueueEntry], list[Any]]:
         async with open_store(store, create=False) as opened:
-            return await queue_of(opened).entries(), await opened.select()
+            return await opened.queue.entries(), await opened.select()
 
     found, lessons = anyio.run(read, backend="asyncio")
     assert lessons == []  # no session here leads to a lesson: nothing may be published
@@ -246,7 +246,7 @@ def test_a_second_signal_exits_at_once_and_the_lease_is_reclaimable(
 
     async def claim() -> list[QueueEntry]:
         async with open_store(backend.location) as opened:
-            return await queue_of(opened).claim("w-next", limit=1, lease=30, settle=0)
+            return await opened.queue.claim("w-next", limit=1, lease=30, settle=0)
 
     (taken,) = anyio.run(claim, backend="asyncio")
     assert (taken.id, taken.attempts, taken.lease_owner) == (entry.id, 2, "w-next")

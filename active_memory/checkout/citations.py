@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import IO
 
 from active_memory.checkout import git
 from active_memory.checkout.identifiers import scan_identifiers
@@ -27,6 +28,9 @@ from active_memory.checkout.paths import (
     normalize_association,
     relative_to_root,
 )
+
+MAX_COUNTED_BYTES = 64 * 1024 * 1024
+"""A cited file larger than this has no line count: its cited lines are not verified."""
 
 
 class PathStatus(StrEnum):
@@ -212,6 +216,20 @@ class Checkout:
             None, None, f"no file, folder or identifier association matches {verdict.path}"
         )
 
+    def line_count(self, verdict: CitationVerdict) -> int | None:
+        """How many lines the cited file has now, counted as a fingerprint splits them
+        (`\n`, `\r\n`, `\r`); None when it is not a current file or cannot be read
+        (a regular file only, at most `MAX_COUNTED_BYTES`)."""
+        if verdict.file is None:
+            return None
+        from active_memory.reader import open_regular
+
+        try:
+            with open_regular(self.root / verdict.file) as handle:
+                return _count_lines(handle)
+        except OSError:
+            return None
+
     # --- file-system side -------------------------------------------------------------
 
     def _plan(self, cited: str) -> _Plan:
@@ -312,3 +330,19 @@ def _decide(plan: _Plan, status_of: Callable[[str], PathStatus]) -> CitationVerd
     return CitationVerdict(
         plan.cited, plan.path, PathStatus.SYMLINK_NOT_CURRENT, reason, plan.target
     )
+
+
+def _count_lines(handle: IO[bytes]) -> int | None:
+    """Lines of a stream as `bytes.splitlines` counts them, read in 1 MiB chunks; None
+    past `MAX_COUNTED_BYTES`."""
+    count, size, last = 0, 0, b""
+    while chunk := handle.read(1024 * 1024):
+        size += len(chunk)
+        if size > MAX_COUNTED_BYTES:
+            return None
+        # A break is a \n, or a \r not followed by \n (one across chunks counts once).
+        count += chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+        if last == b"\r" and chunk[:1] == b"\n":
+            count -= 1
+        last = chunk[-1:]
+    return count + (1 if last and last not in (b"\n", b"\r") else 0)

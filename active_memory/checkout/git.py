@@ -169,3 +169,53 @@ def ignored(root: Path, paths: Iterable[str]) -> set[str]:
         root, ["check-ignore", "-z", "--stdin"], ok_codes=(0, 1), stdin=names, literal=False
     )
     return _split_nul(result.stdout) & set(unique)
+
+
+RENAME_COMMITS = 500
+"""Commits of HEAD's history whose renames `renames` follows (newest first)."""
+
+
+def renames(root: Path, paths: Iterable[str]) -> dict[str, str]:
+    """Where git says each of the root-relative `paths` went: followed through the
+    renames of the last `RENAME_COMMITS` commits of HEAD, oldest first, then through the
+    renames staged in the index. A path git knows no rename of is left out; so is
+    everything when HEAD has no commits (the staged renames still count)."""
+    wanted = set(paths)
+    if not wanted:
+        return {}
+    log = run_git(
+        root,
+        ["log", "-M", "--name-status", "-z", "--format=", f"--max-count={RENAME_COMMITS}",
+         "HEAD", "--"],
+        ok_codes=(0, 128),  # 128: no commit yet
+    )  # fmt: skip
+    staged = run_git(root, ["diff", "--cached", "-M", "--name-status", "-z"])
+    moves = [*reversed(_renamed_pairs(log.stdout if log.returncode == 0 else b"")),
+             *_renamed_pairs(staged.stdout)]  # fmt: skip
+    found: dict[str, str] = {}
+    for path in wanted:
+        name = path
+        for old, new in moves:
+            if old == name:
+                name = new
+        if name != path:
+            found[path] = name
+    return found
+
+
+def _renamed_pairs(output: bytes) -> list[tuple[str, str]]:
+    """The `(old, new)` renames of `--name-status -z` output, in output order."""
+    tokens = [t.decode("utf-8", "surrogateescape") for t in output.split(b"\0")]
+    pairs: list[tuple[str, str]] = []
+    index = 0
+    while index < len(tokens):
+        status = tokens[index].lstrip("\n")
+        if status[:1] in ("R", "C") and status[1:].isdigit():
+            if status[0] == "R" and index + 2 < len(tokens):
+                pairs.append((tokens[index + 1], tokens[index + 2]))
+            index += 3
+        elif status[:1] in ("A", "M", "D", "T", "U", "X") and len(status) == 1:
+            index += 2
+        else:
+            index += 1  # the separator between commits
+    return pairs

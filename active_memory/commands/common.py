@@ -28,3 +28,11 @@ def print_json(document: Any) -> None:
     """Write one JSON document and a newline to stdout."""
     sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, sort_keys=False))
     sys.stdout.write("\n")
+
+
+def refresh_recall(location: str) -> None:
+    """After a command changed the store at `location`: bring the recall index
+    generations this machine recalls up to date (docs/recall.md, "Generations and pins")."""
+    from active_memory.recall.snapshot import refresh_after_write
+
+    refresh_after_write(location)

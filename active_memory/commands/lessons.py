@@ -200,8 +200,9 @@ def _list(args: argparse.Namespace) -> int:
     many there are and how to see more; to a pipe, one tab-separated line per lesson
     (ID, revision, status, scope, title) and the count on stderr.
     """
+    from active_memory.quality.effectiveness import effectiveness_order
     from active_memory.store import LessonQuery
-    from active_memory.store.effectiveness import Effectiveness, effectiveness_order
+    from active_memory.store.effectiveness import Effectiveness
 
     if args.deferred:
         return _list_deferred(args)
@@ -258,6 +259,7 @@ def _list(args: argparse.Namespace) -> int:
             if args.stale:
                 document["stale"] = [
                     {"path": c.citation.path, "lines": c.citation.lines, "why": c.why}
+                    | ({"path_now": c.path_now} if c.path_now else {})
                     for c in stale.get(item.id, [])
                 ]
             if by_effectiveness:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from active_memory.store.effectiveness import Effectiveness
-    from active_memory.store.protocol import LessonSummary
+    from active_memory.store.models import LessonSummary
 
 
 def summary_scope(item: LessonSummary) -> str:

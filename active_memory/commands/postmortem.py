@@ -364,7 +364,8 @@ def _exit_now(signum: int) -> None:
 
 
 def _open_store(option: str | None, *, dry_run: bool) -> Any:
-    """The store; a dry run never creates one (a missing store reads as empty)."""
+    """The store; a dry run never creates one (a missing store reads as empty: an empty
+    store in memory stands in for it)."""
     from collections.abc import AsyncIterator
     from contextlib import asynccontextmanager
 
@@ -377,114 +378,15 @@ def _open_store(option: str | None, *, dry_run: bool) -> Any:
     @asynccontextmanager
     async def opened() -> AsyncIterator[LessonStore]:
         if dry_run and missing:
-            yield _EmptyStore(location)
+            from active_memory.store.sqlite import SqliteStore
+
+            async with await SqliteStore.in_memory(location) as empty:
+                yield empty
             return
         async with open_store(location, create=not dry_run) as store:
             yield store
 
     return opened()
-
-
-class _EmptyStore:
-    """A store that does not exist yet, for a dry run: no lessons, and it refuses writes."""
-
-    def __init__(self, location: str) -> None:
-        self._location = location
-
-    @property
-    def location(self) -> str:
-        """Where the store would be."""
-        return self._location
-
-    async def aclose(self) -> None:
-        """Nothing to close."""
-
-    async def get(self, lesson_id: str) -> None:
-        """No lesson exists."""
-        return None
-
-    async def select(self, query: object = None) -> list[Any]:
-        """No lessons."""
-        return []
-
-    async def read_snapshot(
-        self, *, repository: str | None, graph_hash: str | None, node: str | None
-    ) -> list[Any]:
-        """No lessons."""
-        return []
-
-    async def summaries(self, query: object = None) -> list[Any]:
-        """No lessons."""
-        return []
-
-    async def version(self) -> int:
-        """Never written."""
-        return 0
-
-    async def changes(self, scope: object, since: int | None) -> Any:
-        """Nothing changed."""
-        from active_memory.store.changes import ScopeChanges
-
-        return ScopeChanges(0, [], full=since is None)
-
-    async def publish(
-        self,
-        mutations: object,
-        effectiveness: object = (),
-        *,
-        candidates: object = (),
-        consumed: object = (),
-        mark: object = None,
-        proposals: object = (),
-    ) -> Any:
-        """A dry run never publishes."""
-        raise RuntimeError("a dry run does not publish")
-
-    async def publish_mark(self, key: str) -> int | None:
-        """Nothing was ever published here."""
-        return None
-
-    async def effectiveness(self, lesson_ids: object) -> dict[str, Any]:
-        """No lesson has counters."""
-        return {}
-
-    async def effectiveness_history(self, lesson_id: str | None = None) -> Any:
-        """No history."""
-        from active_memory.store.effectiveness import EffectivenessHistory
-
-        return EffectivenessHistory(since=None, points=[])
-
-    async def candidates(self, lesson_ids: object) -> dict[str, Any]:
-        """No lesson has candidates."""
-        return {}
-
-    async def history(self, lesson_id: str) -> list[Any]:
-        """No history."""
-        return []
-
-    async def revert(self, lesson_id: str, to_revision: int, author: object) -> Any:
-        """A dry run never writes."""
-        raise RuntimeError("a dry run does not write")
-
-    async def propose(self, mutations: object) -> list[int]:
-        """Refused: a dry run keeps nothing."""
-        raise RuntimeError("a dry run does not write")
-
-    async def proposals(self, state: str | None = None) -> list[Any]:
-        """No proposals."""
-        return []
-
-    async def decide_proposal(self, seq: int, decision: object) -> Any:
-        """Refused: a dry run writes nothing."""
-        raise RuntimeError("a dry run does not write")
-
-    async def import_lessons(self, records: object, author: object) -> Any:
-        """A dry run never writes."""
-        raise RuntimeError("a dry run does not write")
-
-    async def backup(self, destination: Path) -> None:
-        """A dry run never writes."""
-        raise RuntimeError("a dry run does not write")
 
 
 # --- progress ------------------------------------------------------------------------

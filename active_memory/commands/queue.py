@@ -48,12 +48,12 @@ def _list(args: argparse.Namespace) -> int:
     import anyio
 
     from active_memory.errors import StoreMissing
-    from active_memory.store import open_store, queue_of, resolve_store_location
+    from active_memory.store import open_store, resolve_store_location
 
     async def read() -> list[QueueEntry]:
         try:
             async with open_store(resolve_store_location(args.store), create=False) as store:
-                return await queue_of(store).entries(args.state or STATES)
+                return await store.queue.entries(args.state or STATES)
         except StoreMissing:
             return []  # no store yet: nothing was ever queued
 
@@ -68,11 +68,11 @@ def _list(args: argparse.Namespace) -> int:
 def _change(args: argparse.Namespace) -> int:
     import anyio
 
-    from active_memory.store import open_store, queue_of, resolve_store_location
+    from active_memory.store import open_store, resolve_store_location
 
     async def change() -> QueueEntry:
         async with open_store(resolve_store_location(args.store), create=False) as store:
-            queue = queue_of(store)
+            queue = store.queue
             if args.verb == "retry":
                 return await queue.retry(args.id)
             return await queue.drop(args.id)

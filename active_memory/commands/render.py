@@ -13,7 +13,7 @@ from rich.text import Text
 from active_memory.commands.listing import summary_scope
 from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.quality.reasons import REJECTION_KINDS
-from active_memory.store.protocol import LessonSummary
+from active_memory.store.models import LessonSummary
 
 if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the journal
     from active_memory.quality.audit import LessonFinding
@@ -125,7 +125,8 @@ def lesson_panel(
             ("keywords", [" + ".join(group) for group in a.keywords]),
             ("runs", lesson.evidence.run_ids),
             ("evidence", lesson.evidence.evidence_ids),
-            ("citations", [c.path for c in lesson.evidence.citations]),
+            # The citations that count (a place a keep let go is not one of them).
+            ("citations", [_cited(c.path, c.lines) for c in lesson.evidence.counted_citations()]),
         ):
             if values:
                 parts.append(Text(f"{label}: {', '.join(values)}", style="dim"))
@@ -179,3 +180,10 @@ def stats_tables(counts: Sequence[ScopeCount], summary: JournalSummary, last: in
     for lesson_id, refused in sorted(summary.duplicates.items()):
         recent.add_row(f"  duplicates of {lesson_id}", str(refused))
     return [lessons, recent]
+
+
+def _cited(path: str, lines: tuple[int, int] | None) -> str:
+    """`path:first-last` (or `path:first`, or the path of a whole-file citation)."""
+    if lines is None:
+        return path
+    return f"{path}:{lines[0]}" if lines[0] == lines[1] else f"{path}:{lines[0]}-{lines[1]}"

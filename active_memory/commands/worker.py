@@ -104,7 +104,7 @@ def _worker(args: argparse.Namespace) -> int:
 async def _run(worker: Worker) -> list[Processed]:
     import anyio
 
-    from active_memory.store import open_store, queue_of
+    from active_memory.store import open_store
     from active_memory.worker import QUEUE_BUSY_TIMEOUT
 
     location = worker.location
@@ -113,7 +113,7 @@ async def _run(worker: Worker) -> list[Processed]:
         anyio.create_task_group() as watchers,
     ):
         watchers.start_soon(_watch_signals, worker)
-        processed = await worker.run(queue_of(store))
+        processed = await worker.run(store.queue)
         watchers.cancel_scope.cancel()
     return processed
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -86,14 +86,14 @@ class NotCounted(_Model):
     reason: str
 
 
-_FAILURE_FIELDS = (
-    "family",
-    "qualified",
-    "failures",
-    "resolution",
-    "seconds_to_resolution",
-    "not_counted",
-)
+_FAILURE_FIELDS: dict[str, Any] = {
+    "family": None,
+    "qualified": None,
+    "failures": (),
+    "resolution": None,
+    "seconds_to_resolution": None,
+    "not_counted": (),
+}
 
 
 class EvidenceItem(_Model):
@@ -120,14 +120,17 @@ class EvidenceItem(_Model):
     seconds_to_resolution: float | None = None
     not_counted: tuple[NotCounted, ...] = ()
 
+    left_out_when_unset: ClassVar[dict[str, Any]] = _FAILURE_FIELDS
+    """Fields serialised only when set, with their unset value (a subclass adds its own)."""
+
     @model_serializer(mode="wrap")
     def _without_unset_failure_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
         # Rule 4's fields appear only on its items: every other item (and every task
         # that shows one) serialises as before they existed.
         data = handler(self)
         if isinstance(data, dict):
-            for key in _FAILURE_FIELDS:
-                if key in data and data[key] in (None, (), []):
+            for key, unset in self.left_out_when_unset.items():
+                if key in data and (data[key] == unset or data[key] in ((), [])):
                     del data[key]
         return data
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from datetime import datetime
 
 from active_memory.evidence.model import (
@@ -74,23 +74,11 @@ def repeated_failures(
     record: RunRecord, earlier: Collection[FailureSignature] = frozenset()
 ) -> tuple[list[EvidenceItem], list[Skip]]:
     """The rule's items, and the families whose failures did not qualify on their own."""
-    branches = _branches(record)
-    by_family: dict[str, list[ToolFailure]] = defaultdict(list)
-    for failure in record.tool_failures:
-        by_family[failure.family].append(failure)
+    branches = branches_of(record)
     items: list[EvidenceItem] = []
     skips: list[Skip] = []
-    for family, failures in sorted(by_family.items()):
-        counted: list[ToolFailure] = []
-        not_counted: list[NotCounted] = []
-        for failure in failures:
-            reason = _not_on_its_own(failure, failures)
-            if reason is None:
-                counted.append(failure)
-            else:
-                not_counted.append(
-                    NotCounted(at=_when(failure.at), command=failure.command, reason=reason)
-                )
+    for family, failures in sorted(_by_family(record).items()):
+        counted, not_counted = _counted(failures)
         signatures = [signature(failure, branches) for failure in counted]
         why = _qualifies(signatures, earlier)
         if why is None:
@@ -100,6 +88,59 @@ def repeated_failures(
             continue
         items.append(_item(record.run_id, family, counted, signatures, not_counted, why))
     return items, skips
+
+
+def run_signatures(record: RunRecord) -> frozenset[FailureSignature]:
+    """The signatures of the run's failures that count on their own (a red-green cycle
+    or an auto-fix does not): what the store keeps for the repository's later runs."""
+    branches = branches_of(record)
+    return frozenset(
+        signature(failure, branches)
+        for failures in _by_family(record).values()
+        for failure in _counted(failures)[0]
+    )
+
+
+def failures_behind(record: RunRecord, item: EvidenceItem) -> list[list[ToolFailure]]:
+    """The recorded failures behind each of `item.failures`, in the same order: for a
+    rule-4 item of `record`'s scan, the counted failures of its family with that group's
+    normalised error, in record order (empty for an item of another kind or run)."""
+    if item.kind != "tool_failures" or item.family is None:
+        return []
+    counted, _ = _counted(_by_family(record).get(item.family, []))
+    branches = branches_of(record)
+    groups: dict[str, list[ToolFailure]] = {}
+    for failure in counted:
+        groups.setdefault(signature(failure, branches).error, []).append(failure)
+    return [groups.get(group.signature, []) for group in item.failures]
+
+
+def branches_of(record: RunRecord) -> tuple[str, ...]:
+    """The branch names a record's errors are normalised without (its source branch)."""
+    branch = record.source.branch if record.source else None
+    return (branch,) if branch else ()
+
+
+def _by_family(record: RunRecord) -> dict[str, list[ToolFailure]]:
+    by_family: dict[str, list[ToolFailure]] = defaultdict(list)
+    for failure in record.tool_failures:
+        by_family[failure.family].append(failure)
+    return by_family
+
+
+def _counted(failures: list[ToolFailure]) -> tuple[list[ToolFailure], list[NotCounted]]:
+    """A family's failures that count on their own, and those that do not, with why."""
+    counted: list[ToolFailure] = []
+    not_counted: list[NotCounted] = []
+    for failure in failures:
+        reason = _not_on_its_own(failure, failures)
+        if reason is None:
+            counted.append(failure)
+        else:
+            not_counted.append(
+                NotCounted(at=_when(failure.at), command=failure.command, reason=reason)
+            )
+    return counted, not_counted
 
 
 def _qualifies(
@@ -193,11 +234,6 @@ def _item(
         seconds_to_resolution=seconds,
         not_counted=tuple(not_counted),
     )
-
-
-def _branches(record: RunRecord) -> Iterable[str]:
-    branch = record.source.branch if record.source else None
-    return (branch,) if branch else ()
 
 
 def _when(at: datetime | None) -> str:

@@ -9,7 +9,8 @@
   repository when the scope names one).
 
 Tasks, checks and mutations are the postmortem's (`build_*_maintenance`,
-`check_maintenance`, `maintenance_mutations`). A batch whose answer does not reconcile
+`check_maintenance`, `maintenance_mutations`, `refreshed` for a keep that carries
+citations). A batch whose answer does not reconcile
 stops the phase with its reasons: its answer file must be rewritten; nothing is staged
 until every supplied card has a decision.
 """
@@ -30,7 +31,7 @@ from active_memory.prompts import load_prompts
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.answers import MaintenanceAnswer, answer_schema
 from active_memory.specialists.checks import Failed, check_maintenance
-from active_memory.specialists.mutations import maintenance_mutations
+from active_memory.specialists.mutations import maintenance_mutations, refreshed
 from active_memory.specialists.providers.base import input_digest
 from active_memory.specialists.providers.exchange import (
     FileExchangeSession,
@@ -180,9 +181,10 @@ async def maintain(
                     + "; ".join(result.reasons[:10])
                     + "; rewrite that answer file and run init again"
                 )
-            out.mutations.extend(
-                maintenance_mutations(result, run_id=scope.record.run_id, model=None)
-            )
+            run_id = scope.record.run_id
+            found = maintenance_mutations(result, run_id=run_id, model=None)
+            # A keep that carries citations cites them: an adapt to its own card.
+            out.mutations.extend(refreshed(found, result, batch, {}, run_id=run_id, model=None))
             decisions.extend(
                 {"id": d.id, "revision": d.revision, "action": d.action} for d in result.decisions
             )

@@ -35,8 +35,9 @@ import anyio
 from active_memory.checkout import Checkout
 from active_memory.config import RuntimeConfig
 from active_memory.errors import UsageError
-from active_memory.evidence import ScanResult, scan
-from active_memory.lessons import HistoryEntry, Lesson
+from active_memory.evidence import FailureSignature, ScanResult, scan
+from active_memory.evidence.repeated_failures import run_signatures
+from active_memory.lessons import HistoryEntry, Lesson, utcnow
 from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState
 from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.outcome import Outcome
@@ -60,6 +61,7 @@ from active_memory.specialists.tasks import DeferralView, deferral_of
 from active_memory.store import LessonQuery, LessonStore
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation
+from active_memory.store.failure_signatures import SeenFailures
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -214,7 +216,8 @@ class Postmortem:
                     out.end("timed_out", f"the postmortem's deadline ({seconds:g} s) passed")
         candidates = self._candidates()
         # A postmortem whose every specialist failed or timed out writes nothing at all.
-        if not any(out.status in ("reconciled", "abstained") for out in active):
+        finished = any(out.status in ("reconciled", "abstained") for out in active)
+        if not finished:
             observations = []
         shown = {i: max(c.seq or 0 for c in found) for i, found in ctx.candidates.items()}
         return await publish(
@@ -228,6 +231,7 @@ class Postmortem:
             shown=shown,
             review=self._review(),
             mark=entry.publish_mark() if entry is not None else None,
+            failures=self._seen_failures() if finished else None,
         )
 
     def _review(self) -> str:
@@ -375,7 +379,8 @@ class Postmortem:
         if not lessons:
             return []
         if evidence is None:
-            evidence = await in_thread(functools.partial(scan, self.record))
+            earlier = await self._earlier_signatures()
+            evidence = await in_thread(functools.partial(scan, self.record, earlier))
         return observe(self.record, evidence.evidence, lessons)
 
     async def _scan(self, active: Sequence[Outcome], ctx: Context) -> ScanResult | None:
@@ -383,9 +388,29 @@ class Postmortem:
         lessons."""
         if not active:
             return None
-        found = await in_thread(functools.partial(scan, self.record))
+        earlier = await self._earlier_signatures()
+        found = await in_thread(functools.partial(scan, self.record, earlier))
         ctx.scanned.append(found)
         return found
+
+    async def _earlier_signatures(self) -> frozenset[FailureSignature]:
+        """The failure signatures earlier runs of the record's repository left in the
+        store (SPEC §4 item 4; never this run's own)."""
+        namespace = self.record.repository.namespace if self.record.repository else None
+        if namespace is None or not self.record.tool_failures:
+            return frozenset()
+        pairs = await self.store.failure_signatures(namespace, excluding=self.record.run_id)
+        return frozenset(FailureSignature(family, error) for family, error in pairs)
+
+    def _seen_failures(self) -> SeenFailures | None:
+        """The run's failure signatures for the store, or None (a dry run records none)."""
+        namespace = self.record.repository.namespace if self.record.repository else None
+        if self.dry_run or namespace is None or not self.record.tool_failures:
+            return None
+        pairs = tuple(sorted(run_signatures(self.record)))
+        if not pairs:
+            return None
+        return SeenFailures(namespace, self.record.run_id, utcnow().isoformat(), pairs)
 
     async def _journal_start(self) -> JournalEntry | None:
         if self.journal is None:

@@ -36,8 +36,9 @@ from active_memory.atomic_files import write_atomically
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
 from active_memory.processes import pid_alive
 from active_memory.quality.reasons import rejection_kinds
+from active_memory.store.lesson_store import LessonStore
 from active_memory.store.location import state_dir
-from active_memory.store.protocol import LessonStore, PublishMark
+from active_memory.store.models import PublishMark
 
 JOURNAL_SCHEMA: Final = "active-memory/postmortem-journal@1"
 JournalState: TypeAlias = Literal["running", "finished", "failed", "cancelled"]

@@ -40,7 +40,8 @@ from active_memory.specialists.mutations import AnyMutation
 from active_memory.store import LessonStore
 from active_memory.store.candidates import Candidate, Consumed
 from active_memory.store.effectiveness import RunObservation
-from active_memory.store.protocol import PublishMark
+from active_memory.store.failure_signatures import SeenFailures
+from active_memory.store.models import PublishMark
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -201,6 +202,7 @@ async def bounded_publish(
     wait_until: float | None = None,
     mark: PublishMark | None = None,
     proposals: Sequence[CreateLesson | AdaptLesson] = (),
+    failures: SeenFailures | None = None,
 ) -> PublishReceipt:
     """`store.publish`, shielded from the caller's cancellation, bounded by `seconds`.
 
@@ -220,6 +222,8 @@ async def bounded_publish(
                 extra["mark"] = mark
             if proposals:  # manual review: kept in the publish's own transaction
                 extra["proposals"] = proposals
+            if failures is not None:
+                extra["failures"] = failures
             return await store.publish(
                 pending, effectiveness, candidates=candidates, consumed=consumed, **extra
             )
@@ -239,13 +243,15 @@ async def publish(
     shown: Mapping[str, int] | None = None,
     review: str = "automatic",
     mark: PublishMark | None = None,
+    failures: SeenFailures | None = None,
 ) -> Publication:
     """Publish every reconciled specialist's mutations, the run's effectiveness
     observations of lessons, its refused near-duplicates as adaptation `candidates`, and
     the consumption of the candidates each maintenance decision was `shown` (highest seq
     by lesson ID), in one transaction (see module). With `review="manual"`, creations and
     adaptations are kept as proposals for a person instead (docs/review.md), in that same
-    transaction: a crash never keeps the publish without its proposals."""
+    transaction: a crash never keeps the publish without its proposals. The run's
+    `failures` (its failure signatures) are kept in that transaction too."""
     unresolved: list[ConflictReport] = []
     rounds = 0
     while True:
@@ -257,7 +263,9 @@ async def publish(
         # The changes as reported before (or without) a publish; built only when the
         # report shows them so (10,000 reports cost as much as a tenth of the publish).
         result = Publication(_counts(pending, _kept(outcomes), len(proposed)), [], unresolved)
-        if dry_run or not (pending or proposed or effectiveness or candidates or consumed):
+        if dry_run or not (
+            pending or proposed or effectiveness or candidates or consumed or failures
+        ):
             result.mutations = describe(pending, None) + describe_proposed(proposed, None)
             return result
         # A caller that cancelled before the publish began gets nothing published.
@@ -274,6 +282,7 @@ async def publish(
                 wait_until=ctx.deadline,
                 mark=mark,
                 proposals=proposed,
+                failures=failures,
             )
         except RevisionConflict as exc:
             stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}

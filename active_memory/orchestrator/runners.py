@@ -32,7 +32,7 @@ from pydantic import JsonValue
 from active_memory.checkout import Checkout
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
 from active_memory.evidence import ScanResult
-from active_memory.lessons import Citation, Lesson
+from active_memory.lessons import Lesson
 from active_memory.orchestrator.options import PostmortemLimits, Progress, ProgressEvent
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.sessions import SessionFactory
@@ -59,11 +59,13 @@ from active_memory.specialists.tasks import (
     DeferralView,
     LessonRef,
     MaintenanceTask,
+    Recited,
     build_discovery,
     build_graph_maintenance,
     build_repository_maintenance,
     cut_for_prompt,
     manifest,
+    recited,
     stale_offered,
     with_changed_code,
     with_rejected,
@@ -117,9 +119,9 @@ class Context:
     # Active repository lessons the run did not deliver whose cited code changed (IDs):
     # maintenance is offered some of them (docs/staleness.md).
     stale: set[str] = field(default_factory=set)
-    # Per lesson ID, the changed citations its task showed: a keep or an adapt of it
-    # cites them again, fingerprinted against the checkout at publish.
-    shown_changed: dict[str, list[Citation]] = field(default_factory=dict)
+    # Per lesson ID, the changed and moved citations its task showed: a keep or an
+    # adapt of it cites them again, fingerprinted against the checkout at publish.
+    shown_changed: dict[str, Recited] = field(default_factory=dict)
     # The run's evidence (0 or 1 scan), which maintenance shows per lesson.
     scanned: list[ScanResult] = field(default_factory=list)
     # Git's answers about the checkout, shared by every task of this postmortem.
@@ -307,7 +309,7 @@ async def ask_batch(
         task = await in_thread(change)
         for supplied in task.lessons:
             # What the task showed is what a keep or an adapt cites again (`refreshed`).
-            shown = [Citation(path=v.path, lines=v.lines) for v in supplied.cited_code_changed]
+            shown = recited(supplied)
             if shown:
                 ctx.shown_changed[supplied.id] = shown
             else:

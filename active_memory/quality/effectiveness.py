@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from active_memory.evidence.model import EvidenceItem, EvidenceKind
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import NodeStarted, RunRecord
-from active_memory.store.effectiveness import RunObservation
+from active_memory.store.effectiveness import Effectiveness, RunObservation
 
 # The evidence ID's kind part (`ev-<tc|rr|ex>-…`) says what a lesson was written against.
 _KIND_OF_PREFIX: dict[str, EvidenceKind] = {
@@ -107,3 +107,15 @@ def _on_lesson_files(lesson: Lesson, path: str) -> bool:
     if path in associations.files:
         return True
     return any(path.startswith(folder.rstrip("/") + "/") for folder in associations.folders)
+
+
+def effectiveness_order(
+    lesson_id: str, counters: Effectiveness
+) -> tuple[int, float, int, int, str]:
+    """Sort key of `lessons list --sort effectiveness`: delivered lessons first, the
+    highest recurrence rate when delivered first, then the most delivered; then lessons
+    never delivered, the most runs that touched them first; ties by ID."""
+    if counters.runs_delivered:
+        rate = counters.recurrence_when_delivered or 0.0
+        return (0, -rate, -counters.runs_delivered, 0, lesson_id)
+    return (1, 0.0, 0, -counters.runs_touched_not_delivered, lesson_id)

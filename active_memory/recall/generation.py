@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import marshal
 
+from active_memory.cited_text import latest
 from active_memory.recall import jsonio
 from active_memory.recall.frame import render_card
 from active_memory.recall.index import (
@@ -90,27 +91,24 @@ def cited_of(lesson_id: object, updated_at: object, citations: object) -> Cited 
     `updated_at` and citations (a JSON array of `[path, first, last, sha256]`, in the
     order recorded); None when no citation has a fingerprint.
 
-    A range cited again (an adaptation re-cites it) keeps its latest fingerprint."""
+    The citations that count are `cited_text.latest`'s: a range cited again keeps its
+    latest fingerprint, and a range let go (`NO_TEXT`) is left out."""
     if not citations:
         return None
     try:
         value = jsonio.loads(str(citations))
     except ValueError as exc:
         raise StoredRowUnreadable(f"lesson {lesson_id}: citations: {exc}") from None
-    latest: dict[tuple[str, int, int], str] = {}
+    rows: list[tuple[str, int, int, str]] = []
     for item in value if isinstance(value, list) else ():
         if not isinstance(item, list) or len(item) != 4:
             continue
         path, first, last, digest = item
         if not isinstance(path, str) or not isinstance(digest, str) or len(digest) != 64:
             continue
-        key = (path, int(first or 0), int(last or 0))
-        latest.pop(key, None)  # re-inserted last: the newest fingerprints are kept
-        latest[key] = digest
-    if not latest:
-        return None
-    ranges = tuple((*key, digest) for key, digest in latest.items())[-MAX_CITED:]
-    return (str(updated_at or "")[:10], ranges)
+        rows.append((path, int(first or 0), int(last or 0), digest))
+    ranges = tuple(latest(rows))[-MAX_CITED:]
+    return (str(updated_at or "")[:10], ranges) if ranges else None
 
 
 def next_source(

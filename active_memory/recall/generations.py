@@ -252,10 +252,10 @@ def _pointer(name: str, checked: int, taken: tuple[Stamp, float] | None) -> byte
 def refresh_known(recall_dir: str, location: str, read: Any) -> list[str]:
     """Bring every scope of the store at `location` that has generations here up to date.
 
-    Called by the store after a write session that changed its version (the store keeps
-    the recall index itself), so a run's first call finds its generation current and
-    only pins. Scopes nobody recalled yet are left to their first pin. Returns the
-    generation paths now current.
+    Called after a write session that changed the store's version (the command line
+    subscribes it to the store's announcement), so a run's first call finds its
+    generation current and only pins. Scopes nobody recalled yet are left to their first
+    pin. Returns the generation paths now current.
     """
     from active_memory.recall.index import SnapshotIndex
     from active_memory.store.changes import ScopeKey

@@ -2,10 +2,11 @@
 
 A generation keeps, per card, the revision's date and the fingerprinted cited ranges
 (index.py `cited`). When the session ledger's walk is about to admit a card that has
-some (only those cards, a handful per call), `changed` hashes each cited range as the
-checkout at the workspace root has it now and compares with the fingerprint taken at
-publish (checkout/staleness.py: the same bytes, line endings included). A changed card
-gets one line right under its heading:
+some (only those cards, a handful per call), `changed` looks for each cited text in the
+checkout at the workspace root by its fingerprint (`cited_text.locate`, the rule every
+staleness check follows: the same bytes, line endings included): a text still at its
+place or moved within its file is not a change; a text changed, gone or now in several
+places is. A changed card gets one line right under its heading:
 
     <active-memory-stale>cited code changed since this lesson was written (2026-11-03,
     28 days ago): src/x.py:10-24</active-memory-stale>
@@ -16,9 +17,9 @@ it: every `<active-memory…` tag inside a card is neutralised when the card is 
 
 Only what was read is claimed: a file that cannot be read now (missing, not a regular
 file, over `MAX_FILE_BYTES`, outside the root through a symlink) or a root that is not
-known says nothing; a range past the end of a readable file is "changed". The digest of
-each range is cached per process by `(path, st_mtime_ns, st_size)`, so a resident server
-re-hashes a file only after it changed.
+known says nothing. Where each text is is cached per process by `(path, st_mtime_ns,
+st_size, range, fingerprint)`, so a resident server reads a file again only after it
+changed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import os
 import time
 
+from active_memory.cited_text import STALE, locate
 from active_memory.recall.frame import neutralise
 
 TYPE_CHECKING = False
@@ -43,7 +45,7 @@ MAX_CACHED = 4096
 OPEN_TAG = "<active-memory-stale>"
 CLOSE_TAG = "</active-memory-stale>"
 
-_digests: dict[tuple[str, int, int, int, int], str | None] = {}
+_places: dict[tuple[str, int, int, int, int, str], str | None] = {}
 _roots: dict[str, str] = {}  # a checkout root → its canonical path and a separator
 
 
@@ -55,8 +57,7 @@ def changed(cited: Cited, root: str) -> list[str]:
         return []
     found: list[str] = []
     for path, first, last, digest in cited[1][-MAX_CHECKED:]:
-        now = _digest_now(root, path, first, last)
-        if now is not None and now != digest:
+        if _place_now(root, path, first, last, digest) in STALE:
             found.append(f"{path}:{first}-{last}" if first else path)
     return found
 
@@ -118,9 +119,9 @@ def _epoch_day(date: str) -> int | None:
     return era * 146097 + of_era_days - 719468
 
 
-def _digest_now(root: str, path: str, first: int, last: int) -> str | None:
-    """SHA-256 of lines first..last of `root/path` now (the whole file for 0, 0); None
-    when it cannot be read. A range past the end hashes as the empty string (changed)."""
+def _place_now(root: str, path: str, first: int, last: int, digest: str) -> str | None:
+    """Where the text of lines first..last of `root/path` (the whole file for 0, 0) with
+    fingerprint `digest` is now (`cited_text.locate`); None when it cannot be read."""
     if path.startswith("/") or "\0" in path or ".." in path.split("/"):
         return None
     full = os.path.join(root, path)
@@ -128,17 +129,17 @@ def _digest_now(root: str, path: str, first: int, last: int) -> str | None:
         info = os.stat(full)
     except (OSError, ValueError):
         return None
-    key = (full, info.st_mtime_ns, info.st_size, first, last)
-    if key in _digests:
-        return _digests[key]
-    digest = _hash_lines(root, full, info.st_size, first, last)
-    if len(_digests) >= MAX_CACHED:
-        _digests.clear()
-    _digests[key] = digest
-    return digest
+    key = (full, info.st_mtime_ns, info.st_size, first, last, digest)
+    if key in _places:
+        return _places[key]
+    place = _locate(root, full, info.st_size, first, last, digest)
+    if len(_places) >= MAX_CACHED:
+        _places.clear()
+    _places[key] = place
+    return place
 
 
-def _hash_lines(root: str, full: str, size: int, first: int, last: int) -> str | None:
+def _locate(root: str, full: str, size: int, first: int, last: int, digest: str) -> str | None:
     if size > MAX_FILE_BYTES:
         return None
     real = os.path.realpath(full)
@@ -157,10 +158,4 @@ def _hash_lines(root: str, full: str, size: int, first: int, last: int) -> str |
         return None
     if data is None:
         return None
-    if first:
-        lines = data.splitlines(keepends=True)
-        # Past the end: the cited lines are gone, which hashes unlike any fingerprint.
-        data = b"".join(lines[first - 1 : last]) if last <= len(lines) else b""
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
+    return locate(data, first, last, digest)[0]

@@ -68,6 +68,15 @@ class CardDraft(_Wire):
     associations: AssociationsDraft = AssociationsDraft()
 
 
+class CitationDraft(_Wire):
+    """A file of the checkout the lesson was written against."""
+
+    path: str = Field(description="root-relative path of a current file")
+    lines: str | int | list[int] | None = Field(
+        default=None, description='optional line range, e.g. "12-30"'
+    )
+
+
 class DecisionDraft(_Wire):
     """One verdict on one supplied lesson `(id, revision)`."""
 
@@ -79,21 +88,19 @@ class DecisionDraft(_Wire):
     canonical: str | None = Field(
         default=None, description="'retire' only: the id of the lesson that absorbs this one"
     )
+    citations: list[CitationDraft] = Field(
+        default=[],
+        description=(
+            "'keep' or 'adapt' only, optional: current files (and lines) the lesson now "
+            "stands on, checked like a discovery's citations"
+        ),
+    )
 
 
 class MaintenanceAnswer(_Wire):
     """A maintenance answer: exactly one decision per supplied `(id, revision)`."""
 
     decisions: list[DecisionDraft]
-
-
-class CitationDraft(_Wire):
-    """A file of the checkout the lesson was written against."""
-
-    path: str = Field(description="root-relative path of a current file")
-    lines: str | int | list[int] | None = Field(
-        default=None, description='optional line range, e.g. "12-30"'
-    )
 
 
 class ProposalDraft(CardDraft):
@@ -180,6 +187,7 @@ def example_answer(name: str) -> BaseModel:
                     action="adapt",
                     reason="the make target was renamed",
                     lesson=_EXAMPLE_CARD,
+                    citations=[CitationDraft(path="api/schema.json", lines="1-40")],
                 ),
                 DecisionDraft(
                     id="L-9", revision=2, action="retire", reason="paraphrase", canonical="L-7"

@@ -27,6 +27,7 @@ from active_memory.credentials import mask, secret_reasons
 from active_memory.evidence import EvidenceItem
 from active_memory.lessons import (
     Associations,
+    Citation,
     Decision,
     GraphScope,
     Lesson,
@@ -140,6 +141,7 @@ class _Paths:
     def __init__(self, checkout: Checkout) -> None:
         self.checkout = checkout
         self._known: dict[str, CitationVerdict] = {}
+        self._lines: dict[str | None, int | None] = {}
 
     def prefetch(self, paths: Iterable[str]) -> None:
         missing = [p for p in dict.fromkeys(paths) if p not in self._known]
@@ -149,6 +151,11 @@ class _Paths:
     def verdict(self, path: str) -> CitationVerdict:
         self.prefetch([path])
         return self._known[path]
+
+    def line_count(self, verdict: CitationVerdict) -> int | None:
+        if verdict.file not in self._lines:
+            self._lines[verdict.file] = self.checkout.line_count(verdict)
+        return self._lines[verdict.file]
 
 
 def _validate(model: type[BaseModel], data: dict[str, Any], path: str) -> tuple[Any, list[str]]:
@@ -270,13 +277,19 @@ def _check_proposal(
         node = draft.node if isinstance(draft, GraphProposalDraft) else None
         scope = _graph_target(task, node, cited, path, reasons)
         if proposal is not None and proposal.citations:
-            _current_citations(proposal, paths, path, reasons, need_match=False)
+            _current_citations(
+                proposal.citations, proposal.associations, paths, path, reasons,
+                need_match=False,
+            )  # fmt: skip
     else:
         scope = _repository_target(task, path, reasons)
         if proposal is not None:
             if proposal.associations.is_empty():
                 reasons.append(f"{path}.associations: a repository lesson needs one at least")
-            _current_citations(proposal, paths, path, reasons, need_match=True)
+            _current_citations(
+                proposal.citations, proposal.associations, paths, path, reasons,
+                need_match=True,
+            )  # fmt: skip
     return scope, reasons
 
 
@@ -333,14 +346,19 @@ def _repository_target(task: DiscoveryTask, path: str, reasons: list[str]) -> Sc
 
 
 def _current_citations(
-    proposal: Proposal,
+    citations: Sequence[Citation],
+    associations: Associations,
     paths: _Paths | None,
     path: str,
     reasons: list[str],
     *,
     need_match: bool,
 ) -> None:
-    if not proposal.citations:
+    """The citation checks every answer passes (SPEC §5, §6), discovery's and the
+    citations of a keep or an adapt alike: each cites a current file of the checkout,
+    its line range lies inside that file as it is now, and (`need_match`: a repository
+    lesson) an association of the lesson matches a cited file."""
+    if not citations:
         if need_match:
             reasons.append(f"{path}.citations: a repository lesson must cite a current file")
         return
@@ -350,18 +368,31 @@ def _current_citations(
     matched: list[str] = []
     misses: list[str] = []
     current = 0
-    for position, citation in enumerate(proposal.citations):
+    for position, citation in enumerate(citations):
         verdict = paths.verdict(citation.path)
+        where = f"{path}.citations[{position}]"
         if not verdict.current:
-            reasons.append(f"{path}.citations[{position}]: not a current file: {verdict.reason}")
+            reasons.append(f"{where}: not a current file: {verdict.reason}")
             continue
+        if citation.lines is not None:
+            count = paths.line_count(verdict)
+            if count is None:
+                reasons.append(f"{where}: {verdict.path} cannot be read to check its lines")
+                continue
+            if citation.lines[1] > count:
+                first, last = citation.lines
+                reasons.append(
+                    f"{where}: lines {first}-{last} are not inside {verdict.path}, "
+                    f"which has {count} lines now"
+                )
+                continue
         current += 1
         if need_match:
             match = paths.checkout.match_association(
                 verdict,
-                files=proposal.associations.files,
-                folders=proposal.associations.folders,
-                identifiers=proposal.associations.identifiers,
+                files=associations.files,
+                folders=associations.folders,
+                identifiers=associations.identifiers,
             )
             (matched if match.matched else misses).append(match.reason)
     if need_match and current and not matched:
@@ -416,10 +447,21 @@ def check_maintenance(
             continue
         pending.append((path, lesson.scope, decision))
     paths = _Paths(checkout) if checkout is not None else None
-    if paths is not None and task.specialist == "repository_maintenance":
-        paths.prefetch(f for _, _, d in pending if d.lesson for f in d.lesson.associations.files)
+    if paths is not None:
+        paths.prefetch(c.path for _, _, d in pending for c in d.citations)
+        if task.specialist == "repository_maintenance":
+            paths.prefetch(
+                f for _, _, d in pending if d.lesson for f in d.lesson.associations.files
+            )
     for path, scope, decision in pending:
         problems = _decision_problems(task, scope, decision, path, paths)
+        if decision.citations:
+            lesson = supplied[decision.id]
+            associations = decision.lesson.associations if decision.lesson else lesson.associations
+            _current_citations(
+                decision.citations, associations, paths, path, problems,
+                need_match=task.specialist == "repository_maintenance",
+            )  # fmt: skip
         ledger.reasons.extend(problems)
         if not problems:
             ledger.valid[decision.id] = decision

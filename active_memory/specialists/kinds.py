@@ -24,7 +24,9 @@ class SpecialistKind:
     """One specialist: its scope of lessons, its role, and the evidence it may cite.
 
     `evidence_kinds` is empty for maintenance (it judges lessons, it cites nothing);
-    graph discovery may cite only the repeated-failure kinds (SPEC §4: items 1 and 2).
+    graph discovery may cite only the repeated-failure kinds (SPEC §4: items 1 and 2);
+    repository discovery every kind: items 1 and 2, exploration (item 3) and repeated
+    tool failures (item 4), the last two for it alone.
     """
 
     name: SpecialistName
@@ -54,7 +56,7 @@ REPOSITORY_DISCOVERY = SpecialistKind(
     "repository_discovery",
     "repository",
     "discovery",
-    frozenset({"timeout_crash", "rejected_rounds", "exploration"}),
+    frozenset({"timeout_crash", "rejected_rounds", "exploration", "tool_failures"}),
 )
 
 SPECIALISTS: dict[SpecialistName, SpecialistKind] = {

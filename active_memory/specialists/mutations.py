@@ -7,12 +7,14 @@ against the revision they were decided on (`base_revision`).
 
 - keep → nothing (the report counts it), except for a deferred lesson: keeping it
   reactivates it, an `AdaptLesson` with its own card (`reactivations`); adapt →
-  `AdaptLesson` (the run's ID added to the lesson's evidence); retire →
-  `RetireLesson` (with `canonical`); defer → `DeferLesson`, except for a lesson that
-  is deferred already (a new revision would change nothing and only race other writers).
-- a stale lesson (its task showed `cited_code_changed`): a keep or an adapt cites the
-  changed ranges again (`refreshed`; a keep becomes an adapt to its own card), so the
-  publish fingerprints them anew.
+  `AdaptLesson` (the run's ID added to the lesson's evidence, with the decision's
+  `citations`); retire → `RetireLesson` (with `canonical`); defer → `DeferLesson`,
+  except for a lesson that is deferred already (a new revision would change nothing
+  and only race other writers).
+- a lesson whose task showed changed or moved code (`cited_code_changed`,
+  `cited_code_moved`), or a keep that carries `citations`: a keep or an adapt cites
+  them again (`refreshed`; a keep becomes an adapt to its own card), so the publish
+  fingerprints them anew.
 - an accepted proposal → `CreateLesson` with its scope, card, and `Evidence(run_ids,
   evidence_ids, citations)`; `why_recurs` becomes the history's reason.
 """
@@ -25,7 +27,6 @@ from active_memory.lessons import (
     AdaptLesson,
     Author,
     Card,
-    Citation,
     CreateLesson,
     DeferLesson,
     Evidence,
@@ -33,6 +34,7 @@ from active_memory.lessons import (
     RetireLesson,
 )
 from active_memory.specialists.checks import DiscoveryResult, Failed, Reconciled
+from active_memory.specialists.tasks.changed_code import Recited
 
 MaintenanceMutation = AdaptLesson | RetireLesson | DeferLesson
 AnyMutation = CreateLesson | AdaptLesson | RetireLesson | DeferLesson
@@ -56,7 +58,7 @@ def maintenance_mutations(
                     id=decision.id,
                     base_revision=decision.revision,
                     card=decision.lesson,
-                    evidence=Evidence(run_ids=[run_id]),
+                    evidence=Evidence(run_ids=[run_id], citations=list(decision.citations)),
                     author=by,
                     reason=decision.reason,
                 )
@@ -100,7 +102,7 @@ def reactivations(
                 id=decision.id,
                 base_revision=decision.revision,
                 card=lesson.card(),
-                evidence=Evidence(run_ids=[run_id]),
+                evidence=Evidence(run_ids=[run_id], citations=list(decision.citations)),
                 author=by,
                 reason=decision.reason or "kept by maintenance: reactivated",
             )
@@ -112,44 +114,52 @@ def refreshed(
     found: Sequence[MaintenanceMutation],
     result: Reconciled,
     batch: Sequence[Lesson],
-    changed: Mapping[str, Sequence[Citation]],
+    shown: Mapping[str, Recited],
     *,
     run_id: str,
     model: str | None,
 ) -> list[MaintenanceMutation]:
-    """`found` (a batch's mutations) with the changed citations each task showed
-    (`changed`, by lesson ID) cited again, so that the publish fingerprints them against
-    the checkout now (docs/staleness.md): an adapt of a stale lesson (a reactivation
-    included) carries them, and a `keep` of an active stale lesson becomes an adapt to
-    its own card that does. The decision was made with the diff shown: the lesson now
-    holds for the code as it is, and is not offered again until that code changes."""
-    if not changed:
-        return list(found)
+    """`found` (a batch's mutations) with what each task showed cited again (`shown`, by
+    lesson ID: `changed_code.recited`), so that the publish fingerprints it against the
+    checkout now (docs/staleness.md): an adapt (a reactivation included) carries it,
+    before the decision's own citations, and a `keep` of an active lesson that showed
+    changed or moved code, or that carries citations, becomes an adapt to its own card
+    that does. The decision was made with the diff shown: the lesson now holds for the
+    code as it is, and is not offered again until that code changes."""
+    decisions = {d.id: d for d in result.decisions}
     out: list[MaintenanceMutation] = []
     cited_again: set[str] = set()
     for m in found:
-        cited = changed.get(m.id) if isinstance(m, AdaptLesson) else None
-        if isinstance(m, AdaptLesson) and cited:
-            m = m.model_copy(update={"evidence": m.evidence.merged(Evidence(citations=[*cited]))})
-            cited_again.add(m.id)
+        decision = decisions.get(m.id)
+        if isinstance(m, AdaptLesson) and decision is not None:
+            own = list(decision.citations)
+            cited = shown[m.id].with_decision(own) if m.id in shown else own
+            if cited:
+                evidence = Evidence(
+                    run_ids=m.evidence.run_ids, evidence_ids=m.evidence.evidence_ids,
+                    citations=cited,
+                )  # fmt: skip
+                m = m.model_copy(update={"evidence": evidence})
+                cited_again.add(m.id)
         out.append(m)
     by = author(result.specialist, run_id, model)
     lessons = {x.id: x for x in batch}
     for decision in result.decisions:
         lesson = lessons.get(decision.id)
-        cited = changed.get(decision.id)
-        if decision.action != "keep" or lesson is None or not cited:
+        if decision.action != "keep" or lesson is None or decision.id in cited_again:
             continue
-        if decision.id in cited_again or lesson.status != "active":
+        recited = shown.get(decision.id)
+        cited = recited.with_decision(list(decision.citations)) if recited else decision.citations
+        if not cited or lesson.status != "active":
             continue
         out.append(
             AdaptLesson(
                 id=decision.id,
                 base_revision=decision.revision,
                 card=lesson.card(),
-                evidence=Evidence(run_ids=[run_id], citations=[*cited]),
+                evidence=Evidence(run_ids=[run_id], citations=list(cited)),
                 author=by,
-                reason=decision.reason or "kept by maintenance after its cited code changed",
+                reason=decision.reason or "kept by maintenance, cited where its code is now",
             )
         )
     return out

@@ -44,17 +44,6 @@ class Candidate(BaseModel):
     seq: int | None = None
     at: str | None = None
 
-    def to_task_json(self) -> dict[str, Any]:
-        """What a maintenance task shows of it: the proposal, its run and similarity."""
-        return {
-            "run_id": self.run_id,
-            "specialist": self.specialist,
-            "title": self.title,
-            "recommendation": self.recommendation,
-            "associations": self.associations.model_dump(mode="json"),
-            "similarity": round(self.score, 1),
-        }
-
 
 class Consumed(BaseModel):
     """A maintenance decision published on `lesson_id`: its candidates up to `through`
@@ -72,18 +61,10 @@ def candidate_rows(
     """Insert rows, in lesson ID order (one lock order): lesson ID, run, specialist,
     title, recommendation, associations JSON, score, at."""
     rows = [
-        (
-            c.lesson_id,
-            c.run_id,
-            c.specialist,
-            c.title,
-            c.recommendation,
-            json.dumps(c.associations.model_dump(mode="json"), sort_keys=True),
-            float(c.score),
-            at,
-        )
+        (c.lesson_id, c.run_id, c.specialist, c.title, c.recommendation,
+         json.dumps(c.associations.model_dump(mode="json"), sort_keys=True), float(c.score), at)
         for c in candidates
-    ]
+    ]  # fmt: skip
     return sorted(rows, key=lambda row: row[0])
 
 

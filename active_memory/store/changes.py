@@ -95,36 +95,31 @@ class ScopeKey:
         return f"graph\0{self.graph_hash}\0{self.node}\0{self.repository or ''}"
 
 
-def scope_clause(scope: ScopeKey, placeholder: Any) -> tuple[str, list[str]]:
-    """The WHERE clause selecting `scope`'s rows; `placeholder(n)` spells parameter n."""
+def scope_clause(scope: ScopeKey) -> tuple[str, list[str]]:
+    """The WHERE clause selecting `scope`'s rows (`?` placeholders) and its parameters."""
     if scope.kind == "repository":
         return (
-            f"scope_kind = 'repository' AND repository = {placeholder(1)} AND graph_hash = '' "
-            "AND node = ''",
+            "scope_kind = 'repository' AND repository = ? AND graph_hash = '' AND node = ''",
             [scope.repository or ""],
         )
     return (
-        f"scope_kind = 'graph' AND graph_hash = {placeholder(1)} AND node = {placeholder(2)} "
-        f"AND repository IN ('', {placeholder(3)})",
+        "scope_kind = 'graph' AND graph_hash = ? AND node = ? AND repository IN ('', ?)",
         [scope.graph_hash or "", scope.node or "", scope.repository or ""],
     )
 
 
 def changes_query(
-    scope: ScopeKey, since: int | None, placeholder: Any, *, dialect: str = "sqlite"
+    scope: ScopeKey, since: int | None, dialect: str = "sqlite"
 ) -> tuple[str, list[Any]]:
     """The SELECT of `scope`'s changes since `since` (None: its active lessons)."""
-    where, names = scope_clause(scope, placeholder)
+    where, names = scope_clause(scope)
     params: list[Any] = list(names)
     if since is None:
         where += " AND status = 'active'"
     else:
-        where += f" AND change_version > {placeholder(len(params) + 1)}"
+        where += " AND change_version > ?"
         params = [*params, since]
-    columns = CHANGE_COLUMNS + _CITED[dialect]
-    if dialect == "postgres":
-        columns = columns.replace("associations", "associations::text", 1)
-    return f"SELECT {columns} FROM lessons WHERE {where}", params
+    return f"SELECT {CHANGE_COLUMNS}{_CITED[dialect]} FROM lessons WHERE {where}", params
 
 
 def sqlite_uri(path: str) -> str:
@@ -189,7 +184,7 @@ def _read(conn: Any, scope: ScopeKey, since: int | None) -> ScopeChanges:
         (version,) = conn.execute(
             "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
         ).fetchone()
-        sql, params = changes_query(scope, since, lambda _n: "?")
+        sql, params = changes_query(scope, since)
         rows = conn.execute(sql, params).fetchall()
         conn.execute("COMMIT")
     finally:
@@ -205,7 +200,7 @@ def count_sqlite_scope(path: str, scope: ScopeKey) -> int:
 
     if not os.path.exists(path):
         return 0
-    where, params = scope_clause(scope, lambda _n: "?")
+    where, params = scope_clause(scope)
     uri = sqlite_uri(path)
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=5.0)

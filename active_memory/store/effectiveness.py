@@ -84,18 +84,6 @@ def _rate(rate: float | None) -> str:
     return "" if rate is None else f" ({rate:.0%})"
 
 
-def effectiveness_order(
-    lesson_id: str, counters: Effectiveness
-) -> tuple[int, float, int, int, str]:
-    """Sort key of `lessons list --sort effectiveness`: delivered lessons first, the
-    highest recurrence rate when delivered first, then the most delivered; then lessons
-    never delivered, the most runs that touched them first; ties by ID."""
-    if counters.runs_delivered:
-        rate = counters.recurrence_when_delivered or 0.0
-        return (0, -rate, -counters.runs_delivered, 0, lesson_id)
-    return (1, 0.0, 0, -counters.runs_touched_not_delivered, lesson_id)
-
-
 EFFECTIVENESS_COLUMNS = (
     "runs_delivered, recurred_when_delivered, runs_touched_not_delivered, "
     "recurred_when_not_delivered, last_run_id"

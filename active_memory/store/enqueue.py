@@ -88,25 +88,23 @@ def _write(conn: sqlite3.Connection, end: SessionEnd, now: float) -> QueueEntry:
 def _full(location: str, end: SessionEnd) -> QueueEntry:
     import anyio
 
+    from active_memory.store.lesson_store import LessonStore
+
     async def write() -> QueueEntry:
+        store: LessonStore
         # One bound for the whole slow path: connecting, migrating, the write.
         with anyio.fail_after(FULL_PATH_TIMEOUT):
             if is_postgres_url(location):
                 from active_memory.store.postgres import PostgresStore
 
-                pg = await PostgresStore.open(
+                store = await PostgresStore.open(
                     location, busy_timeout=BUSY_TIMEOUT, connect_timeout=BUSY_TIMEOUT
                 )
-                try:
-                    return await pg.queue.enqueue(end)
-                finally:
-                    await pg.aclose()
-            from active_memory.store.sqlite import SqliteStore
+            else:
+                from active_memory.store.sqlite import SqliteStore
 
-            lite = await SqliteStore.open(location, busy_timeout=BUSY_TIMEOUT)
-            try:
-                return await lite.queue.enqueue(end)
-            finally:
-                await lite.aclose()
+                store = await SqliteStore.open(location, busy_timeout=BUSY_TIMEOUT)
+            async with store:
+                return await store.queue.enqueue(end)
 
     return anyio.run(write)

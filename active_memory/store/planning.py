@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from pydantic import ValidationError
 
@@ -37,7 +38,7 @@ from active_memory.lessons import (
     Tombstone,
     utcnow,
 )
-from active_memory.store.protocol import ImportReport
+from active_memory.store.models import ImportReport
 from active_memory.store.rows import ChangeSet
 
 _NUMBERED_ID = re.compile(r"^L-(\d+)$")
@@ -113,27 +114,10 @@ def chunks(
     records: Iterable[Lesson | Tombstone], size: int | None = None
 ) -> Iterator[tuple[int, list[Lesson | Tombstone]]]:
     """(number of the chunk's first record, the chunk) over a possibly one-pass iterable."""
-    size = size or IMPORT_CHUNK
-    chunk: list[Lesson | Tombstone] = []
-    first = 1
-    for record in records:
-        chunk.append(record)
-        if len(chunk) == size:
-            yield first, chunk
-            first += size
-            chunk = []
-    if chunk:
+    remaining, first = iter(records), 1
+    while chunk := list(islice(remaining, size or IMPORT_CHUNK)):
         yield first, chunk
-
-
-def merge_reports(parts: Iterable[ImportReport]) -> ImportReport:
-    """One report of an import written in chunks."""
-    merged = ImportReport(added=[], updated=[], unchanged=[])
-    for part in parts:
-        merged.added.extend(part.added)
-        merged.updated.extend(part.updated)
-        merged.unchanged.extend(part.unchanged)
-    return merged
+        first += len(chunk)
 
 
 def create_count(mutations: Sequence[Mutation]) -> int:
@@ -233,14 +217,15 @@ def plan_import(
     records: Sequence[Lesson | Tombstone],
     current: dict[str, Current],
     author: Author,
+    report: ImportReport,
     first: int = 1,
-) -> tuple[ChangeSet, ImportReport]:
-    """Add new IDs, update older living ones, leave newer ones and tombstones alone.
+) -> ChangeSet:
+    """Add new IDs, update older living ones, leave newer ones and tombstones alone, and
+    say so in `report` (an import in chunks adds each to the same report).
 
     A record whose scope differs from the stored lesson refuses the whole import.
     """
     rows = ChangeSet(now=utcnow().isoformat())
-    report = ImportReport(added=[], updated=[], unchanged=[])
     for index, record in enumerate(records, start=first):
         now = current.get(record.id)
         card = record.card() if isinstance(record, Lesson) else None
@@ -269,7 +254,7 @@ def plan_import(
             rows.add_evidence(record.id, record.evidence)
         rows.record(record.id, record.revision, now.revision if now else None, "import",
                     record.status, record.scope, card, author, "imported")  # fmt: skip
-    return rows, report
+    return rows
 
 
 def next_number_after(records: Sequence[Lesson | Tombstone]) -> int | None:

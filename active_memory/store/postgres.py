@@ -1,28 +1,36 @@
 """The organization-wide lesson store: PostgreSQL, on asyncpg.
 
 Concurrency rule: every write runs at READ COMMITTED and takes row locks in one fixed
-order: the ID counter row first (publishes that create, and imports), then the lesson
-rows it reads, with `SELECT … ORDER BY id FOR UPDATE`. The revision check reads the
-locked, latest committed rows, so a lost update is impossible, and the fixed order
-leaves no lock cycle. Should the server still report a deadlock, a serialization
-failure or a unique-key race (two imports adding one ID), the whole transaction is
-rolled back and run again a few times; if that keeps failing, or a lock is not granted
-within the busy timeout, the caller gets `StoreBusy` and nothing is written.
+order (`writing.py`): the ID counter row first, then the lesson rows it reads, with
+`SELECT … ORDER BY id FOR UPDATE`. The revision check reads the locked, latest committed
+rows, so a lost update is impossible, and the fixed order leaves no lock cycle. Should
+the server still report a deadlock, a serialization failure or a unique-key race (two
+imports adding one ID), the whole transaction is rolled back and run again a few times
+(tenacity); if that keeps failing, or a lock is not granted within the busy timeout, the
+caller gets `StoreBusy` and nothing is written.
 
-The write transaction runs in a shielded cancel scope, as in the SQLite store: a
-caller's deadline takes effect after COMMIT or ROLLBACK, never between. The URL's
-password never leaves this module: `location` and every message use the masked URL.
+Time model. The write transaction runs in a shielded cancel scope, as in the SQLite
+store: a caller's deadline takes effect after COMMIT or ROLLBACK, never between. Waiting
+for row locks inside the shield is bounded by the caller's deadline as well as the busy
+timeout (at least `LOCK_SLICE`, so a write nobody blocks still happens after its
+deadline), and waiting for a pool connection by the busy timeout. The URL's password
+never leaves this module: `location` and every message use the masked URL.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar, cast
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import asyncpg
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from active_memory.errors import (
     StoreBusy,
@@ -33,59 +41,9 @@ from active_memory.errors import (
     StoreUnavailable,
     UsageError,
 )
-from active_memory.lessons import (
-    Author,
-    HistoryEntry,
-    Lesson,
-    Mutation,
-    PublishReceipt,
-    Tombstone,
-    utcnow,
-)
-from active_memory.store.candidates import (
-    CANDIDATE_COLUMNS,
-    CANDIDATES_KEPT,
-    Candidate,
-    Consumed,
-    candidate_rows,
-    consumed_rows,
-    row_to_candidate,
-)
-from active_memory.store.changes import ScopeChanges, ScopeKey, changes_query
-from active_memory.store.effectiveness import (
-    DAY_POINT_SQL,
-    EFFECTIVENESS_COLUMNS,
-    EVENT_POINT_SQL,
-    EVENTS_SINCE_KEY,
-    Effectiveness,
-    EffectivenessHistory,
-    RunObservation,
-    event_rows,
-    observation_rows,
-    row_to_effectiveness,
-    row_to_point,
-    since_iso,
-)
+from active_memory.store.dialect import Dialect, Row, Tx
+from active_memory.store.lesson_store import LessonStore
 from active_memory.store.location import mask_url
-from active_memory.store.planning import (
-    Current,
-    check_distinct_records,
-    check_distinct_targets,
-    check_revert,
-    create_count,
-    next_number_after,
-    plan_import,
-    plan_publish,
-    plan_revert,
-    touched_ids,
-)
-from active_memory.store.postgres_queue import PostgresQueue
-from active_memory.store.postgres_rows import (
-    connect_error,
-    json_citation,
-    url_password,
-    write_changes,
-)
 from active_memory.store.postgres_schema import (
     MIGRATION_LOCK,
     MIGRATIONS,
@@ -93,119 +51,109 @@ from active_memory.store.postgres_schema import (
     TABLES,
     VERSION_TABLE,
 )
-from active_memory.store.protocol import (
-    MARK_PREFIX,
-    ImportReport,
-    LessonQuery,
-    LessonSummary,
-    PublishMark,
-)
-from active_memory.store.review import Proposal, ProposedMutation, ReviewDecision
-from active_memory.store.rows import (
-    HISTORY_COLUMNS,
-    LESSON_COLUMNS,
-    collector_paused,
-    row_scope,
-    row_to_history,
-    row_to_model,
-)
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
 LOCK_SLICE = 0.05
 """The least time a write waits for row locks, even past its caller's deadline."""
-_ADD_COUNTS = (
-    ", ".join(
-        f"{name} = lesson_effectiveness.{name} + excluded.{name}"
-        for name in EFFECTIVENESS_COLUMNS.split(", ")[:4]
-    )
-    + ", last_run_id = excluded.last_run_id"
-)
-DEFAULT_CONNECT_TIMEOUT = 10.0
 WRITE_ATTEMPTS = 5  # runs of one write transaction before a retryable failure is reported
 POOL_SIZE = 4
 
 _T = TypeVar("_T")
-_P = ParamSpec("_P")
 Connection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
 
 
-_VERSION_SQL = "SELECT value FROM store_meta WHERE key = 'change_version'"
+@lru_cache(maxsize=1024)
+def numbered(sql: str) -> str:
+    """`sql` with each `?` outside a quoted literal as PostgreSQL's `$1`, `$2`, …"""
+    parts = sql.split("'")
+    count = 0
+    for i in range(0, len(parts), 2):  # even parts lie outside quotes
+        pieces = parts[i].split("?")
+        text = pieces[0]
+        for piece in pieces[1:]:
+            count += 1
+            text += f"${count}{piece}"
+        parts[i] = text
+    return "'".join(parts)
 
 
-SUMMARY_COLUMNS = "id, revision, status, scope_kind, repository, graph_hash, node, title"
+class _Connection(Tx):
+    """`Tx` on an asyncpg connection: the statements' placeholders numbered."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, *params: Any) -> int:
+        status = await self._conn.execute(numbered(sql), *params)
+        count = status.rpartition(" ")[2]
+        return int(count) if count.isdigit() else 0
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        await self._conn.executemany(numbered(sql), rows)
+
+    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+        return cast("list[Row]", await self._conn.fetch(numbered(sql), *params))
+
+    async def fetchone(self, sql: str, *params: Any) -> Row | None:
+        return cast("Row | None", await self._conn.fetchrow(numbered(sql), *params))
+
+    async def fetchval(self, sql: str, *params: Any) -> Any:
+        return await self._conn.fetchval(numbered(sql), *params)
 
 
 class _Retry(Exception):
     """A write transaction failed in a way that running it again can cure."""
 
 
-class PostgresStore:
-    """A `LessonStore` in a PostgreSQL database. Open it with `PostgresStore.open(url)`."""
+class PostgresDialect(Dialect):
+    """PostgreSQL's side of the store: a pool, row locks, retried write transactions."""
+
+    name = "postgres"
+    replays_writes = True
+    lock_rows = " FOR UPDATE"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+    distinct = "IS DISTINCT FROM"
+    renumbered = "DEFAULT"
 
     def __init__(
         self, location: str, secret: str | None, pool: asyncpg.Pool[asyncpg.Record],
         busy_timeout: float,
     ) -> None:  # fmt: skip
-        self._location = location
+        self.location = location
+        self.busy_timeout = busy_timeout
         self._secret = secret
         self._pool = pool
-        self._busy_timeout = busy_timeout
 
-    @property
-    def location(self) -> str:
-        """The store's URL with its password masked."""
-        return self._location
+    def among(self, column: str, values: Iterable[str]) -> tuple[str, Any]:
+        return f"{column} = ANY(?::text[])", list(values)
 
-    @property
-    def queue(self) -> PostgresQueue:
-        """The postmortem queue kept in this store (store/queue.py)."""
-        return PostgresQueue(self)
+    def greatest(self, first: str, second: str) -> str:
+        return f"GREATEST({first}, {second})"
 
     # --- opening -------------------------------------------------------------------
 
     @classmethod
-    async def open(
-        cls,
-        url: str,
-        *,
-        create: bool = True,
-        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    ) -> PostgresStore:
-        """Connect to the database at `url`, creating or migrating the schema if needed.
-
-        `create=False` refuses a database without the store's schema (`StoreMissing`).
-        An unreachable server, a refused login or a missing permission is
-        `StoreUnavailable` (exit 2), with the password masked.
-        """
+    async def connect(
+        cls, url: str, *, create: bool, busy_timeout: float, connect_timeout: float
+    ) -> PostgresDialect:
+        """Connect to the database at `url`, creating or migrating the schema if needed."""
         location = mask_url(url)
         secret = url_password(url)
         try:
             pool = await asyncpg.create_pool(
-                url, min_size=1, max_size=POOL_SIZE, timeout=connect_timeout
-            )
+                url, min_size=1, max_size=POOL_SIZE, timeout=connect_timeout,
+                init=_init_connection, server_settings={"DateStyle": "ISO", "TimeZone": "UTC"},
+            )  # fmt: skip
         except Exception as exc:
             raise connect_error(location, secret, exc) from None
-        store = cls(location, secret, pool, busy_timeout)
-        try:
-            with store._translated():
-                await store._migrate(create)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await pool.close()
-            raise
-        return store
+        dialect = cls(location, secret, pool, busy_timeout)
+        return await dialect.started(lambda: dialect._migrate(create))
 
-    async def aclose(self) -> None:
-        """Close every connection."""
-        with anyio.CancelScope(shield=True):
-            await self._pool.close()
-
-    async def __aenter__(self) -> PostgresStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+    async def _close(self) -> None:
+        await self._pool.close()
 
     async def _migrate(self, create: bool) -> None:
         async with self._pool.acquire() as conn:
@@ -250,226 +198,38 @@ class PostgresStore:
             )
         return 0
 
-    # --- reading -------------------------------------------------------------------
+    # --- transactions ----------------------------------------------------------------
 
     @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[Connection]:
-        """A connection inside one REPEATABLE READ, read-only transaction."""
-        with self._translated():
-            async with (
-                self._pool.acquire() as conn,
-                conn.transaction(isolation="repeatable_read", readonly=True),
-            ):
-                yield conn
+    async def reading(self, *, snapshot: bool = True) -> AsyncIterator[Tx]:
+        """A pooled connection; with `snapshot`, in a REPEATABLE READ, read-only transaction."""
+        with self.translated():
+            async with self._pool.acquire() as conn:
+                if not snapshot:
+                    yield _Connection(conn)
+                    return
+                async with conn.transaction(isolation="repeatable_read", readonly=True):
+                    yield _Connection(conn)
 
-    async def get(self, lesson_id: str) -> Lesson | Tombstone | None:
-        """One lesson or tombstone by ID."""
-        async with self._reading() as conn:
-            rows = await conn.fetch(
-                f"SELECT {LESSON_COLUMNS} FROM lessons WHERE id = $1", lesson_id
-            )
-            found = await self._hydrate(conn, rows)
-        return found[0] if found else None
-
-    def _select_sql(self, query: LessonQuery | None, columns: str) -> tuple[str, list[Any]]:
-        """The SELECT of `columns` of the lessons `query` names, ordered by ID."""
-        query = query or LessonQuery()
-        clauses: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("scope_kind", query.kind),
-            ("repository", query.repository),
-            ("graph_hash", query.graph_hash),
-            ("node", query.node),
-        ):
-            if value is not None:
-                params.append(value)
-                clauses.append(f"{column} = ${len(params)}")
-        statuses = ["active"]
-        if query.include_deferred:
-            statuses.append("deferred")
-        if query.include_retired:
-            statuses.append("retired")
-        params.append(statuses)
-        clauses.append(f"status = ANY(${len(params)}::text[])")
-        return f"SELECT {columns} FROM lessons WHERE {' AND '.join(clauses)} ORDER BY id", params
-
-    async def select(self, query: LessonQuery | None = None) -> list[Lesson | Tombstone]:
-        """Lessons matching `query` (default: every living lesson), ordered by ID."""
-        sql, params = self._select_sql(query, LESSON_COLUMNS)
-        async with self._reading() as conn:
-            return await self._hydrate(conn, await conn.fetch(sql, *params))
-
-    async def summaries(self, query: LessonQuery | None = None) -> list[LessonSummary]:
-        """What `select(query)` returns, as summaries only."""
-        sql, params = self._select_sql(query, SUMMARY_COLUMNS)
-        async with self._reading() as conn:
-            return [LessonSummary(*row) for row in await conn.fetch(sql, *params)]
-
-    async def read_snapshot(
-        self, *, repository: str | None, graph_hash: str | None, node: str | None
-    ) -> list[Lesson]:
-        """Active lessons of one recall scope, in one REPEATABLE READ read-only transaction."""
-        parts: list[str] = []
-        params: list[Any] = []
-        if repository is not None:
-            params.append(repository)
-            parts.append(
-                f"(scope_kind = 'repository' AND repository = ${len(params)} AND graph_hash = '')"
-            )
-        if graph_hash is not None and node is not None:
-            params.extend([graph_hash, node, repository or ""])
-            n = len(params)
-            parts.append(
-                f"(scope_kind = 'graph' AND graph_hash = ${n - 2} AND node = ${n - 1} "
-                f"AND repository IN ('', ${n}))"
-            )
-        if not parts:
-            return []
-        sql = (
-            f"SELECT {LESSON_COLUMNS} FROM lessons WHERE status = 'active' "
-            f"AND ({' OR '.join(parts)}) ORDER BY id"
-        )
-        async with self._reading() as conn:
-            lessons = await self._hydrate(conn, await conn.fetch(sql, *params))
-        return [lesson for lesson in lessons if isinstance(lesson, Lesson)]
-
-    async def version(self) -> int:
-        """The store's change version (docs/store.md, "Version and changes")."""
-        async with self._reading() as conn:
-            return int(await conn.fetchval(_VERSION_SQL))
-
-    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
-        """`scope`'s lessons changed since `since`, and the version read, in one snapshot."""
-        sql, params = changes_query(scope, since, lambda n: f"${n}", dialect="postgres")
-        async with self._reading() as conn:
-            version = int(await conn.fetchval(_VERSION_SQL))
-            rows = [tuple(row) for row in await conn.fetch(sql, *params)]
-        return ScopeChanges(version, rows, full=since is None)
-
-    async def history(self, lesson_id: str) -> list[HistoryEntry]:
-        """Every recorded revision of a lesson, oldest first."""
-        async with self._reading() as conn:
-            rows = await conn.fetch(
-                f"SELECT {HISTORY_COLUMNS} FROM lesson_history WHERE lesson_id = $1 ORDER BY seq",
-                lesson_id,
-            )
-        return [row_to_history(row, self.location) for row in rows]
-
-    async def _hydrate(
-        self, conn: Connection, rows: Sequence[asyncpg.Record]
-    ) -> list[Lesson | Tombstone]:
-        """Turn lesson rows into models, loading their evidence in one query."""
-        living = [row[0] for row in rows if row[2] != "retired"]
-        evidence: dict[str, dict[str, list[Any]]] = {}
-        if living:
-            for lesson_id, kind, value in await conn.fetch(
-                "SELECT lesson_id, kind, value FROM lesson_evidence "
-                "WHERE lesson_id = ANY($1::text[]) ORDER BY seq",
-                living,
-            ):
-                slot = evidence.setdefault(lesson_id, {"run": [], "evidence": [], "citation": []})
-                slot[kind].append(value)
-        with collector_paused():
-            for slot in evidence.values():
-                slot["citation"] = [json_citation(c) for c in slot["citation"]]
-            return [row_to_model(row, evidence.get(row[0]), self.location) for row in rows]
-
-    # --- writing -------------------------------------------------------------------
-
-    async def publish(
-        self,
-        mutations: Sequence[Mutation],
-        effectiveness: Sequence[RunObservation] = (),
-        *,
-        candidates: Sequence[Candidate] = (),
-        consumed: Sequence[Consumed] = (),
-        mark: PublishMark | None = None,
-        proposals: Sequence[ProposedMutation] = (),
-    ) -> PublishReceipt:
-        """Apply every mutation, effectiveness observation and candidate change, and keep
-        every proposal, in one transaction, or none; with `mark`, record it there too."""
-        check_distinct_targets(mutations)
-        observations = observation_rows(effectiveness)
-        extras = (consumed_rows(consumed), candidate_rows(candidates, utcnow().isoformat()))
-        if not mutations and not observations and not any(extras) and not proposals:
-            return PublishReceipt()
-        return await self._in_write_transaction(
-            self._apply, mutations, observations, extras, mark, proposals
-        )
-
-    async def publish_mark(self, key: str) -> int | None:
-        """The token of the last committed publish marked with `key`, or None."""
-        async with self._reading() as conn:
-            value = await conn.fetchval(
-                "SELECT value FROM store_meta WHERE key = $1", f"{MARK_PREFIX}{key}"
-            )
-        return int(value) if value is not None else None
-
-    async def revert(self, lesson_id: str, to_revision: int, author: Author) -> Lesson | Tombstone:
-        """Make revision `to_revision` current again, recorded as a new revision."""
-        await self._in_write_transaction(self._revert, lesson_id, to_revision, author)
-        reverted = await self.get(lesson_id)
-        assert reverted is not None
-        return reverted
-
-    async def propose(self, mutations: Sequence[ProposedMutation]) -> list[int]:
-        """Keep creations and adaptations as proposals for review, all or none."""
-        from active_memory.store.postgres_review import propose
-
-        return await propose(self, mutations)
-
-    async def proposals(self, state: str | None = None) -> list[Proposal]:
-        """Proposals in `state` (proposed, approved, rejected; None: all), oldest first."""
-        from active_memory.store.postgres_review import proposals
-
-        return await proposals(self, state)
-
-    async def decide_proposal(self, seq: int, decision: ReviewDecision) -> Proposal:
-        """Approve (publish, revision-checked) or reject proposal `seq`."""
-        from active_memory.store.postgres_review import decide
-
-        return await decide(self, seq, decision)
-
-    async def import_lessons(
-        self, records: Iterable[Lesson | Tombstone], author: Author
-    ) -> ImportReport:
-        """Add or update lessons from an export, all or nothing; never recreate a tombstone.
-
-        `records` is held whole: the transaction may be run again after a deadlock.
-        """
-        records = list(records)
-        check_distinct_records(records)
-        return await self._in_write_transaction(self._import, records, author)
-
-    async def _in_write_transaction(
-        self,
-        body: Callable[Concatenate[Connection, _P], Awaitable[_T]],
-        *args: _P.args,
-        **kwargs: _P.kwargs,
-    ) -> _T:
-        """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures.
-
-        Waiting for another writer's row locks inside the shield is bounded by the
-        caller's deadline as well as the busy timeout (at least `LOCK_SLICE`, so a write
-        nobody blocks still happens after its deadline): a shield never outlasts the
-        time the caller has left by more than a slice (then `StoreBusy`, nothing
-        written). Waiting for a pool connection is bounded by the busy timeout.
-        """
+    async def write(self, body: Callable[[Tx], Awaitable[_T]]) -> _T:
+        """Run `body` in one READ COMMITTED transaction, shielded; retry retryable failures."""
         left = anyio.current_effective_deadline() - anyio.current_time()
-        wait = min(self._busy_timeout, max(left, LOCK_SLICE))
-        with anyio.CancelScope(shield=True), self._translated():
-            async with self._pool.acquire(timeout=self._busy_timeout) as conn:
-                for attempt in range(1, WRITE_ATTEMPTS + 1):
-                    try:
+        lock_wait = f"{max(1, int(min(self.busy_timeout, max(left, LOCK_SLICE)) * 1000))}ms"
+        timeout = f"{int(self.busy_timeout * 1000)}ms"
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(WRITE_ATTEMPTS), wait=wait_exponential(multiplier=0.01),
+            retry=retry_if_exception_type(_Retry), sleep=anyio.sleep, reraise=True,
+        )  # fmt: skip
+        with anyio.CancelScope(shield=True), self.translated(), contextlib.suppress(_Retry):
+            async with self._pool.acquire(timeout=self.busy_timeout) as conn:
+                async for attempt in retrying:
+                    with attempt:
                         async with conn.transaction():
                             # Bounds inside the shield: no lock or statement waits forever.
-                            lock_wait = f"{max(1, int(wait * 1000))}ms"
-                            timeout = f"{int(self._busy_timeout * 1000)}ms"
                             await conn.execute(f"SET LOCAL lock_timeout = '{lock_wait}'")
                             await conn.execute(f"SET LOCAL statement_timeout = '{timeout}'")
                             try:
-                                return await body(conn, *args, **kwargs)
+                                return await body(_Connection(conn))
                             except (
                                 asyncpg.DeadlockDetectedError,
                                 asyncpg.SerializationError,
@@ -479,182 +239,15 @@ class PostgresStore:
                                 if exc.constraint_name != "lessons_pkey":
                                     raise
                                 raise _Retry from exc
-                    except _Retry:
-                        if attempt == WRITE_ATTEMPTS:
-                            break
-                        await anyio.sleep(0.005 * 2**attempt)
-        raise StoreBusy(self.location, self._busy_timeout)
+        raise StoreBusy(self.location, self.busy_timeout)
 
-    async def _apply(
-        self,
-        conn: Connection,
-        mutations: Sequence[Mutation],
-        observations: list[tuple[str, int, int, int, int, str]],
-        extras: tuple[list[tuple[str, int]], list[tuple[Any, ...]]],
-        mark: PublishMark | None = None,
-        proposals: Sequence[ProposedMutation] = (),
-    ) -> PublishReceipt:
-        receipt = PublishReceipt()
-        if mutations:
-            # The counter row first, then the lesson rows: one lock order for every writer.
-            new_ids = await self._allocate_ids(conn, create_count(mutations))
-            current = await self._current(conn, touched_ids(mutations))
-            rows, receipt = plan_publish(mutations, current, new_ids)
-            await write_changes(conn, rows)
-        if observations:
-            # Last, in lesson ID order: the lock order stays fixed.
-            await conn.executemany(
-                f"INSERT INTO lesson_effectiveness (lesson_id, {EFFECTIVENESS_COLUMNS}) "
-                "SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM lessons WHERE id = $1) "
-                "ON CONFLICT (lesson_id) DO UPDATE SET "
-                + _ADD_COUNTS
-                + " WHERE lesson_effectiveness.last_run_id IS DISTINCT FROM excluded.last_run_id",
-                observations,
-            )
-            # The dated history beside the counters (schema 7): one event per lesson and run.
-            await conn.executemany(
-                "INSERT INTO lesson_effectiveness_events (lesson_id, run_id, delivered, "
-                "recurred, at) SELECT $1, $2, $3, $4, $5 "
-                "WHERE EXISTS (SELECT 1 FROM lessons WHERE id = $1) "
-                "ON CONFLICT (lesson_id, run_id) DO NOTHING",
-                event_rows(observations, utcnow().isoformat()),
-            )
-        consumed, candidates = extras
-        if consumed:
-            await conn.executemany(
-                "DELETE FROM lesson_candidates WHERE lesson_id = $1 AND seq <= $2", consumed
-            )
-        if candidates:
-            # Only for a living lesson; a repeated postmortem of one run adds nothing.
-            await conn.executemany(
-                "INSERT INTO lesson_candidates (lesson_id, run_id, specialist, title, "
-                "recommendation, associations, score, at) "
-                "SELECT $1, $2, $3, $4, $5, $6, $7, $8 "
-                "WHERE EXISTS (SELECT 1 FROM lessons WHERE id = $1 AND status <> 'retired') "
-                "ON CONFLICT (lesson_id, run_id, specialist, title) DO NOTHING",
-                candidates,
-            )
-            await conn.executemany(
-                "DELETE FROM lesson_candidates WHERE lesson_id = $1 AND seq NOT IN "
-                "(SELECT seq FROM lesson_candidates WHERE lesson_id = $1 "
-                "ORDER BY seq DESC LIMIT $2)",
-                [(i, CANDIDATES_KEPT) for i in sorted({row[0] for row in candidates})],
-            )
-        if mark is not None:
-            # Last: every writer takes the mark's row after all others (one lock order).
-            await conn.execute(
-                "INSERT INTO store_meta (key, value) VALUES ($1, $2) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                f"{MARK_PREFIX}{mark.key}",
-                mark.token,
-            )
-        if proposals:
-            from active_memory.store.postgres_review import insert_proposals
+    async def now(self, tx: Tx) -> float:
+        """The server's clock: the workers of many machines agree on when a lease expires."""
+        return float(await tx.fetchval("SELECT extract(epoch FROM clock_timestamp())::float8"))
 
-            proposed = await insert_proposals(conn, proposals)
-            receipt = receipt.model_copy(update={"proposed": proposed})
-        return receipt
-
-    async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
-        """The pending candidates of each named lesson that has any, oldest first."""
-        async with self._reading() as conn:
-            rows = await conn.fetch(
-                f"SELECT {CANDIDATE_COLUMNS} FROM lesson_candidates "
-                "WHERE lesson_id = ANY($1::text[]) ORDER BY seq",
-                sorted(set(lesson_ids)),
-            )
-        found: dict[str, list[Candidate]] = {}
-        for row in rows:
-            found.setdefault(row[1], []).append(row_to_candidate(tuple(row)))
-        return found
-
-    async def effectiveness_history(self, lesson_id: str | None = None) -> EffectivenessHistory:
-        """One lesson's dated effectiveness events, or (None) every lesson's per UTC day."""
-        async with self._reading() as conn:
-            since = await conn.fetchval(
-                "SELECT value FROM store_meta WHERE key = $1", EVENTS_SINCE_KEY
-            )
-            if lesson_id is None:
-                rows = await conn.fetch(DAY_POINT_SQL)
-            else:
-                rows = await conn.fetch(EVENT_POINT_SQL.format(p="$1"), lesson_id)
-        return EffectivenessHistory(
-            since=since_iso(since), points=[row_to_point(tuple(row)) for row in rows]
-        )
-
-    async def effectiveness(self, lesson_ids: Sequence[str]) -> dict[str, Effectiveness]:
-        """The counters of each named lesson that has any."""
-        async with self._reading() as conn:
-            rows = await conn.fetch(
-                f"SELECT lesson_id, {EFFECTIVENESS_COLUMNS} FROM lesson_effectiveness "
-                "WHERE lesson_id = ANY($1::text[])",
-                sorted(set(lesson_ids)),
-            )
-        return {row[0]: row_to_effectiveness(tuple(row[1:])) for row in rows}
-
-    async def _revert(
-        self, conn: Connection, lesson_id: str, to_revision: int, author: Author
-    ) -> None:
-        current = await self._current(conn, [lesson_id])
-        now = check_revert(lesson_id, to_revision, current.get(lesson_id))
-        found = await conn.fetchrow(
-            "SELECT status, card::text FROM lesson_history WHERE lesson_id = $1 AND revision = $2",
-            lesson_id,
-            to_revision,
-        )
-        rows = plan_revert(
-            lesson_id, to_revision, now, (found[0], found[1]) if found else None, author
-        )
-        await write_changes(conn, rows)
-
-    async def _import(
-        self, conn: Connection, records: Sequence[Lesson | Tombstone], author: Author
-    ) -> ImportReport:
-        await conn.execute(
-            "SELECT value FROM store_meta WHERE key = 'next_lesson_number' FOR UPDATE"
-        )
-        current = await self._current(conn, (r.id for r in records))
-        rows, report = plan_import(records, current, author)
-        await write_changes(conn, rows)
-        next_number = next_number_after(records)
-        if next_number is not None:
-            await conn.execute(
-                "UPDATE store_meta SET value = GREATEST(value, $1) "
-                "WHERE key = 'next_lesson_number'",
-                next_number,
-            )
-        return report
-
-    async def _current(self, conn: Connection, ids: Iterable[str]) -> dict[str, Current]:
-        """Lock and read each existing ID's row, in ID order (the fixed lock order)."""
-        wanted = sorted(set(ids))
-        if not wanted:
-            return {}
-        rows = await conn.fetch(
-            f"SELECT {LESSON_COLUMNS} FROM lessons WHERE id = ANY($1::text[]) "
-            "ORDER BY id FOR UPDATE",
-            wanted,
-        )
-        return {
-            row[0]: Current(
-                row[1], row[2], row_scope(row, self.location), (row[7], row[8], row[9]),
-                self.location,
-            )
-            for row in rows
-        }  # fmt: skip
-
-    async def _allocate_ids(self, conn: Connection, count: int) -> list[str]:
-        if count == 0:
-            return []
-        end = await conn.fetchval(
-            "UPDATE store_meta SET value = value + $1 WHERE key = 'next_lesson_number' "
-            "RETURNING value",
-            count,
-        )
-        first = int(end) - count
-        return [f"L-{n}" for n in range(first, first + count)]
-
-    # --- backup --------------------------------------------------------------------
+    async def hold(self, tx: Tx, key: str) -> None:
+        """A transaction-level advisory lock on `key`."""
+        await tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", key)
 
     async def backup(self, destination: Path) -> None:
         """Refused: a PostgreSQL store is backed up with the server's own tools."""
@@ -664,19 +257,19 @@ class PostgresStore:
             "and restore with `pg_restore` (see docs/store.md)"
         )
 
-    # --- helpers -------------------------------------------------------------------
+    # --- errors --------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
         """`text` with the password (should a driver message carry it) masked."""
         return text.replace(self._secret, "***") if self._secret else text
 
     @contextmanager
-    def _translated(self) -> Iterator[None]:
+    def translated(self) -> Iterator[None]:
         """Turn asyncpg and connection errors into our error tree, with the masked URL."""
         try:
             yield
         except (asyncpg.LockNotAvailableError, asyncpg.QueryCanceledError):
-            raise StoreBusy(self.location, self._busy_timeout) from None
+            raise StoreBusy(self.location, self.busy_timeout) from None
         except asyncpg.InsufficientPrivilegeError as exc:
             raise StoreUnavailable(
                 self.location,
@@ -690,3 +283,67 @@ class PostgresStore:
             ) from None
         except asyncpg.PostgresError as exc:
             raise StoreError(f"{self.location}: {self._scrub(str(exc))}") from None
+
+
+class PostgresStore(LessonStore):
+    """A `LessonStore` in a PostgreSQL database. Open it with `PostgresStore.open(url)`."""
+
+    @classmethod
+    async def open(
+        cls, url: str, *, create: bool = True, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> PostgresStore:  # fmt: skip
+        """Connect to the database at `url`, creating or migrating the schema if needed.
+
+        `create=False` refuses a database without the store's schema (`StoreMissing`).
+        An unreachable server, a refused login or a missing permission is
+        `StoreUnavailable` (exit 2), with the password masked.
+        """
+        timeouts = {"busy_timeout": busy_timeout, "connect_timeout": connect_timeout}
+        return cls(await PostgresDialect.connect(url, create=create, **timeouts))
+
+
+async def _init_connection(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    # Times travel as text, as SQLite keeps them: ISO strings in, the same strings out.
+    await conn.set_type_codec(
+        "timestamptz", schema="pg_catalog", encoder=str, decoder=_iso, format="text"
+    )
+
+
+def _iso(text: str) -> str:
+    """PostgreSQL's ISO output (`2026-12-02 15:06:00.1+00`) as Python writes it."""
+    return datetime.fromisoformat(text).isoformat()
+
+
+def url_password(url: str) -> str | None:
+    """The password in `url`, to mask it wherever it might show, or None."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def connect_error(location: str, secret: str | None, exc: Exception) -> StoreUnavailable:
+    """A clear, password-free reason why connecting failed."""
+    text = str(exc)
+    if secret:
+        text = text.replace(secret, "***")
+    reason: str
+    if isinstance(
+        exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
+    ):
+        reason = f"the server refused the login ({text}); check the user and password"
+    elif isinstance(exc, asyncpg.InvalidCatalogNameError):
+        reason = f"{text}; create it first (`createdb`) or fix the database name"
+    elif isinstance(exc, asyncpg.InsufficientPrivilegeError):
+        reason = f"missing permission to connect: {text}"
+    elif isinstance(exc, TimeoutError):
+        reason = "the server did not answer in time; check the host and port"
+    elif isinstance(exc, OSError):
+        reason = f"cannot reach the PostgreSQL server ({text}); is it running at that address?"
+    elif isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | ValueError):
+        reason = f"cannot connect: {text}"
+    else:
+        raise exc
+    return StoreUnavailable(location, reason)

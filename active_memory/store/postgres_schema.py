@@ -7,25 +7,13 @@ advisory lock, so concurrent openers of an old (or empty) database migrate it on
 
 from __future__ import annotations
 
+import re
+
 # Key of the advisory lock taken while migrating: "AMEM" as a number, like SQLite's
 # application_id, so it is unlikely to collide with another application's locks.
 MIGRATION_LOCK = 0x414D454D
 
 VERSION_TABLE = "active_memory_schema"
-
-# Names of our tables: a database holding any of them without the version table is not
-# ours (or was damaged) and is refused rather than written to.
-TABLES = (
-    "store_meta",
-    "lessons",
-    "lesson_evidence",
-    "lesson_history",
-    "lesson_effectiveness",
-    "lesson_candidates",
-    "postmortem_queue",
-    "lesson_proposals",
-    "lesson_effectiveness_events",
-)
 
 # Index i holds the statements that create version i + 1.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -251,6 +239,32 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             VALUES ('effectiveness_events_since', extract(epoch FROM now())::bigint)
         """,
     ),
+    (
+        """
+        CREATE TABLE failure_signatures (
+            repository TEXT NOT NULL,
+            family     TEXT NOT NULL,
+            error      TEXT NOT NULL,
+            runs       INTEGER NOT NULL CHECK (runs >= 1),
+            first_seen TEXT NOT NULL,
+            last_seen  TEXT NOT NULL,
+            first_run  TEXT NOT NULL,
+            last_run   TEXT NOT NULL,
+            PRIMARY KEY (repository, family, error)
+        )
+        """,
+        "CREATE INDEX failure_signatures_by_seen ON failure_signatures (repository, last_seen)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# Names of our tables: a database holding any of them without the version table is not
+# ours (or was damaged) and is refused rather than written to.
+TABLES = tuple(
+    name
+    for step in MIGRATIONS
+    for statement in step
+    for name in re.findall(r"CREATE TABLE (\w+)", statement)
+    if name != VERSION_TABLE
+)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 QueueState = Literal["pending", "running", "done", "failed"]
 STATES: tuple[QueueState, ...] = ("pending", "running", "done", "failed")
@@ -264,45 +264,3 @@ def _released(now: float) -> Values:
 
 def _grew(size: int | None, processed: int | None) -> bool:
     return size is not None and processed is not None and size > processed
-
-
-class PostmortemQueue(Protocol):
-    """The queue of settled sessions waiting for a postmortem, kept in the lesson store."""
-
-    async def enqueue(self, end: SessionEnd) -> QueueEntry:
-        """Insert or refresh the one entry of (harness, session_id); see `plan_enqueue`."""
-        ...
-
-    async def claim(
-        self, owner: str, *, limit: int, lease: float, settle: float
-    ) -> list[QueueEntry]:
-        """Claim up to `limit` claimable entries for `owner` (oldest first)."""
-        ...
-
-    async def renew(self, entry_id: int, owner: str, lease: float) -> bool:
-        """Extend `owner`'s lease; False when the entry is no longer `owner`'s."""
-        ...
-
-    async def bind_scope(self, entry_id: int, owner: str, scope: str) -> bool:
-        """Hold a repository scope for a running entry; False: another worker holds it and
-        the entry went back to pending (or the lease was lost)."""
-        ...
-
-    async def finish(
-        self, entry_id: int, owner: str, outcome: Outcome, *, reason: str = "",
-        result: dict[str, Any] | None = None, retry_in: float = 0.0,
-    ) -> bool:  # fmt: skip
-        """End `owner`'s attempt (see `plan_finish`); False when the lease was lost."""
-        ...
-
-    async def entries(self, states: Sequence[QueueState] = STATES) -> list[QueueEntry]:
-        """Every entry in the given states, by ID."""
-        ...
-
-    async def retry(self, entry_id: int) -> QueueEntry:
-        """Make an entry pending again; `QueueEntryNotFound` or `UsageError` (running)."""
-        ...
-
-    async def drop(self, entry_id: int) -> QueueEntry:
-        """Delete an entry; `QueueEntryNotFound` or `UsageError` (running)."""
-        ...

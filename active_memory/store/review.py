@@ -19,11 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from active_memory.errors import UsageError
+from active_memory.errors import Conflict, ProposalNotPending, RevisionConflict, UsageError
 from active_memory.lessons import AdaptLesson, Author, Card, CreateLesson
 
 ProposalState = Literal["proposed", "approved", "rejected"]
-PROPOSAL_STATES: tuple[str, ...] = ("proposed", "approved", "rejected")
 
 PROPOSAL_COLUMNS = (
     "seq, state, action, lesson_id, base_revision, scope_kind, repository, graph_hash, "
@@ -33,16 +32,6 @@ PROPOSAL_COLUMNS = (
 
 ProposedMutation = CreateLesson | AdaptLesson
 _MUTATION: TypeAdapter[ProposedMutation] = TypeAdapter(ProposedMutation)
-
-
-class ProposalNotPending(UsageError):
-    """A decision on a proposal that does not exist or was already decided."""
-
-    def __init__(self, seq: int, state: str | None) -> None:
-        where = "does not exist" if state is None else f"was already {state}"
-        super().__init__(f"proposal {seq} {where}")
-        self.seq = seq
-        self.state = state
 
 
 class Proposal(BaseModel):
@@ -94,8 +83,6 @@ def proposal_rows(
             scope, lesson_id, base = m.scope.key(), None, None
         else:
             if m.id not in scopes:
-                from active_memory.errors import Conflict, RevisionConflict
-
                 raise RevisionConflict([Conflict(m.id, m.base_revision, None, None)])
             scope, lesson_id, base = scopes[m.id], m.id, m.base_revision
         rows.append(
@@ -144,18 +131,3 @@ def check_decision(seq: int, state: str | None, decision: ReviewDecision) -> Non
     if not decision.approve and not decision.reason.strip():
         raise UsageError(f"proposal {seq}: a rejection needs a reason (the next discovery "
                          "of its scope is shown it)")  # fmt: skip
-
-
-def rejected_examples(
-    proposals: Sequence[Proposal], key: tuple[str, str, str, str]
-) -> list[dict[str, Any]]:
-    """What a discovery task shows of its scope's rejected proposals: the card and why."""
-    return [
-        {
-            "title": p.mutation.card.title,
-            "recommendation": p.mutation.card.recommendation,
-            "rejected_because": p.decision_reason or "",
-        }
-        for p in proposals
-        if p.state == "rejected" and p.scope_key == key
-    ]

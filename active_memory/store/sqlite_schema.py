@@ -65,6 +65,22 @@ INSERT INTO store_meta (key, value)
     VALUES ('effectiveness_events_since', CAST(CAST(strftime('%s', 'now') AS INTEGER) AS TEXT));
 """
 
+# Failure signatures of each repository (SPEC §4 item 4; docs/store.md "Failure signatures").
+FAILURE_SIGNATURES_MIGRATION = """
+CREATE TABLE failure_signatures (
+    repository TEXT NOT NULL,
+    family     TEXT NOT NULL,
+    error      TEXT NOT NULL,     -- the normalised error
+    runs       INTEGER NOT NULL CHECK (runs >= 1),
+    first_seen TEXT NOT NULL,
+    last_seen  TEXT NOT NULL,
+    first_run  TEXT NOT NULL,
+    last_run   TEXT NOT NULL,
+    PRIMARY KEY (repository, family, error)
+) STRICT;
+CREATE INDEX failure_signatures_by_seen ON failure_signatures (repository, last_seen);
+"""
+
 # Index i holds the script that creates version i + 1.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -199,6 +215,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     REVIEW_MIGRATION,
     EFFECTIVENESS_EVENTS_MIGRATION,
+    FAILURE_SIGNATURES_MIGRATION,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

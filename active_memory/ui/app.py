@@ -28,7 +28,7 @@ from starlette.templating import Jinja2Templates
 
 from active_memory.errors import ActiveMemoryError, LessonNotFound, RevisionConflict, UsageError
 from active_memory.lessons import Author, Lesson
-from active_memory.store.protocol import LessonStore
+from active_memory.store.lesson_store import LessonStore
 from active_memory.ui import charts, costs, views
 from active_memory.ui.auth import (
     COOKIE,

@@ -19,8 +19,8 @@ from typing import Any
 
 from active_memory.orchestrator.journal import Journal, JournalEntry, default_journal_dir
 from active_memory.orchestrator.report import UsageReport
+from active_memory.store.lesson_store import LessonStore
 from active_memory.store.location import state_dir
-from active_memory.store.protocol import LessonStore
 
 RECENT_POSTMORTEMS = 100
 
@@ -85,9 +85,7 @@ QUEUE_SHOWN = 100
 
 async def queue_page(store: LessonStore) -> dict[str, Any]:
     """The postmortem queue (docs/queue.md): pending, running and failed entries."""
-    from active_memory.store.opening import queue_of
-
-    entries = await queue_of(store).entries(("pending", "running", "failed"))
+    entries = await store.queue.entries(("pending", "running", "failed"))
     shown: dict[str, list[dict[str, Any]]] = {"pending": [], "running": [], "failed": []}
     for entry in entries:
         rows = shown[entry.state]

@@ -25,7 +25,7 @@ from active_memory.lessons import (
     RetireLesson,
     Tombstone,
 )
-from active_memory.store.protocol import LessonStore
+from active_memory.store.lesson_store import LessonStore
 
 
 class EditRefused(UsageError):
@@ -209,7 +209,8 @@ async def decide_proposal(
     """Approve (with the form's card when it differs from the proposal's) or reject
     proposal `seq`; what happened, for the page. An edited card passes the adaptation
     checks first (`EditRefused`)."""
-    from active_memory.store.review import ProposalNotPending, ReviewDecision
+    from active_memory.errors import ProposalNotPending
+    from active_memory.store.review import ReviewDecision
 
     card: Card | None = None
     if approve and form is not None:

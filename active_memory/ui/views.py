@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from active_memory.lessons import GraphScope, HistoryEntry, Lesson, Tombstone
+from active_memory.lessons import Citation, GraphScope, HistoryEntry, Lesson, Tombstone
 from active_memory.recall.frame import frame, render_card
 from active_memory.store.effectiveness import Effectiveness, EffectivenessHistory
-from active_memory.store.protocol import LessonQuery, LessonStore
+from active_memory.store.lesson_store import LessonStore
+from active_memory.store.models import LessonQuery
 
 CITED_LINES_MAX = 80
 """Cited lines shown per citation; a longer range is cut with a note."""
@@ -112,29 +113,50 @@ def _matches_effectiveness(counters: Effectiveness, wanted: str) -> bool:
 def _stale(
     root: Path | None, lessons: list[Any], *, diffs: bool = False
 ) -> dict[str, list[dict[str, Any]]] | None:
-    """Per stale lesson, its changed citations (`diffs`: with the diff from the text
-    recorded at publish, where there is one); None without a checkout (unknown)."""
+    """Per stale lesson, its changed citations (`diffs`: with how they changed, the
+    checkout's one view of it); None without a checkout (unknown)."""
+    found = _code_now(root, lessons, diffs=diffs)
+    return None if found is None else found[0]
+
+
+def _code_now(
+    root: Path | None, lessons: list[Any], *, diffs: bool = False
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[tuple[str, Any], Any]]] | None:
+    """Per lesson, its changed citations (as `_stale` gives them) and where its moved
+    ones are now (by the recorded `(path, lines)`); None without a checkout."""
     if root is None:
         return None
     from active_memory.checkout.citations import Checkout
-    from active_memory.checkout.staleness import lines_now, recorded_diff, stale_lessons
+    from active_memory.checkout.staleness import cited_now, shown
 
     checkout = Checkout(root)
-    found: dict[str, list[dict[str, Any]]] = {}
-    for lesson_id, changed in stale_lessons(checkout, lessons).items():
-        found[lesson_id] = []
-        for c in changed:
-            cited = c.citation
+    cited = {x.id: x.evidence.citations for x in lessons if isinstance(x, Lesson)}
+    stale: dict[str, list[dict[str, Any]]] = {}
+    moved: dict[str, dict[tuple[str, Any], Any]] = {}
+    for lesson_id, now in cited_now(checkout, cited).items():
+        if now.moved:
+            moved[lesson_id] = {(m.citation.path, m.citation.lines): m.now for m in now.moved}
+        if not now.changed:
+            continue
+        stale[lesson_id] = []
+        for c in now.changed:
             entry: dict[str, Any] = {
-                "path": cited.path,
-                "lines": list(cited.lines or ()) or None,
+                "path": c.citation.path,
+                "lines": list(c.citation.lines or ()) or None,
                 "why": c.why,
             }
-            if diffs and cited.excerpt is not None:
-                now = lines_now(checkout, cited.path, cited.lines) if c.why != "file gone" else []
-                entry["diff"], entry["diff_cut"] = recorded_diff(cited, now)
-            found[lesson_id].append(entry)
-    return found
+            if c.path_now:
+                entry["path_now"] = c.path_now
+            if diffs:
+                view = shown(checkout, c)
+                if view.diff:
+                    entry["diff"], entry["diff_cut"] = list(view.diff), view.cut
+                if view.now:
+                    entry["now"] = list(view.now)
+                if view.note:
+                    entry["note"] = view.note
+            stale[lesson_id].append(entry)
+    return stale, moved
 
 
 async def lesson_list(
@@ -271,6 +293,20 @@ def cited_lines(root: Path | None, path: str, lines: tuple[int, int] | None) -> 
     }
 
 
+def _citation_now(
+    root: Path | None, c: Citation, moved: dict[tuple[str, Any], Any]
+) -> dict[str, Any]:
+    now = moved.get((c.path, c.lines), c)
+    entry: dict[str, Any] = {
+        "path": now.path,
+        "lines": list(now.lines) if now.lines else None,
+        "current": cited_lines(root, now.path, now.lines),
+    }
+    if now is not c:
+        entry["moved_from"] = {"path": c.path, "lines": list(c.lines) if c.lines else None}
+    return entry
+
+
 async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> dict[str, Any]:
     """Everything about one lesson (None-free): card as delivered, history, counters."""
     from active_memory.errors import LessonNotFound
@@ -293,23 +329,21 @@ async def lesson_page(store: LessonStore, lesson_id: str, root: Path | None) -> 
     if isinstance(lesson, Lesson):
         import anyio.to_thread
 
-        stale = await anyio.to_thread.run_sync(
-            functools.partial(_stale, root, [lesson], diffs=True)
+        code = await anyio.to_thread.run_sync(
+            functools.partial(_code_now, root, [lesson], diffs=True)
         )
-        document["stale"] = None if stale is None else stale.get(lesson.id, [])
+        document["stale"] = None if code is None else code[0].get(lesson.id, [])
+        moved = {} if code is None else code[1].get(lesson.id, {})
         document["card"] = lesson.card().model_dump(mode="json")
         written = [e.at.date().isoformat() for e in history if e.revision == lesson.revision]
         document["agent_card"] = agent_card(lesson, root, written[-1] if written else "")
         document["evidence"] = {
             "run_ids": lesson.evidence.run_ids,
             "evidence_ids": lesson.evidence.evidence_ids,
+            # The citations that count, each where its text is now (a moved one at its
+            # new lines, `moved_from` saying where it was recorded).
             "citations": [
-                {
-                    "path": c.path,
-                    "lines": list(c.lines) if c.lines else None,
-                    "current": cited_lines(root, c.path, c.lines),
-                }
-                for c in lesson.evidence.citations
+                _citation_now(root, c, moved) for c in lesson.evidence.counted_citations()
             ],
         }
     else:

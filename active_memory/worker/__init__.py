@@ -5,7 +5,7 @@ postmortem per repository scope, retries, leases and a drain on shutdown.
 ```python
 worker = Worker(location, WorkerOptions(concurrency=2, once=True))
 async with open_store(location) as store:
-    processed = await worker.run(queue_of(store))
+    processed = await worker.run(store.queue)
 ```
 
 See docs/queue.md; the time model is in `worker/engine.py`.

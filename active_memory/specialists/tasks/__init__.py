@@ -33,6 +33,8 @@ from active_memory.specialists.tasks.build import (
     build_repository_maintenance as build_repository_maintenance,
 )
 from active_memory.specialists.tasks.build import with_rejected as with_rejected
+from active_memory.specialists.tasks.changed_code import Recited as Recited
+from active_memory.specialists.tasks.changed_code import recited as recited
 from active_memory.specialists.tasks.changed_code import with_changed_code as with_changed_code
 from active_memory.specialists.tasks.gather_files import MANIFESTS as MANIFESTS
 from active_memory.specialists.tasks.gather_files import CodeCache as CodeCache
@@ -55,6 +57,7 @@ from active_memory.specialists.tasks.model import LessonDelivery as LessonDelive
 from active_memory.specialists.tasks.model import LessonRef as LessonRef
 from active_memory.specialists.tasks.model import MaintenanceName as MaintenanceName
 from active_memory.specialists.tasks.model import MaintenanceTask as MaintenanceTask
+from active_memory.specialists.tasks.model import MovedCodeView as MovedCodeView
 from active_memory.specialists.tasks.model import NodeAuthority as NodeAuthority
 from active_memory.specialists.tasks.model import RequestView as RequestView
 from active_memory.specialists.tasks.model import RunEssentials as RunEssentials

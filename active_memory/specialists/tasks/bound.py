@@ -52,6 +52,11 @@ class TaskLimits:
     scope_lessons_bytes: int = 24 * 1024
     """Rendered bytes of those lessons: the ones this run delivered first, then the most
     related; the rest counted (`lessons_omitted`)."""
+    failures_total_bytes: int = 32 * 1024
+    """Rendered bytes of the run's failed tool calls one task shows: discovery's
+    repeated-failure items (each first without its calls, the costliest episodes first),
+    then their calls; maintenance's failures concerning its lessons, then their calls.
+    Identical calls are shown once with their count; the rest is counted."""
     request_bytes: int = 4 * 1024
     """One execution's input as a task shows it (a turn's typed prompt)."""
     requests_total_bytes: int = 12 * 1024

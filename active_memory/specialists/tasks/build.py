@@ -25,12 +25,15 @@ from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.graph import Graph
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.kinds import kind_of
+from active_memory.specialists.tasks import gather_failures as failures_of
 from active_memory.specialists.tasks import gather_files as code
 from active_memory.specialists.tasks import gather_lessons as lessons_of
 from active_memory.specialists.tasks import gather_run as run_of
 from active_memory.specialists.tasks.bound import DEFAULT_LIMITS, TaskLimits
 from active_memory.specialists.tasks.choose import (
+    Budgets,
     evidence_views,
+    failure_views,
     file_costs,
     file_views,
     fit,
@@ -44,6 +47,7 @@ from active_memory.specialists.tasks.model import (
     LessonRef,
     MaintenanceName,
     MaintenanceTask,
+    SuppliedLesson,
 )
 from active_memory.specialists.tasks.render import rendered_size
 from active_memory.store.candidates import Candidate
@@ -99,6 +103,10 @@ def build_repository_maintenance(
     supplied = lessons_of.supplied_lessons(
         name, record, lessons, effectiveness, candidates, deferrals, by_lesson
     )
+    # The run's failures that concern the lessons (files, folders, command families),
+    # and what of them and of the evidence came after a lesson was delivered.
+    scanned = list(evidence.evidence) if evidence is not None else items
+    concerning = failures_of.concerning_failures(record, lessons, scanned, by_lesson)
     others = lessons_of.other_lessons(name, lessons, living, limits, refs)
     ordered = sorted(lessons, key=lambda lesson: lesson.id)
     # The lessons' own files, then the files of the run's failures that touched them and
@@ -113,19 +121,45 @@ def build_repository_maintenance(
     folders = code.folders_of(checkout, [f for x in lessons for f in x.associations.folders])
 
     # Choose, measuring each candidate as rendered.
-    def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
+    def assemble(budgets: Budgets) -> MaintenanceTask:
+        shown, omitted = failure_views(concerning.failures, budgets.failures)
         return MaintenanceTask(
             specialist=name,
             run=run,
-            evidence=evidence_views(record, items, limits, completion_budget),
-            lessons=supplied,
-            others=others[:kept],
-            files=views(file_budget),
+            evidence=evidence_views(record, items, limits, budgets.completions)[0],
+            failures=shown,
+            failures_omitted=omitted,
+            lessons=with_failures(supplied, concerning, {f.id for f in shown}),
+            others=others[: budgets.listed],
+            files=views(budgets.files),
             listing=views.gathered.listing,
             folders=folders,
         )
 
     return fit(assemble, rendered_size, max_bytes, limits, len(others))
+
+
+def with_failures(
+    supplied: tuple[SuppliedLesson, ...],
+    concerning: failures_of.ConcerningFailures,
+    shown: set[str],
+) -> tuple[SuppliedLesson, ...]:
+    """The supplied lessons with the IDs of the shown failures that concern each, and of
+    those and their evidence that came after this run first delivered it."""
+    if not concerning.by_lesson and not concerning.after_delivery:
+        return supplied
+    out = []
+    for lesson in supplied:
+        ids = tuple(i for i in concerning.by_lesson.get(lesson.id, ()) if i in shown)
+        after = tuple(
+            i
+            for i in concerning.after_delivery.get(lesson.id, ())
+            if i in shown or i in lesson.run_evidence
+        )
+        if ids or after:
+            lesson = lesson.model_copy(update={"run_failures": ids, "failed_after_delivery": after})
+        out.append(lesson)
+    return tuple(out)
 
 
 def build_graph_maintenance(
@@ -160,15 +194,18 @@ def build_graph_maintenance(
     )
     others = lessons_of.other_lessons(name, lessons, living, limits, refs)
     nodes = tuple(run_of.node_authority(graphs, h, n, limits) for h, n in targets)
+    # The timeouts and crashes of a lesson's node that came after this run delivered it.
+    after = failures_of.concerning_failures(record, (), items, by_lesson)
+    lessons_of_batch = with_failures(supplied, after, set())
 
     # Choose, measuring each candidate as rendered.
-    def assemble(completion_budget: int, file_budget: int, kept: int) -> MaintenanceTask:
+    def assemble(budgets: Budgets) -> MaintenanceTask:
         return MaintenanceTask(
             specialist=name,
             run=run,
-            evidence=evidence_views(record, items, limits, completion_budget),
-            lessons=supplied,
-            others=others[:kept],
+            evidence=evidence_views(record, items, limits, budgets.completions)[0],
+            lessons=lessons_of_batch,
+            others=others[: budgets.listed],
             nodes=nodes,
         )
 
@@ -206,10 +243,13 @@ def build_discovery(
         else ()
     )
     groups: tuple[list[str], ...] = ()
+    episodes = failures_of.episodes(record, items)
     if name == "repository_discovery":
-        # The files of the run's failures and their resolutions, then the root's build
-        # files, then what the evidence touched (the most touched first) or named.
-        failed = code.failure_files(record, cache)
+        # The files of the run's failures and their resolutions (and the files edited
+        # before an episode was resolved), then the root's build files, then what the
+        # evidence touched (the most touched first) or named.
+        edited = [p for episode in episodes.values() for p in episode.edited]
+        failed = list(dict.fromkeys([*code.failure_files(record, cache), *edited]))
         touched = code.receipt_paths(items) + code.mentioned_files(record, items, cache)
         groups = (failed, code.manifests(cache, failed), touched)
     scope = [x for x in living if lessons_of.in_run_scope(x, run)]
@@ -227,16 +267,25 @@ def build_discovery(
     # Choose, measuring each candidate as rendered.
     lessons, omitted = scope_lessons_within(known, limits)
 
-    def assemble(completion_budget: int, file_budget: int, kept: int) -> DiscoveryTask:
+    def assemble(budgets: Budgets) -> DiscoveryTask:
+        shown, left_out = evidence_views(
+            record,
+            items,
+            limits,
+            budgets.completions,
+            episodes=episodes,
+            failure_budget=budgets.failures,
+        )
         return DiscoveryTask(
             specialist=name,
             run=run,
-            evidence=evidence_views(record, items, limits, completion_budget),
-            files=views(file_budget),
+            evidence=shown,
+            evidence_omitted=left_out,
+            files=views(budgets.files),
             listing=views.gathered.listing,
             nodes=nodes,
-            lessons=lessons[:kept],
-            lessons_omitted=omitted + len(lessons) - kept,
+            lessons=lessons[: budgets.listed],
+            lessons_omitted=omitted + len(lessons) - budgets.listed,
         )
 
     return fit(assemble, rendered_size, max_bytes, limits, len(lessons))

@@ -1,10 +1,12 @@
 """Choosing what a task shows within its bound: pure functions over what was gathered.
 
 - `evidence_views`: the evidence items with bounded receipts and, under each, the
-  completions of its executions within a budget of text;
+  completions of its executions within a budget of text; the repeated-failure items
+  (episodes) and their calls within a budget of their own (`episodes_within`);
+- `failure_views`: maintenance's failures concerning its lessons within that budget;
 - `file_views`: the gathered files as numbered lines within a budget of rendered bytes;
 - `scope_lessons_within`: discovery's scope lessons within their count and byte bounds;
-- `fit`: a task's budgets cut, deterministically, until its rendered size is in bounds.
+- `fit`: a task's `Budgets` cut, deterministically, until its rendered size is in bounds.
 
 Nothing here reads a file or asks git: the same gathered material and bound always give
 the same task.
@@ -12,12 +14,16 @@ the same task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple, TypeVar
+
+from pydantic import BaseModel
 
 from active_memory.evidence import EvidenceItem
+from active_memory.evidence.model import FailureResolution
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.tasks.bound import TaskLimits, cut_utf8
+from active_memory.specialists.tasks.gather_failures import Episode, RunFailure
 from active_memory.specialists.tasks.gather_files import FileCandidate
 from active_memory.specialists.tasks.gather_run import executions_of
 from active_memory.specialists.tasks.model import (
@@ -26,30 +32,56 @@ from active_memory.specialists.tasks.model import (
     FileAuthority,
     ScopeLesson,
 )
+from active_memory.specialists.tasks.model_failures import (
+    FailedCallView,
+    FailureGroupView,
+    RunFailureView,
+)
 from active_memory.specialists.tasks.render import line_cost, numbered_lines
+
+_E = TypeVar("_E")
 
 # Below this many rendered bytes a file is listed as omitted rather than shown as a stub.
 _MIN_SHOWN_BYTES = 256
 
 
 def evidence_views(
-    record: RunRecord, items: Sequence[EvidenceItem], limits: TaskLimits, budget: int
-) -> tuple[EvidenceView, ...]:
+    record: RunRecord,
+    items: Sequence[EvidenceItem],
+    limits: TaskLimits,
+    budget: int,
+    *,
+    episodes: Mapping[str, Episode] | None = None,
+    failure_budget: int = 0,
+) -> tuple[tuple[EvidenceView, ...], int]:
     """`items` with bounded receipts and, under each, the completions of its executions
-    within `budget` bytes of text (and `completions_total_bytes`)."""
+    within `budget` bytes of text (and `completions_total_bytes`); the repeated-failure
+    items with their calls (`episodes`), chosen within `failure_budget` rendered bytes
+    (`episodes_within`). Returns the views, in the items' order, and how many
+    repeated-failure items did not fit."""
+    chosen = episodes_within(items, episodes or {}, failure_budget)
     left = min(budget, limits.completions_total_bytes)
     seen: set[str] = set()
     views: list[EvidenceView] = []
+    omitted = 0
     for item in items:
+        episode = (episodes or {}).get(item.id)
+        data = item.model_dump()
+        if item.kind == "tool_failures":
+            if item.id not in chosen:
+                omitted += 1
+                continue
+            data.update(chosen[item.id])
         receipts = item.receipts
-        omitted = 0
+        dropped = 0
         if len(receipts) > limits.receipts_max:
             head = (limits.receipts_max + 1) // 2
             kept = receipts[:head] + receipts[len(receipts) - (limits.receipts_max - head) :]
-            omitted = len(receipts) - len(kept)
+            dropped = len(receipts) - len(kept)
             receipts = kept
         completions: list[CompletionView] = []
-        for execution, node in sorted(set(executions_of(item))):
+        executions = episode.executions if episode is not None else sorted(set(executions_of(item)))
+        for execution, node in executions:
             text = record.completions.get(execution)
             if text is None or execution in seen or left <= 0:
                 continue
@@ -59,10 +91,171 @@ def evidence_views(
             completions.append(
                 CompletionView(execution=execution, node=node, text=kept_text, truncated=cut)
             )
-        data = item.model_dump()
-        data.update(receipts=receipts, receipts_omitted=omitted, completions=tuple(completions))
+        data.update(receipts=receipts, receipts_omitted=dropped, completions=tuple(completions))
         views.append(EvidenceView.model_validate(data))
-    return tuple(views)
+    return tuple(views), omitted
+
+
+# --- the run's failed calls ---------------------------------------------------------------
+
+GROUPS_SHOWN = 8
+"""Groups (normalised errors) of one repeated-failure item a task shows: the most frequent."""
+NOT_COUNTED_SHOWN = 8
+"""Failures of an item that did not count on their own shown: the first and the latest."""
+
+
+def _cost(model: BaseModel) -> int:
+    """Rendered bytes of one entry of a list in the task's JSON (and its comma)."""
+    return len(model.model_dump_json().encode("utf-8")) + 1
+
+
+def _spent(
+    bare: Sequence[int], calls: Sequence[Sequence[int]], order: Sequence[int], budget: int
+) -> dict[int, set[int]]:
+    """Which units (an episode, a failure) and which of their calls fit `budget`: first
+    each unit without its calls (`bare` costs), in priority `order`, as many as fit; then
+    their calls (`calls[u]`: costs in display order), shared out smallest need first, each
+    unit given at most an equal share of what is left, its first and latest calls taken in
+    turn. Returns each chosen unit's kept call indices."""
+    left = budget
+    chosen: dict[int, set[int]] = {}
+    for unit in order:
+        if bare[unit] <= left:
+            chosen[unit] = set()
+            left -= bare[unit]
+    by_need = sorted(chosen, key=lambda u: (sum(calls[u]), u))
+    for position, unit in enumerate(by_need):
+        share = left // (len(by_need) - position)
+        costs = calls[unit]
+        front, back, used = 0, len(costs) - 1, 0
+        take_front = True
+        while front <= back:
+            index = front if take_front else back
+            if used + costs[index] > share:
+                break
+            chosen[unit].add(index)
+            used += costs[index]
+            if take_front:
+                front += 1
+            else:
+                back -= 1
+            take_front = not take_front
+        left -= used
+    return chosen
+
+
+def _first_and_latest(entries: Sequence[_E], shown: int) -> tuple[tuple[_E, ...], int]:
+    """At most `shown` of `entries`: the first half and the latest; and how many are out."""
+    if len(entries) <= shown:
+        return tuple(entries), 0
+    head = (shown + 1) // 2
+    return (*entries[:head], *entries[len(entries) - (shown - head) :]), len(entries) - shown
+
+
+def episodes_within(
+    items: Sequence[EvidenceItem], episodes: Mapping[str, Episode], budget: int
+) -> dict[str, dict[str, object]]:
+    """The repeated-failure items of `items` that fit `budget` rendered bytes, each with
+    the fields its view shows (`failures` as `FailureGroupView`s with the calls that fit,
+    `groups_omitted`, `not_counted` and `not_counted_omitted`): the items first without
+    their calls, the costliest episodes first (most failures, then the longest to
+    resolve), then the calls (`_spent`). Returns the chosen items' fields by item ID."""
+    units = [item for item in items if item.kind == "tool_failures"]
+    bare: list[int] = []
+    calls: list[list[tuple[int, int, FailedCallView]]] = []  # (group, index, call)
+    parts: list[tuple[list[int], dict[str, object]]] = []
+    for item in units:
+        episode = episodes.get(item.id)
+        grouped: tuple[tuple[FailedCallView, ...], ...] = episode.calls if episode else ()
+        ranked = sorted(range(len(item.failures)), key=lambda g: (-item.failures[g].count, g))
+        kept = sorted(ranked[:GROUPS_SHOWN])
+        not_counted, not_counted_omitted = _first_and_latest(item.not_counted, NOT_COUNTED_SHOWN)
+        fields: dict[str, object] = {
+            "groups_omitted": len(item.failures) - len(kept),
+            "not_counted": not_counted,
+            "not_counted_omitted": not_counted_omitted,
+            "edited_before_resolution": episode.edited if episode is not None else (),
+        }
+        of_unit = [(g, i, c) for g in kept if g < len(grouped) for i, c in enumerate(grouped[g])]
+        calls.append(sorted(of_unit, key=lambda gic: (gic[2].at, gic[0], gic[1])))
+        parts.append((kept, fields))
+        own = _own_resolutions(item, episode)
+        groups = tuple(
+            FailureGroupView(
+                **item.failures[g].model_dump(),
+                calls_omitted=len(grouped[g]) if g < len(grouped) else 0,
+                resolution=own[g],
+            )
+            for g in kept
+        )
+        bare.append(
+            _cost(EvidenceView.model_validate({**item.model_dump(), **fields, "failures": groups}))
+        )
+    order = sorted(
+        range(len(units)),
+        key=lambda u: (-units[u].count, -(units[u].seconds_to_resolution or 0.0), u),
+    )
+    chosen = _spent(bare, [[_cost(c) for _, _, c in cs] for cs in calls], order, budget)
+    found: dict[str, dict[str, object]] = {}
+    for unit, kept_calls in chosen.items():
+        item, (kept, fields) = units[unit], parts[unit]
+        shown = {calls[unit][i][:2] for i in kept_calls}
+        episode = episodes.get(item.id)
+        views: list[FailureGroupView] = []
+        for g in kept:
+            of_group = episode.calls[g] if episode is not None and g < len(episode.calls) else ()
+            visible = tuple(c for i, c in enumerate(of_group) if (g, i) in shown)
+            views.append(
+                FailureGroupView(
+                    **item.failures[g].model_dump(),
+                    calls=visible,
+                    calls_omitted=len(of_group) - len(visible),
+                    resolution=_own_resolutions(item, episode)[g],
+                )
+            )
+        found[item.id] = {**fields, "failures": tuple(views)}
+    return found
+
+
+def _own_resolutions(item: EvidenceItem, episode: Episode | None) -> list[FailureResolution | None]:
+    """Per group of `item`, what resolved it when that is not the item's resolution."""
+    found: list[FailureResolution | None] = []
+    for g in range(len(item.failures)):
+        own = (
+            episode.resolutions[g] if episode is not None and g < len(episode.resolutions) else None
+        )
+        found.append(own if own is not None and own != item.resolution else None)
+    return found
+
+
+def failure_views(
+    failures: Sequence[RunFailure], budget: int
+) -> tuple[tuple[RunFailureView, ...], int]:
+    """Maintenance's failures concerning its lessons that fit `budget` rendered bytes:
+    each first without its calls (the most failed first), then their calls (`_spent`).
+    Returns the views in their order (by ID) and how many did not fit."""
+    bare = [
+        RunFailureView(
+            id=f.id,
+            family=f.family,
+            error=f.error,
+            count=f.count,
+            exit_codes=f.exit_codes,
+            calls_omitted=len(f.calls),
+            resolution=f.resolution,
+            evidence=f.evidence,
+        )
+        for f in failures
+    ]
+    order = sorted(range(len(failures)), key=lambda u: (-failures[u].count, u))
+    costs = [[_cost(c) for c in f.calls] for f in failures]
+    chosen = _spent([_cost(b) for b in bare], costs, order, budget)
+    views = []
+    for unit in sorted(chosen):
+        calls = tuple(c for i, c in enumerate(failures[unit].calls) if i in chosen[unit])
+        update = {"calls": calls, "calls_omitted": len(failures[unit].calls) - len(calls)}
+        views.append(bare[unit].model_copy(update=update))
+    return tuple(views), len(failures) - len(views)
 
 
 def file_costs(files: Sequence[FileCandidate]) -> tuple[int, ...]:
@@ -171,46 +364,71 @@ _T = TypeVar("_T")
 _FIT_ROUNDS = 4
 
 
+class Budgets(NamedTuple):
+    """What a task may spend, in rendered bytes (`completions`, `files`, `failures`) and
+    in lessons it only names (`listed`): what `fit` hands a builder's `assemble`."""
+
+    completions: int
+    files: int
+    failures: int
+    listed: int
+
+
 def fit(
-    assemble: Callable[[int, int, int], _T],
+    assemble: Callable[[Budgets], _T],
     size: Callable[[_T], int],
     max_bytes: int | None,
     limits: TaskLimits,
     listed: int,
 ) -> _T:
-    """The task `assemble(completion_budget, file_budget, kept)` makes, cut until its
-    rendered size is within `max_bytes`: first the completion and file budgets, then the
-    list of lessons it only names (`others`, or discovery's scope lessons: `kept` of
-    `listed`). When even the lessons it must show are over the bound, the smallest task.
-    Deterministic: the same inputs always give the same budgets."""
-    full = assemble(limits.completions_total_bytes, limits.files_total_bytes, listed)
+    """The task `assemble(budgets)` makes, cut until its rendered size is within
+    `max_bytes`: first the list of lessons it only names (`others`, or discovery's scope
+    lessons: `listed` of them) when even the task without views is over; then the room
+    left goes to the run's failed calls first (what they need, at most half of it), a
+    third of the rest to completions and the remainder to files, which are cut first,
+    then completions, then failures, until it fits. When even the lessons it must show
+    are over the bound, the smallest task. Deterministic: the same inputs always give
+    the same budgets."""
+    full = assemble(
+        Budgets(
+            limits.completions_total_bytes,
+            limits.files_total_bytes,
+            limits.failures_total_bytes,
+            listed,
+        )
+    )
     if max_bytes is None or size(full) <= max_bytes:
         return full
     kept = listed
-    bare = assemble(0, 0, kept)
+    bare = assemble(Budgets(0, 0, 0, kept))
     if size(bare) > max_bytes:
         low, high = 0, listed  # the most names that fit: binary search, a few renders
         while low < high:
             middle = (low + high + 1) // 2
-            if size(assemble(0, 0, middle)) <= max_bytes:
+            if size(assemble(Budgets(0, 0, 0, middle))) <= max_bytes:
                 low = middle
             else:
                 high = middle - 1
         kept = low
-        bare = assemble(0, 0, kept)
+        bare = assemble(Budgets(0, 0, 0, kept))
     room = max_bytes - size(bare)
     if room <= 0:
         return bare
-    completions = min(limits.completions_total_bytes, room // 3)
-    files = min(limits.files_total_bytes, room - completions)
+    needed = size(assemble(Budgets(0, 0, limits.failures_total_bytes, kept))) - size(bare)
+    failures = min(max(needed, 0), room // 2)
+    rest = room - failures
+    completions = min(limits.completions_total_bytes, rest // 3)
+    files = min(limits.files_total_bytes, rest - completions)
     for _ in range(_FIT_ROUNDS):
-        task = assemble(completions, files, kept)
+        task = assemble(Budgets(completions, files, failures, kept))
         excess = size(task) - max_bytes
         if excess <= 0:
             return task
         # Escapes and per-item metadata make a budget cost a little more than its bytes.
         cut = excess + excess // 4 + 64
-        taken = min(files, cut)
-        files -= taken
-        completions = max(0, completions - (cut - taken))
+        for_files = min(files, cut)
+        files -= for_files
+        for_completions = min(completions, cut - for_files)
+        completions -= for_completions
+        failures = max(0, failures - (cut - for_files - for_completions))
     return bare

@@ -16,8 +16,6 @@ choosing what fits the bound (`choose.py`) then reads nothing.
 from __future__ import annotations
 
 import os
-import re
-import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -27,7 +25,7 @@ from active_memory.evidence import EvidenceItem
 from active_memory.runlog.receipts import relative_path
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.tasks.bound import TaskLimits
-from active_memory.specialists.tasks.gather_run import failed_calls
+from active_memory.specialists.tasks.gather_run import PATH_TOKEN, command_paths, failed_calls
 from active_memory.specialists.tasks.model import FolderAuthority, FolderListing
 
 _BINARY_SNIFF_BYTES = 8 * 1024
@@ -84,10 +82,6 @@ def receipt_paths(items: Sequence[EvidenceItem]) -> list[str]:
     return sorted(counts, key=lambda p: (-counts[p], p))
 
 
-_PATH_TOKEN = re.compile(
-    r"(?<![\w/.:-])((?:[\w.-]+/)+[\w.-]+|\.?[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}|"
-    r"Makefile|GNUmakefile|Dockerfile|Justfile|justfile|Rakefile|Gemfile|Procfile)(?![\w/-])"
-)
 _MENTIONED_MAX = 40
 MANIFESTS = (
     # How the repository is built and its tasks are run.
@@ -169,7 +163,7 @@ def mentioned_files(
             *(r for rnd in item.rounds for r in (*rnd.prefix, *rnd.verifiers)),
         ]
         for ref in refs:
-            for match in _PATH_TOKEN.finditer(record.completions.get(ref.execution, "")):
+            for match in PATH_TOKEN.finditer(record.completions.get(ref.execution, "")):
                 found.setdefault(match.group(1).rstrip("."), None)
     wanted = list(found)[:_MENTIONED_MAX]
     if not wanted:
@@ -182,31 +176,6 @@ def mentioned_files(
 
 
 _FAILURE_TOKENS_MAX = 64
-
-
-def _command_paths(command: str, cwd: str, checkout: str | None) -> list[str]:
-    """The root-relative paths a command line may name (unverified): its arguments that
-    look like paths (a slash, an extension or a well-known file name, `path:12` read as
-    `path`), against its working folder first, then against the root."""
-    try:
-        words = shlex.split(command)
-    except ValueError:  # an unbalanced quote: words as written
-        words = command.split()
-    found: list[str] = []
-    for word in words:
-        word = word.rpartition("=")[2] if word.startswith("-") else word
-        word = re.sub(r"(?::\d+)+$", "", word.strip("\"'`,;()"))
-        if not word or "://" in word or not _PATH_TOKEN.fullmatch(word.lstrip("/") or "-"):
-            continue
-        if word.startswith("/"):
-            relative = relative_path(word, checkout)
-            found.extend([relative] if relative else [])
-            continue
-        for base in dict.fromkeys([cwd.strip("/"), ""]):
-            joined = relative_path(f"{base}/{word}" if base else word, None)
-            if joined:
-                found.append(joined)
-    return list(dict.fromkeys(found))
 
 
 def failure_files(
@@ -236,7 +205,7 @@ def failure_files(
     resolved_named: dict[str, None] = {}
     for call in calls:
         own = recorded(call.paths)
-        words = _command_paths(call.command, call.cwd, checkout)
+        words = command_paths(call.command, call.cwd, checkout)
         if touching is not None and not touching([*own, *words]):
             continue
         for path in dict.fromkeys(own):
@@ -244,7 +213,7 @@ def failure_files(
         named.update(dict.fromkeys(words))
         resolved.update(dict.fromkeys(recorded(call.resolved_paths)))
         resolved_named.update(
-            dict.fromkeys(_command_paths(call.resolved_command, call.cwd, checkout))
+            dict.fromkeys(command_paths(call.resolved_command, call.cwd, checkout))
         )
     words = list(dict.fromkeys([*named, *resolved_named]))[:_FAILURE_TOKENS_MAX]
     current: set[str] = set()

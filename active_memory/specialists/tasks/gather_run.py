@@ -8,8 +8,10 @@ gathers the lessons, `gather_files.py` the code.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +20,7 @@ from typing import Any
 from active_memory.evidence import EvidenceItem, ScanResult
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.graph import Graph, GraphIndex, StepNode, VerifierNode
+from active_memory.runlog.receipts import relative_path
 from active_memory.runlog.record import ErrorOutcome, NodeCompleted, NodeStarted, RunRecord
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.tasks.bound import TaskLimits, cut_utf8
@@ -159,6 +162,39 @@ def failed_calls(record: RunRecord) -> list[FailedCall]:
     return found
 
 
+PATH_TOKEN = re.compile(
+    r"(?<![\w/.:-])((?:[\w.-]+/)+[\w.-]+|\.?[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}|"
+    r"Makefile|GNUmakefile|Dockerfile|Justfile|justfile|Rakefile|Gemfile|Procfile)(?![\w/-])"
+)
+"""What looks like a path in a text: a folder path, a file name with an extension, or
+a well-known extensionless file."""
+
+
+def command_paths(command: str, cwd: str, checkout: str | None) -> list[str]:
+    """The root-relative paths a command line may name (unverified): its arguments that
+    look like paths (a slash, an extension or a well-known file name, `path:12` read as
+    `path`), against its working folder first, then against the root."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unbalanced quote: words as written
+        words = command.split()
+    found: list[str] = []
+    for word in words:
+        word = word.rpartition("=")[2] if word.startswith("-") else word
+        word = re.sub(r"(?::\d+)+$", "", word.strip("\"'`,;()"))
+        if not word or "://" in word or not PATH_TOKEN.fullmatch(word.lstrip("/") or "-"):
+            continue
+        if word.startswith("/"):
+            relative = relative_path(word, checkout)
+            found.extend([relative] if relative else [])
+            continue
+        for base in dict.fromkeys([cwd.strip("/"), ""]):
+            joined = relative_path(f"{base}/{word}" if base else word, None)
+            if joined:
+                found.append(joined)
+    return list(dict.fromkeys(found))
+
+
 def _time(value: Any) -> datetime | None:
     """A recorded time as an aware datetime (naive read as UTC), or None."""
     if isinstance(value, str):
@@ -219,16 +255,51 @@ def _tokens(text: str) -> set[str]:
     return found
 
 
+def execution_paths(record: RunRecord) -> dict[str, set[str]]:
+    """The paths each execution touched, by execution: the receipts of its node recorded
+    while it ran (from its start to its settling; receipts name nodes, not executions)
+    and the paths its failed tool calls named."""
+    settled: dict[str, datetime] = {}
+    for stored in record.events:
+        event = stored.event
+        if isinstance(event, NodeCompleted) and stored.at is not None:
+            settled[event.completion.reference.execution] = stored.at
+    by_node: dict[str, list[tuple[datetime, tuple[str, ...]]]] = {}
+    for receipt in record.receipts:
+        if receipt.node is not None and receipt.at is not None and receipt.paths:
+            by_node.setdefault(receipt.node, []).append((receipt.at, receipt.paths))
+    for receipts in by_node.values():
+        receipts.sort(key=lambda pair: pair[0])
+    found: dict[str, set[str]] = {}
+    for visit in record.visits():
+        start, end = visit.started_at, settled.get(visit.execution)
+        of_node = by_node.get(visit.node)
+        if start is None or end is None or not of_node:
+            continue
+        low = bisect.bisect_left(of_node, start, key=lambda pair: pair[0])
+        high = bisect.bisect_right(of_node, end, key=lambda pair: pair[0])
+        found[visit.execution] = {p.strip("/") for _, paths in of_node[low:high] for p in paths}
+    for failure in record.tool_failures:
+        if failure.execution is not None:
+            found.setdefault(failure.execution, set()).update(p.strip("/") for p in failure.paths)
+    return found
+
+
 class RunTexts:
     """What the final texts of each evidence item's executions mention (names and words),
-    computed once per task: every lesson of a batch is matched against them."""
+    and what paths each item touched, computed once per task: every lesson of a batch is
+    matched against them."""
 
     def __init__(self, record: RunRecord, items: Sequence[EvidenceItem]) -> None:
         self.names: dict[str, set[str]] = {}
         self.words: dict[str, set[str]] = {}
-        # The paths each item's receipts touched (every lesson of the batch asks).
+        # The paths each item touched (every lesson of the batch asks): its receipts, and
+        # what its executions touched while they ran (a timed-out execution's files).
+        by_execution = execution_paths(record) if items else {}
         self.touched: dict[str, set[str]] = {
-            item.id: {p.strip("/") for receipt in item.receipts for p in receipt.paths}
+            item.id: {p.strip("/") for receipt in item.receipts for p in receipt.paths}.union(
+                *(by_execution.get(execution, ()) for execution, _ in executions_of(item))
+            )
             for item in items
         }
         for item in items:

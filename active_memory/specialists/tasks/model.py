@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -33,6 +33,7 @@ from pydantic import (
 
 from active_memory.evidence import EvidenceItem
 from active_memory.lessons import Associations, Evidence, Scope
+from active_memory.specialists.tasks.model_failures import FailureGroupView, RunFailureView
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import Effectiveness
 
@@ -117,11 +118,28 @@ class EvidenceView(EvidenceItem):
     """An evidence item with the final texts of its executions right under it.
 
     `receipts_omitted`: receipts left out (`TaskLimits.receipts_max`); `completions`: each
-    execution's text once, under the first item that points to it.
+    execution's text once, under the first item that points to it. A repeated-failure
+    item (an episode) shows under each of its `failures` the calls that failed
+    (`FailureGroupView`); `groups_omitted` and `not_counted_omitted` count the groups and
+    the failures not counted that are past `GROUPS_SHOWN` and `NOT_COUNTED_SHOWN`; its
+    completions are those of the executions its calls ran in.
     """
 
+    failures: tuple[FailureGroupView, ...] = ()
+    groups_omitted: int = 0
+    not_counted_omitted: int = 0
+    edited_before_resolution: tuple[str, ...] = ()
+    """A repeated-failure item: the files edited between its first failure and its
+    resolution (what was likely changed to make it pass)."""
     receipts_omitted: int = 0
     completions: tuple[CompletionView, ...] = ()
+
+    left_out_when_unset: ClassVar[dict[str, Any]] = {
+        **EvidenceItem.left_out_when_unset,
+        "groups_omitted": 0,
+        "not_counted_omitted": 0,
+        "edited_before_resolution": (),
+    }
 
 
 # --- the code and the graph ----------------------------------------------------------------
@@ -234,13 +252,19 @@ class CandidateView(_Model):
 
 class ChangedCodeView(_Model):
     """A citation of a stale lesson: what changed, and how: a unified diff from the text
-    recorded at publish to the lines now (`diff`), or, for a lesson published before
-    texts were recorded, the cited lines as they are now (`now`) and a `note` saying the
-    recorded text is unknown. `note` also says when the diff was cut."""
+    recorded at publish to the lines now that best match it (`diff`, all removed when
+    nothing does), or, for a lesson published before texts were recorded, the cited
+    lines as they are now (`now`) and a `note` saying the recorded text is unknown.
+    `note` also says when the diff was cut, the text was removed, or where a text found
+    in several places is. `lines_now` (and `path_now`, for a file git says was renamed)
+    are what a keep or an adapt cites instead: the lines the diff compares with, or the
+    nearest of several places."""
 
     path: str
     lines: tuple[int, int] | None
-    why: str  # "lines changed", "lines gone", "file gone"
+    why: str  # "lines changed", "lines gone", "found in several places", "file gone"
+    path_now: str | None = None
+    lines_now: tuple[int, int] | None = None
     now: tuple[str, ...] = ()
     diff: tuple[str, ...] = ()
     note: str = ""
@@ -249,11 +273,29 @@ class ChangedCodeView(_Model):
     def _without_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name in ("diff", "note"):
+            for name in ("diff", "note", "path_now", "lines_now"):
                 if not data.get(name):
                     data.pop(name, None)
             if "diff" in data:
                 data.pop("now", None)  # the diff holds the lines now
+        return data
+
+
+class MovedCodeView(_Model):
+    """A citation of a lesson whose recorded text is intact at other lines (`lines_now`),
+    or in the file its file was renamed to (`path_now`): not a change. A keep or an
+    adapt cites it there."""
+
+    path: str
+    lines: tuple[int, int] | None
+    path_now: str | None = None
+    lines_now: tuple[int, int] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("path_now") is None:
+            data.pop("path_now", None)
         return data
 
 
@@ -279,9 +321,16 @@ class SuppliedLesson(_Model):
     candidates: tuple[CandidateView, ...] = ()
     cited_code_changed: tuple[ChangedCodeView, ...] = ()
     """Its citations whose code changed since it was published, with the lines now."""
+    cited_code_moved: tuple[MovedCodeView, ...] = ()
+    """Its citations whose text is intact elsewhere: where it is now."""
     offered: Literal["cited code changed"] | None = None
     """Why a lesson the run did not deliver is supplied: its cited code changed
     (`manifest`'s stale offer; docs/staleness.md)."""
+    run_failures: tuple[str, ...] = ()
+    """IDs of the task's `failures` that concern it (its files, folders or families)."""
+    failed_after_delivery: tuple[str, ...] = ()
+    """Of its `run_evidence` and `run_failures`, the IDs of those that came at or after
+    this run first delivered it: what it did not prevent."""
 
     @field_serializer("evidence", mode="wrap")
     def _without_recorded_text(
@@ -299,8 +348,13 @@ class SuppliedLesson(_Model):
         if isinstance(data, dict):
             if not self.cited_code_changed:
                 data.pop("cited_code_changed", None)
+            if not self.cited_code_moved:
+                data.pop("cited_code_moved", None)
             if self.offered is None:
                 data.pop("offered", None)
+            for name in ("run_failures", "failed_after_delivery"):
+                if not data.get(name):
+                    data.pop(name, None)
         return data
 
 
@@ -357,12 +411,27 @@ class MaintenanceTask(_Task):
     specialist: MaintenanceName
     run: RunEssentials
     evidence: tuple[EvidenceView, ...] = ()
+    failures: tuple[RunFailureView, ...] = ()
+    """The run's failed tool calls that concern a lesson of the batch (repository)."""
+    failures_omitted: int = 0
+    """Such failures past the task's bound (`failures_total_bytes`)."""
     lessons: tuple[SuppliedLesson, ...]
     others: tuple[LessonRef, ...] = ()
     files: tuple[FileAuthority, ...] = ()
     listing: tuple[FolderListing, ...] = ()
     folders: tuple[FolderAuthority, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_no_failures(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A batch whose lessons no failure concerns reads (and digests) as before.
+        data = handler(self)
+        if isinstance(data, dict):
+            if not self.failures:
+                data.pop("failures", None)
+            if not self.failures_omitted:
+                data.pop("failures_omitted", None)
+        return data
 
     def supplied(self) -> dict[str, SuppliedLesson]:
         """The batch by lesson ID."""
@@ -375,6 +444,8 @@ class DiscoveryTask(_Task):
     specialist: DiscoveryName
     run: RunEssentials
     evidence: tuple[EvidenceView, ...]
+    evidence_omitted: int = 0
+    """Repeated-failure items past the task's bound (`failures_total_bytes`): not citable."""
     files: tuple[FileAuthority, ...] = ()
     listing: tuple[FolderListing, ...] = ()
     nodes: tuple[NodeAuthority, ...] = ()
@@ -397,6 +468,8 @@ class DiscoveryTask(_Task):
                 data.pop("rejected", None)
             if not self.lessons_omitted:
                 data.pop("lessons_omitted", None)
+            if not self.evidence_omitted:
+                data.pop("evidence_omitted", None)
         return data
 
     def evidence_by_id(self) -> dict[str, EvidenceItem]:

@@ -1,0 +1,84 @@
+"""The SQLite store's file, apart from SQLite: what is checked before SQLite touches a
+path, the owner-only permissions of the store and its journals, and the claim a backup
+takes on its destination."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from active_memory.errors import StoreCorrupt, StoreMissing, StoreUnavailable, UsageError
+from active_memory.private import FOLDER_MODE, create_private, tighten
+from active_memory.store.location import default_store_path
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _note(message: str) -> None:
+    # On stderr, where a person running a command sees it (stdout may be --json).
+    import sys
+
+    print(f"active-memory: note: {message}", file=sys.stderr)
+
+
+def checked_path(location: str | Path, create: bool) -> Path:
+    """Refuse a path that is not a SQLite file before SQLite touches it."""
+    path = Path(location).expanduser()
+    if path.is_dir():
+        raise StoreUnavailable(str(path), "is a folder; give the path of a store file")
+    if path.exists():
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            raise StoreUnavailable(str(path), f"cannot read the store: {exc.strerror}") from None
+        if header and header != SQLITE_HEADER:
+            raise StoreCorrupt(
+                str(path),
+                "is not a SQLite database; nothing was changed. "
+                "Pass --store with an Active Memory store or a new path",
+            )
+        _tighten_store(path)
+        return path
+    if not create:
+        raise StoreMissing(str(path))
+    try:
+        path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        # SQLite gives its -wal and -shm files the store file's own permissions.
+        with contextlib.suppress(FileExistsError):
+            create_private(path)
+    except OSError as exc:
+        raise StoreUnavailable(str(path), f"cannot create it: {exc.strerror}") from None
+    _tighten_store(path)
+    return path
+
+
+def _tighten_store(path: Path) -> None:
+    """Store, journals and (for the default location) its folder: owner only."""
+    for sibling in ("", "-wal", "-shm", "-journal"):
+        tighten(f"{path}{sibling}", _note)
+    if path.parent == default_store_path().parent:
+        tighten(path.parent, _note)
+
+
+def backup_destination(location: str | Path) -> Path:
+    """Claim `location` for a backup with an exclusive create; a usage error if taken."""
+    destination = Path(location).expanduser()
+    if not destination.parent.is_dir():
+        raise UsageError(f"{destination.parent} is not a folder; create it first")
+    try:
+        create_private(destination)
+    except FileExistsError:
+        raise UsageError(f"{destination} already exists; choose a new backup path") from None
+    except OSError as exc:
+        raise StoreUnavailable(
+            str(destination), f"cannot create the backup: {exc.strerror or exc}"
+        ) from None
+    return destination
+
+
+def release_claim(destination: Path) -> None:
+    # Only our own empty claim is removed, never a file someone else put there.
+    with contextlib.suppress(OSError):
+        if destination.stat().st_size == 0:
+            destination.unlink()
