@@ -83,7 +83,7 @@ def test_a_seeded_sequence_is_prevented_then_missed_and_pays_bytes_for_nothing(
     tmp_path: Path,
 ) -> None:
     sequence = load_sequence(_seeded_calc(tmp_path))
-    store = Store.read(sequence.recordings, sequence.keys)
+    store = Store.read(sequence.answers, sequence.recordings)
     recorder = Recorder(store, tmp_path / "tasks", fallback=_scripted)
     result = run_variant(
         sequence, with_failures=True, lane=Lane("replay"), work=tmp_path / "work",
@@ -188,20 +188,30 @@ def test_a_lesson_concerns_the_families_it_cites_names_or_associates() -> None:
 def test_re_recording_keys_an_unchanged_answer_anew_and_writes_out_a_changed_task(
     tmp_path: Path,
 ) -> None:
-    store = Store.read(tmp_path / "r.json", tmp_path / "k.json")
+    answers, recordings = tmp_path / "answers.json", tmp_path / "recordings.json"
+    store = Store.read(answers, recordings)
     task: dict[str, Any] = {"evidence": [{"id": "ev-tf-1"}], "lessons": [], "files": ["v1"]}
     name = task_name("1-abc.with", "repository_discovery", task)
-    store.add("repository_discovery", input_digest(task), {"lessons": []}, name, fingerprint(task))
-    store.write()
-    store = Store.read(tmp_path / "r.json", tmp_path / "k.json")
-    recorder = Recorder(store, tmp_path / "tasks")
-    # The view of the files changed, not the evidence: the answer still fits.
-    reworded = task | {"files": ["v2"]}
-    assert recorder.answer("1-abc.with", "repository_discovery", reworded, "p", "s") == {
-        "lessons": []
+    lesson = {
+        "title": "Push new branches with -u origin",
+        "recommendation": "Run `git push -u origin HEAD` the first time.",
+        "associations": {"folders": ["docs"], "a_field_of_a_later_schema": ["git push"]},
+        "evidence": ["ev-tf-1"],
+        "why_recurs": "every change is pushed",
     }
+    plain = {**lesson, "associations": {"folders": ["docs"]}}
+    # Best first: an answer this schema refuses (a field it does not have), then one it takes.
+    store.add(name, fingerprint(task), "repository_discovery", {"lessons": [plain]})
+    store.add(name, fingerprint(task), "repository_discovery", {"lessons": [lesson]})
+    store.write()
+    store = Store.read(answers, recordings)
+    recorder = Recorder(store, tmp_path / "tasks")
+    # The view of the files changed, not the evidence: the answer the schema takes fits.
+    reworded = task | {"files": ["v2"]}
+    found = recorder.answer("1-abc.with", "repository_discovery", reworded, "p", "s")
+    assert found == {"lessons": [plain]}
     assert store.rekeyed == 1 and recorder.missing == []
-    assert {input_digest(task), input_digest(reworded)} <= set(store.keys)
+    assert store.recordings.find("repository_discovery", input_digest(reworded)) is not None
     # New evidence: the old answer is not replayed; the task is written out with it.
     changed = task | {"evidence": [{"id": "ev-tf-1"}, {"id": "ev-tf-2"}]}
     assert recorder.answer("1-abc.with", "repository_discovery", changed, "p", "s") is None
@@ -211,8 +221,14 @@ def test_re_recording_keys_an_unchanged_answer_anew_and_writes_out_a_changed_tas
         f"{name}.task.json",
     ]  # fmt: skip
     (tmp_path / "tasks" / f"{name}.answer.json").write_text('{"lessons": []}', "utf-8")
-    assert recorder.answer("1-abc.with", "repository_discovery", changed, "p", "s") is not None
-    assert store.added == 1 and len(store.recordings.recordings) == 3
+    assert recorder.answer("1-abc.with", "repository_discovery", changed, "p", "s") == {
+        "lessons": []
+    }
+    assert store.added == 1 and len(store.answers) == 3
+    # Pruning keeps what this run used: the answer it re-keyed and the one it added.
+    assert store.prune() == 1
+    store.write()
+    assert len(Store.read(answers, recordings).answers) == 2
 
 
 def test_a_bad_sequence_file_is_a_usage_error(
@@ -235,4 +251,4 @@ def test_every_bundled_sequence_has_four_sessions_or_more_and_its_recordings() -
     for folder in found:
         sequence = load_sequence(folder)
         assert len(sequence.spec.sessions) >= 4
-        assert sequence.recordings.exists() and sequence.keys.exists()
+        assert sequence.recordings.exists() and sequence.answers.exists()
