@@ -64,6 +64,7 @@ def _entry(lesson: Lesson) -> str:
     lines.append(lesson.recommendation)
     where = [f"`{glob}`" for glob in globs_of(lesson)]
     where += [f"`{name}`" for name in lesson.associations.identifiers]
+    where += [f"`{family}`" for family in lesson.associations.commands]
     if where:
         lines += ["", "Applies to: " + ", ".join(where)]
     return "\n".join(lines)

@@ -25,11 +25,23 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from active_memory.command_family import (
+    BOOKKEEPING,
+    FILE_TOOLS,
+    FILTERS,
+    INTERPRETERS,
+    SHELL_TOOLS,
+    SHELLS,
+    SUBCOMMAND_PROGRAMS,
+    chain_families,
+)
+
 TITLE_MAX_BYTES = 96
 RECOMMENDATION_MAX_BYTES = 640
 REASON_MAX_BYTES = 640
 PATH_MAX_BYTES = 512
 IDENTIFIER_MAX_BYTES = 128
+COMMAND_MAX_BYTES = 256
 ASSOCIATIONS_MAX_PER_KIND = 32
 KEYWORD_GROUP_MIN_TERMS = 2
 KEYWORD_GROUP_MAX_TERMS = 4
@@ -44,6 +56,18 @@ BROAD_WORDS: frozenset[str] = frozenset(
         "of", "on", "or", "path", "project", "read", "repo", "run", "set", "src", "test",
         "tests", "the", "to", "tool", "type", "update", "use", "value", "with", "work",
         "write",
+    }
+)  # fmt: skip
+
+# Programs a `commands` association may not name alone (SPEC §5: "a bare program is too
+# broad"): a card on one would arrive with nearly every shell call. Beside these, a
+# program that takes subcommands (`git`, `mix`, `npm`), an interpreter without its
+# script, a shell, and the chain's bookkeeping and output filters (command_family.py).
+BROAD_PROGRAMS: frozenset[str] = frozenset(
+    {
+        "ls", "find", "cp", "mv", "rm", "rmdir", "touch", "chmod", "chown", "ln", "stat",
+        "file", "du", "df", "ps", "kill", "pkill", "diff", "tree", "realpath", "dirname",
+        "basename", "env", "xargs", "open", "curl", "wget", "tar", "unzip", "zip",
     }
 )  # fmt: skip
 
@@ -116,6 +140,54 @@ def _identifier(value: str) -> str:
     return value
 
 
+def _command_family(value: str) -> str:
+    """A `commands` association: the command family (SPEC §3) `value` names, normalised by
+    command_family.py (`cd app && timeout 60 mix test x.exs` is `mix test`); one family,
+    never a bare program."""
+    families = chain_families(value.strip())
+    if not families:
+        raise PydanticCustomError(
+            "command",
+            "'{value}' names no command (empty, or only `cd`, `echo`, … around the work)",
+            {"value": value},
+        )
+    if len(families) > 1:
+        raise PydanticCustomError(
+            "command",
+            "'{value}' names several commands ({families}); give one family per entry",
+            {"value": value, "families": ", ".join(families)},
+        )
+    family = families[0]
+    words = family.split(" ")
+    program = words[0]
+    if len(words) == 1 and _is_broad_program(program):
+        raise PydanticCustomError(
+            "broad_command",
+            "command '{family}' is a bare program, too broad for a card; name its "
+            "subcommand or script (`git push`, `mix test`, `npm run build`, "
+            "`node assets/build.js`)",
+            {"family": family},
+        )
+    if program in FILE_TOOLS or program in SHELL_TOOLS:
+        raise PydanticCustomError(
+            "command",
+            "'{value}' is a tool's name, not a command; associate the files it acts on",
+            {"value": value},
+        )
+    return family
+
+
+def _is_broad_program(program: str) -> bool:
+    return (
+        program in BROAD_PROGRAMS
+        or program in SUBCOMMAND_PROGRAMS
+        or program in INTERPRETERS
+        or program in SHELLS
+        or program in BOOKKEEPING
+        or program in FILTERS
+    )
+
+
 def _keyword_group(terms: list[str]) -> list[str]:
     normalised = [t.strip().lower() for t in terms]
     for term in normalised:
@@ -157,6 +229,7 @@ LessonId = Annotated[str, AfterValidator(_lesson_id)]
 RootPath = Annotated[str, AfterValidator(_root_relative), _byte_limit(PATH_MAX_BYTES)]
 Identifier = Annotated[str, AfterValidator(_identifier), _byte_limit(IDENTIFIER_MAX_BYTES)]
 KeywordGroup = Annotated[list[str], AfterValidator(_keyword_group)]
+CommandFamily = Annotated[str, _byte_limit(COMMAND_MAX_BYTES), AfterValidator(_command_family)]
 Namespace = Annotated[str, AfterValidator(_not_blank), _byte_limit(PATH_MAX_BYTES)]
 
 
@@ -218,10 +291,25 @@ class Associations(_Model):
     keywords: Annotated[
         list[KeywordGroup], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
     ] = Field(default_factory=list)
+    # Command families a shell call's family matches (SPEC §5, §8; 2026-12).
+    commands: Annotated[
+        list[CommandFamily], AfterValidator(_dedupe), Field(max_length=ASSOCIATIONS_MAX_PER_KIND)
+    ] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_commands(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # No commands: serialized as before they existed, so stored associations, tasks
+        # and their recorded-answer digests stay byte for byte the same.
+        data = handler(self)
+        if isinstance(data, dict) and not self.commands:
+            data.pop("commands", None)
+        return data
 
     def is_empty(self) -> bool:
         """True when nothing could ever recall the card."""
-        return not (self.files or self.folders or self.identifiers or self.keywords)
+        return not (
+            self.files or self.folders or self.identifiers or self.keywords or self.commands
+        )
 
 
 class Card(_Model):

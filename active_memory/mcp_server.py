@@ -4,7 +4,8 @@ A stdio MCP server on the maintained SDK (`mcp`, the `mcp` extra). Two tools:
 
 - `search_lessons(query, scope)`: a short index of the active lessons that match, best
   first: `id`, `title`, `score`, `match` (what matched: `file:…`, `folder:…`,
-  `identifier:…`, `keyword:…`, `title`, `recommendation`).
+  `identifier:…`, `command:…` (every word of the family in the query), `keyword:…`,
+  `title`, `recommendation`).
 - `get_lesson(id)`: the lesson's card (title, recommendation, associations) and why it
   exists (its citations, the runs it came from, its revision); when the cited code
   changed since (checked as a hook delivery checks it, recall/stale.py) also `stale`: the
@@ -34,7 +35,15 @@ MAX_RESULTS = 10
 SESSION_VARIABLES = ("ACTIVE_MEMORY_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
 """Where the server learns the client's session (first set wins)."""
 _WORD = re.compile(r"[A-Za-z0-9_./-]+")
-_WEIGHTS = {"file": 8, "folder": 6, "identifier": 6, "keyword": 4, "title": 3, "recommendation": 1}
+_WEIGHTS = {
+    "file": 8,
+    "folder": 6,
+    "identifier": 6,
+    "command": 5,
+    "keyword": 4,
+    "title": 3,
+    "recommendation": 1,
+}
 
 
 class Place:
@@ -78,6 +87,11 @@ def score_lesson(lesson: Lesson, words: Sequence[str], exclude: tuple[str, ...])
             hits.append((_WEIGHTS["title"], "title"))
         if word in _words(lesson.recommendation):
             hits.append((_WEIGHTS["recommendation"], "recommendation"))
+    given = set(words)
+    for family in card.commands:
+        # A family counts once, when the query holds each of its words (`mix test`).
+        if all(part.lower() in given for part in family.split(" ")):
+            hits.append((_WEIGHTS["command"], f"command:{family}"))
     if not hits:
         return 0, ""
     best = max(hits, key=lambda hit: hit[0])

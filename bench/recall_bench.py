@@ -3,6 +3,7 @@
     .venv/bin/python bench/recall_bench.py                       # everything, 100k lessons
     .venv/bin/python bench/recall_bench.py --sizes 1000 10000 --store-lessons 10000 --runs 10
     .venv/bin/python bench/recall_bench.py --hooks-only --runs 21 --compare /tmp/main-copy
+    .venv/bin/python bench/recall_bench.py --hooks-only --bash   # the hooks on a Bash call
 
 Two corpora, side by side:
 
@@ -242,7 +243,7 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
 
 
 def bench_hooks(
-    count: int, runs: int, work: Path, *, serve: bool = True, compare: str = ""
+    count: int, runs: int, work: Path, *, serve: bool = True, compare: str = "", bash: bool = False
 ) -> None:
     from active_memory.hooks.installers.command_path import install_hook_entry
     from active_memory.hooks.lean import compile_hook_path
@@ -262,6 +263,10 @@ def bench_hooks(
     payload = tool_calls("hot")[0]
     payload["cwd"] = str(checkout)
     payload["tool_input"] = {"file_path": str(checkout / "src/mod7/file7.py")}
+    if bash:
+        # A shell call: its command family is read too (a file match still delivers).
+        payload["tool_name"] = "Bash"
+        payload["tool_input"] = {"command": "cd src/mod7 && timeout 60 pytest file7.py -q"}
     python = sys.executable
     # The entry exactly as `hook install` writes it (under the state dir), and by its path.
     entry, note = install_hook_entry(None, write=True, env=env)
@@ -578,6 +583,10 @@ def main() -> None:
     parser.add_argument(
         "--serve-only", action="store_true", help="only `serve` over --store-lessons hot lessons"
     )
+    parser.add_argument(
+        "--bash", action="store_true",
+        help="the hook calls are a Bash call (`cd src/mod7 && timeout 60 pytest …`), not a Read",
+    )  # fmt: skip
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
           f"load {' '.join(f'{n:.2f}' for n in os.getloadavg())}")  # fmt: skip
@@ -593,7 +602,8 @@ def main() -> None:
         try:
             print(f"\nhook processes, {args.store_lessons:,} hot lessons "
                   f"(median of {args.runs}; RSS: peak)")  # fmt: skip
-            bench_hooks(args.store_lessons, args.runs, work, serve=False, compare=args.compare)
+            bench_hooks(args.store_lessons, args.runs, work, serve=False, compare=args.compare,
+                        bash=args.bash)  # fmt: skip
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return

@@ -49,6 +49,7 @@ def repository_lesson(
     folders: Sequence[str] = (),
     identifiers: Sequence[str] = (),
     keywords: Sequence[Sequence[str]] = (),
+    commands: Sequence[str] = (),
     namespace: str = NAMESPACE,
 ) -> CreateLesson:
     """A create mutation for a repository lesson."""
@@ -62,6 +63,7 @@ def repository_lesson(
                 folders=list(folders),
                 identifiers=list(identifiers),
                 keywords=[list(group) for group in keywords],
+                commands=list(commands),
             ),
         ),
         author=AUTHOR,

@@ -124,6 +124,19 @@ def test_show_prints_card_and_history(
     assert "Regenerate the client" in out and "api/schema.json" in out and "import" in out
 
 
+def test_import_refuses_a_bare_program_and_show_prints_the_commands(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bare = _line("L-1", associations={"files": ["mix.exs"], "commands": ["mix"]})
+    assert main(["lessons", "import", _write(tmp_path, bare), "--store", store]) == 2
+    assert "command 'mix' is a bare program, too broad" in capsys.readouterr().err
+    given = _line("L-1", associations={"files": ["mix.exs"], "commands": ["cd app && mix test"]})
+    assert main(["lessons", "import", _write(tmp_path, given), "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["lessons", "show", "L-1", "--store", store]) == 0
+    assert "commands: mix test" in capsys.readouterr().out
+
+
 def test_store_that_is_not_sqlite_exits_2_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,10 +1,10 @@
-"""Command families (recall/command_family.py): one rule for importers and recall."""
+"""Command families (command_family.py): one rule for importers and recall."""
 
 from __future__ import annotations
 
 import pytest
 
-from active_memory.recall.command_family import (
+from active_memory.command_family import (
     argv_family,
     chain_families,
     file_family,

@@ -220,3 +220,16 @@ def test_jsonl_export_of_a_scope_imports_back_into_another_store(
     assert main(["lessons", "import", str(pack), "--store", str(other), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert len(report["added"]) == len(lines)
+
+
+def test_a_markdown_entry_names_the_commands_it_applies_to() -> None:
+    from active_memory.exports import markdown_section
+    from active_memory.lessons import Associations, Lesson, RepositoryScope
+
+    lesson = Lesson(
+        id="L-3", revision=2, scope=RepositoryScope(repository="repo:github.com/acme/api"),
+        title="Start the database first", recommendation="Run `docker compose up -d db`.",
+        associations=Associations(files=["config/test.exs"], commands=["mix test", "git push"]),
+    )  # fmt: skip
+    section = markdown_section([lesson], "repo:github.com/acme/api")
+    assert "Applies to: `config/test.exs`, `mix test`, `git push`" in section

@@ -187,6 +187,32 @@ def test_the_warm_hook_path_imports_no_heavy_module(world: World) -> None:
     assert not [name for name in HEAVY if name in modules]
 
 
+def test_every_package_module_of_the_warm_path_gets_bytecode_at_install(
+    world: World, tmp_path: Path
+) -> None:
+    import shutil
+
+    from active_memory.hooks.lean import compile_hook_path
+
+    publish(world.store, [repository_lesson("Src", folders=["src"])])
+    payload = claude_payload("Bash", {"command": "cd src && timeout 9 mix test"},
+                             session="s", cwd=world.root)  # fmt: skip
+    run_hook("claude", json.dumps(payload), world.env)  # the first call freezes
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(payload)], capture_output=True, text=True,
+        env=world.env, cwd=str(REPO_ROOT), check=True,
+    )  # fmt: skip
+    ours = [name for name in probe.stderr.split() if name.startswith("active_memory")]
+    assert "active_memory.command_family" in ours
+    copy = tmp_path / "pkg"
+    shutil.copytree(REPO_ROOT / "active_memory", copy / "active_memory",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    compiled = set(compile_hook_path(copy))
+    for name in ours:
+        module = name.replace(".", "/")
+        assert {f"{module}.py", f"{module}/__init__.py"} & compiled, name
+
+
 # What a run's first call may import beyond the warm path: what pinning reads (issue 14:
 # `urllib.parse` for a URI, `threading` for a thread ID cost a first call about 6 ms).
 FIRST_CALL_HEAVY = (

@@ -28,6 +28,8 @@ LAYERS: dict[str, int] = {
     "file_lock": 1,  # not named: the one file lock
     "file_names": 1,  # not named: file names for keys
     "cited_text": 1,  # not named: where a cited text is now (staleness's one rule)
+    "shell": 1,  # not named: the shell tokenizer
+    "command_family": 1,  # not named: command families (lessons validates, recall matches)
     # 2.
     "store": 2,
     "reader": 2,

@@ -149,3 +149,18 @@ def test_graph_scope_lists_this_repositorys_and_unbound_graph_lessons() -> None:
     assert not in_scope(bound, api, "graph") and in_scope(bound, web, "graph")
     assert not in_scope(lesson(RepositoryScope(repository=web)), api, "all")
     assert not in_scope(unbound, None, "graph")  # outside a checkout: nothing
+
+
+def test_search_finds_a_lesson_by_its_command_and_get_shows_it() -> None:
+    from active_memory.lessons import Associations, Lesson, RepositoryScope
+    from active_memory.mcp_server import lesson_view, search
+
+    database = Lesson(
+        id="L-1", revision=1, scope=RepositoryScope(repository="repo:github.com/acme/api"),
+        title="Start the database first", recommendation="Run `docker compose up -d db`.",
+        associations=Associations(commands=["mix test"]),
+    )  # fmt: skip
+    [row] = search([database], "why does mix test fail", ())
+    assert row["match"] == "command:mix test"
+    assert search([database], "mix format", ()) == []  # every word of the family, or nothing
+    assert lesson_view(database)["associations"]["commands"] == ["mix test"]

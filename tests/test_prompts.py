@@ -194,5 +194,12 @@ def test_a_prompt_reads_in_order_with_one_rejected_example_and_character_guidanc
         assert "`defer`: the lesson becomes inactive" in flat and "`retire` it instead" in flat
     if name.startswith("repository"):
         assert "*before* it makes the mistake" in flat and "nearly every task touches" in flat
+        # When to use `commands`, and when its card arrives (SPEC §8).
+        assert "`commands`" in flat and "`mix test`, `git push`" in flat
+        assert "a bare program (`git`," in flat.lower()
+        assert "arrives *with that command's result*" in flat
+        assert "what the agent touches before" in flat
+    else:
+        assert "`commands`" not in flat  # graph cards are not matched: no command cards
     # The template's own text names no run: the run ID is only inside the frame.
     assert tasks[name].run.run_id not in text.split("## Task data", 1)[0]

@@ -97,6 +97,12 @@ def test_a_file_inside_a_lessons_folder_is_a_shared_association() -> None:
     assert shared_associations(Associations(folders=["apiv2"]), b) == ()
 
 
+def test_the_same_command_is_a_shared_association() -> None:
+    a = Associations(files=["mix.exs"], commands=["mix test"])
+    b = Associations(folders=["test"], commands=["timeout 60 mix test", "git push"])
+    assert shared_associations(a, b) == ("mix test",)
+
+
 def test_only_active_lessons_of_the_same_scope_are_compared() -> None:
     card = LIVING.card()
     deferred = LIVING.model_copy(update={"status": "deferred"})

@@ -102,6 +102,33 @@ def test_a_lesson_written_against_rejected_rounds_ignores_a_timeout_on_its_node(
     assert observe(record, [timeout_on("worker")], [lesson])[0].recurred is False
 
 
+def make_test_timeouts(family: str = "make test") -> EvidenceItem:
+    """A repeated tool failure with no receipts (a timeout carries none)."""
+    return EvidenceItem(id="ev-tf-x", kind="tool_failures", nodes=("worker",), count=2,
+                        specialists=("repository_discovery",), family=family)  # fmt: skip
+
+
+def test_a_command_lesson_sees_its_family_fail_again_without_any_receipt() -> None:
+    # Issue 25: with the card delivered and `make test` timing out again, `recurred` was 0
+    # because timeout evidence carries no receipts and the lesson was written against
+    # "exploration" only.
+    lesson = repo_lesson().model_copy(
+        update={"associations": Associations(folders=["api"], commands=["make test"])}
+    )
+    assert written_against(lesson) == {"tool_failures"}
+    record = run("run-1", paths=("api/Makefile",), delivered=("L-2",))
+    assert observe(record, [make_test_timeouts()], [lesson])[0].recurred is True
+    assert observe(record, [make_test_timeouts("git push")], [lesson])[0].recurred is False
+
+
+def test_a_repository_lesson_citing_a_repeated_failure_is_written_against_it() -> None:
+    lesson = repo_lesson().model_copy(
+        update={"evidence": Evidence(evidence_ids=["ev-tf-0123456789ab"])}
+    )
+    assert written_against(lesson) == {"tool_failures"}
+    assert written_against(repo_lesson()) == {"exploration"}
+
+
 @pytest.mark.asyncio
 async def test_run_history_gives_counters_that_separate_a_helpful_lesson_from_a_useless_one(
     store: Any,

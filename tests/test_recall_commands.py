@@ -71,6 +71,21 @@ def test_recall_json_shows_cards_score_match_context_and_budget(
     assert document["repository"] == "repo:github.com/acme/api"
 
 
+def test_recall_shows_a_shell_calls_command_family_and_the_card_it_matches(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    publish(world / "store.sqlite3", [repository_lesson("Database", commands=["mix test"])])
+    command = {"command": "cd src && timeout 60 mix test test/a_test.exs"}
+    tool = json.dumps({"tool_name": "Bash", "tool_input": command})
+    document = recall_json(world, tool, capsys=capsys)
+    assert document["signals"]["commands"] == ["mix test"]
+    assert document["cards"] == [{"id": "L-1", "revision": 1, "score": 600, "match": "command"}]
+    code = main(["recall", "--session", "s", "--cwd", str(world / "api"), tool])
+    assert code == 0
+    human = capsys.readouterr().out
+    assert "commands: mix test\n" in human and "deliver L-1 r1: command (600)" in human
+
+
 def test_recall_spends_nothing_and_records_nothing(
     world: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 from recall_support import claude_payload, codex_payload, opencode_payload
 
 from active_memory.recall.harness import parse_payload
-from active_memory.recall.shell import simple_commands
 from active_memory.recall.signals import Signals, extract_signals, identifiers_in, split_terms
+from active_memory.shell import simple_commands
 
 ROOT = "/work/api"
 

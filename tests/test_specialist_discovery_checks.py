@@ -193,6 +193,19 @@ def test_a_broad_keyword_group_is_refused(record: RunRecord, repo: Path) -> None
     assert "broad word" in reason
 
 
+def test_a_bare_program_as_a_command_is_refused(record: RunRecord, repo: Path) -> None:
+    bare = proposal(associations={"files": ["api/schema.json"], "commands": ["git"]})
+    reason = _refused(_repository(record, repo, bare)[0])
+    assert "command 'git' is a bare program, too broad" in reason
+
+
+def test_a_command_association_is_kept_as_its_family(record: RunRecord, repo: Path) -> None:
+    written = {"files": ["api/schema.json"], "commands": ["cd api && timeout 60 make api-client"]}
+    result, _ = _repository(record, repo, proposal(associations=written))
+    [accepted] = result.accepted
+    assert accepted.proposal.associations.commands == ["make api-client"]
+
+
 def test_without_a_checkout_citations_cannot_be_verified(record: RunRecord) -> None:
     reason = _refused(_repository(record, None, proposal())[0])
     assert "no checkout to verify them against" in reason

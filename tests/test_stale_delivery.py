@@ -313,7 +313,7 @@ def test_a_generation_of_the_older_format_is_read_and_then_rebuilt(
 
     from active_memory.recall.engine import answer_hook
     from active_memory.recall.generations import CURRENT_FILE, read_current, scope_dir
-    from active_memory.recall.index import SnapshotIndex
+    from active_memory.recall.index import FORMAT, SnapshotIndex
     from active_memory.store.changes import ScopeKey
 
     store = tmp_path / "lessons.sqlite3"
@@ -361,7 +361,7 @@ def test_a_generation_of_the_older_format_is_read_and_then_rebuilt(
     assert {k for k, v in cards.items() if "active-memory-stale" in v} == {"L-2"}
     rebuilt = read_current(folder)
     assert rebuilt is not None
-    assert SnapshotIndex.open(os.path.join(folder, rebuilt[0])).meta["format"] == 3
+    assert SnapshotIndex.open(os.path.join(folder, rebuilt[0])).meta["format"] == FORMAT
 
 
 @pytest.mark.asyncio

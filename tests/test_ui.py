@@ -181,6 +181,28 @@ def test_an_edit_is_checked_published_and_authored_by_the_person(location: str) 
     assert last.reason == "clearer title"  # type: ignore[attr-defined]
 
 
+def test_an_edit_sets_shows_and_keeps_a_lessons_commands(location: str) -> None:
+    with web_client(location) as client:
+        login(client)
+        csrf = csrf_of(client.get("/lessons/L-1").text)
+        bare = client.post("/lessons/L-1/edit", data=_edit_fields(csrf, 1, commands="git"))
+        assert bare.status_code == 422 and "command &#39;git&#39; is a bare program" in bare.text
+        given = "make api-client\ncd api && timeout 60 make api-client\ngit push -u origin main"
+        saved = client.post("/lessons/L-1/edit", data=_edit_fields(csrf, 1, commands=given))
+        assert saved.status_code == 303
+        page = client.get("/lessons/L-1").text
+        assert "<code>make api-client</code> <code>git push</code>" in page
+        assert ">make api-client\ngit push</textarea>" in page  # the edit form keeps them
+        entry = client.get("/api/lessons/L-1", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert entry.json()["card"]["associations"]["commands"] == ["make api-client", "git push"]
+        assert "+commands: git push" in entry.json()["history"][-1]["diff"]
+    lesson = read(location, "L-1")
+    assert isinstance(lesson, Lesson) and lesson.associations.commands == [
+        "make api-client",
+        "git push",
+    ]
+
+
 def test_an_edit_after_a_postmortem_adapted_the_lesson_is_a_conflict(location: str) -> None:
     with web_client(location) as client:
         login(client)

@@ -97,6 +97,7 @@ def _recall(args: argparse.Namespace) -> int:
         "folders": list(signals.folders),
         "identifiers": list(signals.identifiers),
         "terms": sorted(signals.terms),
+        "commands": list(signals.commands),
     }
     if args.json:
         print_json(document)
@@ -112,6 +113,7 @@ def _print_human(document: dict[str, Any]) -> None:
     signals = document["signals"]
     out.write(f"paths: {', '.join(signals['paths']) or '-'}\n")
     out.write(f"identifiers: {', '.join(signals['identifiers']) or '-'}\n")
+    out.write(f"commands: {', '.join(signals['commands']) or '-'}\n")
     for card in document["cards"]:
         out.write(f"deliver {card['id']} r{card['revision']}: {card['match']} ({card['score']})\n")
     for card in document["skipped"]:

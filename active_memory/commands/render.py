@@ -123,6 +123,7 @@ def lesson_panel(
             ("folders", a.folders),
             ("identifiers", a.identifiers),
             ("keywords", [" + ".join(group) for group in a.keywords]),
+            ("commands", a.commands),
             ("runs", lesson.evidence.run_ids),
             ("evidence", lesson.evidence.evidence_ids),
             # The citations that count (a place a keep let go is not one of them).

@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection
 from datetime import datetime
 
+from active_memory.command_family import family_program, main_invocation
 from active_memory.evidence.model import (
     REPOSITORY_DISCOVERY,
     EvidenceItem,
@@ -39,7 +40,6 @@ from active_memory.evidence.model import (
     evidence_id,
 )
 from active_memory.evidence.signatures import FailureSignature, signature
-from active_memory.recall.command_family import family_program, main_invocation
 from active_memory.runlog.record import RunRecord, ToolFailure
 
 SAME_ERROR_TIMES = 2

@@ -31,6 +31,8 @@ HOOK_MODULES = (
     "active_memory/atomic_files.py",
     "active_memory/file_lock.py",
     "active_memory/file_names.py",
+    "active_memory/shell.py",
+    "active_memory/command_family.py",
     "active_memory/hooks/client.py",
     "active_memory/recall",
     "active_memory/store/__init__.py",

@@ -108,7 +108,7 @@ def _would_deliver(call: Any, context: Any, cache: Any) -> bool:
     from active_memory.recall.signals import extract_signals
 
     signals = extract_signals(call, context.workspace_root)
-    if not (signals.paths or signals.identifiers or signals.terms):
+    if not (signals.paths or signals.identifiers or signals.terms or signals.commands):
         return False
     index = cache.repository_index(context)
     if index is None:

@@ -2,8 +2,8 @@
 
 A discovery proposal is a near-duplicate of a living lesson of its scope when their
 normalised title + recommendation are similar (rapidfuzz's `token_sort_ratio`, 0-100)
-*and* they share an association (a file, folder or identifier; a file under a folder
-counts), or when the text alone is almost the same. `DuplicateLimits` holds the two
+*and* they share an association (a file, folder, identifier or command; a file under a
+folder counts), or when the text alone is almost the same. `DuplicateLimits` holds the two
 thresholds; the defaults come from the corpus in `bench/duplicates_corpus.json`.
 """
 
@@ -64,8 +64,10 @@ def text_similarity(a: Card, b: Card) -> float:
 
 
 def shared_associations(a: Associations, b: Associations) -> tuple[str, ...]:
-    """Files, folders and identifiers both name; a file inside the other's folder counts."""
+    """Files, folders, identifiers and commands both name; a file inside the other's
+    folder counts."""
     shared = set(a.identifiers) & set(b.identifiers)
+    shared |= set(a.commands) & set(b.commands)
     paths_a, paths_b = {*a.files, *a.folders}, {*b.files, *b.folders}
     shared |= paths_a & paths_b
     shared |= {p for p in paths_a if _under_any(p, b.folders)}

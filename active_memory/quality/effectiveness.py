@@ -20,6 +20,7 @@ _KIND_OF_PREFIX: dict[str, EvidenceKind] = {
     "ev-tc-": "timeout_crash",
     "ev-rr-": "rejected_rounds",
     "ev-ex-": "exploration",
+    "ev-tf-": "tool_failures",
 }
 _GRAPH_KINDS: frozenset[EvidenceKind] = frozenset({"timeout_crash", "rejected_rounds"})
 
@@ -27,7 +28,8 @@ _GRAPH_KINDS: frozenset[EvidenceKind] = frozenset({"timeout_crash", "rejected_ro
 def written_against(lesson: Lesson) -> frozenset[EvidenceKind]:
     """The evidence kinds a lesson cites; when it cites none, those of its scope
     (a graph lesson: timeouts/crashes and rejected rounds; a repository lesson:
-    exploration)."""
+    exploration). A repository lesson with a `commands` association is also written
+    against repeated tool failures (of those families)."""
     kinds = {
         kind
         for evidence_id in lesson.evidence.evidence_ids
@@ -36,7 +38,9 @@ def written_against(lesson: Lesson) -> frozenset[EvidenceKind]:
     }
     if isinstance(lesson.scope, GraphScope):
         return frozenset(kinds & _GRAPH_KINDS) or _GRAPH_KINDS
-    return frozenset({"exploration"})
+    if lesson.associations.commands:
+        kinds.add("tool_failures")
+    return frozenset(kinds) or frozenset({"exploration"})
 
 
 def observe(
@@ -65,7 +69,7 @@ def observe(
                     lesson_id=lesson.id,
                     run_id=record.run_id,
                     delivered=lesson.id in delivered,
-                    recurred=_recurred(lesson, evidence),
+                    recurred=_recurred(lesson, evidence, record),
                 )
             )
     return observations
@@ -86,12 +90,22 @@ def _touched(lesson: Lesson, record: RunRecord, started: set[str], paths: set[st
     return any(_on_lesson_files(lesson, path) for path in paths)
 
 
-def _recurred(lesson: Lesson, evidence: Sequence[EvidenceItem]) -> bool:
+def _recurred(lesson: Lesson, evidence: Sequence[EvidenceItem], record: RunRecord) -> bool:
     """Whether an evidence item of a kind the lesson was written against came back on its
-    node (graph lesson) or on its files (repository lesson)."""
+    node (graph lesson) or on its files (repository lesson); a repeated tool failure also
+    by its family (one of the lesson's `commands`) or its failed calls' paths."""
     kinds = written_against(lesson)
     for item in evidence:
         if item.kind not in kinds:
+            continue
+        if item.kind == "tool_failures" and not isinstance(lesson.scope, GraphScope):
+            if item.family in lesson.associations.commands or any(
+                _on_lesson_files(lesson, path)
+                for failure in record.tool_failures
+                if failure.family == item.family
+                for path in failure.paths
+            ):
+                return True
             continue
         if isinstance(lesson.scope, GraphScope):
             if lesson.scope.node in item.nodes:

@@ -60,7 +60,9 @@ def answer_tool_call(
         record_receipt(context, call.tool, paths, call.agent)
         _pin_graph_part(context, cache)
     index = cache.repository_index(context) if cache is not None else repository_index(context)
-    if index is None or not (signals.paths or signals.identifiers or signals.terms):
+    if index is None or not (
+        signals.paths or signals.identifiers or signals.terms or signals.commands
+    ):
         state = read_state(ledger_path(context))
         left = max(0, context.budget_bytes - state.spent)
         return RecallAnswer(budget_left=left, paths=paths)

@@ -1,8 +1,8 @@
 """Building one recall generation from the previous one and the store's changes (pure).
 
 A generation's *source* is the list of its cards in lesson-ID order, each
-`(id, revision, rendered card, cited, files, folders, identifiers, keywords)` (`cited`:
-index.py). The next
+`(id, revision, rendered card, cited, files, folders, identifiers, keywords, commands)`
+(`cited`: index.py). The next
 generation's source is the previous one with the changed rows applied: an `active` row
 replaces (or adds) its card, any other status removes it. The store is read only for
 the rows that changed (`LessonStore.changes`), never the whole scope again. New lessons
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 Record = tuple["Any", ...]
-"""(id, revision, card text, cited, files, folders, identifiers, keywords)."""
+"""(id, revision, card text, cited, files, folders, identifiers, keywords, commands)."""
 
 
 class StoredRowUnreadable(ValueError):
@@ -62,7 +62,7 @@ def record_of(row: Sequence[Any], *, matched: bool) -> Record | None:
         return None
     text = render_card(str(lesson_id), int(revision), title or "", recommendation or "")
     if not matched:
-        return (lesson_id, int(revision), text, None, (), (), (), ())
+        return (lesson_id, int(revision), text, None, (), (), (), (), ())
     cited = cited_of(lesson_id, row[6], row[7]) if len(row) > 7 else None
     try:
         value = jsonio.loads(associations or "{}")
@@ -79,6 +79,7 @@ def record_of(row: Sequence[Any], *, matched: bool) -> Record | None:
         tuple(value.get("folders") or ()),
         tuple(value.get("identifiers") or ()),
         tuple(tuple(group) for group in value.get("keywords") or ()),
+        tuple(value.get("commands") or ()),
     )
 
 
@@ -149,6 +150,7 @@ def full(records: Sequence[Record], scope: dict[str, Any]) -> BuiltIndex:
                 folders=record[5],
                 identifiers=record[6],
                 keywords=record[7],
+                commands=record[8],
             )
             for record in records
         ]
@@ -164,8 +166,11 @@ def source_of(index: SnapshotIndex) -> list[Record]:
         associations = index.load(key_shards + card_shards + number)
         for card, assoc in zip(cards, associations, strict=True):
             if card is not None:
-                # A format 2 card has no `cited` (it is never built upon; kept readable).
-                records.append((*card[:3], card[3] if len(card) > 3 else None, *assoc))
+                # A format 2 card has no `cited`, a format 3 source no `commands` (neither
+                # is built upon; both kept readable).
+                commands = assoc[4] if len(assoc) > 4 else ()
+                cited = card[3] if len(card) > 3 else None
+                records.append((*card[:3], cited, *assoc[:4], commands))
     return records
 
 
@@ -262,8 +267,8 @@ def _incremental(
             keys[number] = table
         return table
 
-    for ordinal, (files, folders, identifiers, groups) in removed.items():
-        for key in card_keys(files, folders, identifiers):
+    for ordinal, (files, folders, identifiers, groups, commands) in removed.items():
+        for key in card_keys(files, folders, identifiers, commands):
             table = key_table(key)
             left = tuple(value for value in table.get(key, ()) if value != ordinal)
             key_count -= _store(table, key, left)
@@ -274,8 +279,8 @@ def _incremental(
                 left = tuple(entry for entry in found if entry[0] != ordinal)
                 if len(left) != len(found):
                     key_count -= _store(table, KEYWORD + term, left)
-    for ordinal, (files, folders, identifiers, groups) in added.items():
-        for key in dict.fromkeys(card_keys(files, folders, identifiers)):
+    for ordinal, (files, folders, identifiers, groups, commands) in added.items():
+        for key in dict.fromkeys(card_keys(files, folders, identifiers, commands)):
             table = key_table(key)
             key_count += _store(table, key, _insert(table.get(key, ()), ordinal))
         for terms in keyword_groups(groups):

@@ -11,12 +11,15 @@ A generation is one file (`encode_generation`), written once, then only read:
   `CARDS_PER_SHARD` consecutive ordinals; `cited` is None, or `(date, ranges)`: the
   revision's date (`YYYY-MM-DD`) and the fingerprinted cited ranges
   `(path, first line, last line, sha256)` (lines 0, 0: the whole file), which delivery
-  checks to frame a stale card (stale.py). Format 2 had no `cited` and is still read;
-  it is never built upon (generations.py rebuilds a scope whose current one is older);
-- the source: what the next generation is built from (generation.py), read only then.
+  checks to frame a stale card (stale.py). Formats 2 (no `cited`) and 3 (no
+  `commands`) are still read; they are never built upon (generations.py rebuilds a
+  scope whose current one is older);
+- the source: what the next generation is built from (generation.py), read only then:
+  per card `(files, folders, identifiers, keywords, commands)`.
 
-Index keys: `f\\0<file>`, `d\\0<folder>`, `i\\0<identifier>` → ordinals; `k\\0<term>` →
-`(ordinal, group terms)`, each keyword group filed under its rarest term. Ordinals
+Index keys: `f\\0<file>`, `d\\0<folder>`, `i\\0<identifier>`, `c\\0<command family>` →
+ordinals; `k\\0<term>` → `(ordinal, group terms)`, each keyword group filed under its
+rarest term. Ordinals
 number the cards in lesson-ID order (natural: `L-9` before `L-12`), so ordering
 matches by (score, ordinal) orders them by ID.
 
@@ -37,18 +40,19 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
-FORMAT = 3
-READABLE_FORMATS = (2, 3)
-"""Format 2 (before `cited`) is still read: a run pinned to one keeps working."""
+FORMAT = 4
+READABLE_FORMATS = (2, 3, 4)
+"""Formats 2 (before `cited`) and 3 (before `commands`) are still read: a run pinned to
+one keeps working."""
 KEYS_PER_SHARD = 64
 CARDS_PER_SHARD = 32
-MAGIC = b"AMGEN\x00\x03\x00"
-_MAGICS = (b"AMGEN\x00\x02\x00", MAGIC)
+MAGIC = b"AMGEN\x00\x04\x00"
+_MAGICS = (b"AMGEN\x00\x02\x00", b"AMGEN\x00\x03\x00", MAGIC)
 
 Cited = tuple[str, tuple[tuple[str, int, int, str], ...]]
 """A card's revision date and its fingerprinted cited ranges (see the module docstring)."""
 
-FILE, FOLDER, IDENTIFIER, KEYWORD = "f\0", "d\0", "i\0", "k\0"
+FILE, FOLDER, IDENTIFIER, KEYWORD, COMMAND = "f\0", "d\0", "i\0", "k\0", "c\0"
 
 
 class SnapshotCorrupt(Exception):
@@ -68,7 +72,8 @@ class IndexCard:
     """What the index keeps of one lesson: identity, card text, associations."""
 
     __slots__ = (
-        "cited", "files", "folders", "id", "identifiers", "keywords", "revision", "text"
+        "cited", "commands", "files", "folders", "id", "identifiers", "keywords", "revision",
+        "text",
     )  # fmt: skip
 
     def __init__(
@@ -81,6 +86,7 @@ class IndexCard:
         folders: Sequence[str] = (),
         identifiers: Sequence[str] = (),
         keywords: Sequence[Sequence[str]] = (),
+        commands: Sequence[str] = (),
         cited: Cited | None = None,
     ) -> None:
         self.id = id
@@ -91,6 +97,7 @@ class IndexCard:
         self.folders = tuple(folders)
         self.identifiers = tuple(identifiers)
         self.keywords = tuple(tuple(group) for group in keywords)
+        self.commands = tuple(commands)
 
 
 def natural_key(lesson_id: str) -> tuple[tuple[int, int | str], ...]:
@@ -195,7 +202,7 @@ def build_index(
             for term in set(group):
                 frequency[term] = frequency.get(term, 0) + 1
     for ordinal, card in enumerate(ordered_cards):
-        for key in card_keys(card.files, card.folders, card.identifiers):
+        for key in card_keys(card.files, card.folders, card.identifiers, card.commands):
             found = postings.get(key)
             if found is None:
                 postings[key] = [ordinal]
@@ -219,7 +226,7 @@ def build_index(
     ]
     assoc_shards = [
         tuple(
-            (card.files, card.folders, card.identifiers, card.keywords)
+            (card.files, card.folders, card.identifiers, card.keywords, card.commands)
             for card in ordered_cards[i : i + step]
         )
         for i in range(0, len(ordered_cards), step)
@@ -246,13 +253,17 @@ def build_index(
 
 
 def card_keys(
-    files: Iterable[str], folders: Iterable[str], identifiers: Iterable[str]
+    files: Iterable[str],
+    folders: Iterable[str],
+    identifiers: Iterable[str],
+    commands: Iterable[str] = (),
 ) -> list[str]:
-    """The file, folder and identifier keys of one card's associations."""
+    """The file, folder, identifier and command keys of one card's associations."""
     return (
         [FILE + path for path in files]
         + [FOLDER + folder for folder in folders]
         + [IDENTIFIER + name for name in identifiers]
+        + [COMMAND + family for family in commands]
     )
 
 

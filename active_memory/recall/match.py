@@ -5,6 +5,7 @@
 | exact root-relative file | 1000 | each signal path |
 | containing folder | 800 | each signal path and `folders` entry, with its ancestors |
 | exact whole identifier | 700 | each identifier, case-sensitive |
+| command family | 600 | each family of the shell call's chain (command_family.py) |
 | keyword group | 500 | each signal term; a group counts when all its terms occur |
 
 `folders` are the other reading of a relative path (working directory or workspace
@@ -12,7 +13,7 @@ root), tried for folder matches only. A card scores its strongest match once; re
 words add nothing. Matches are ordered by score (highest first), then lesson ID.
 
 `iter_matches` yields them lazily in exactly that order: tier by tier (file, folder,
-identifier, keywords), each tier a merge of sorted posting lists (ordinals are lesson-ID
+identifier, command, keywords), each tier a merge of sorted posting lists (ordinals are lesson-ID
 order), a card yielded only at its first (strongest) tier. A card's text is loaded only
 when it is yielded, so a caller that stops once the budget is spent (ledger.py) never
 loads or builds what it cannot deliver: a folder with thousands of lessons costs the few
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from heapq import merge
 
-from active_memory.recall.index import FILE, FOLDER, IDENTIFIER, KEYWORD
+from active_memory.recall.index import COMMAND, FILE, FOLDER, IDENTIFIER, KEYWORD
 from active_memory.recall.types import MATCH_SCORES, CardHit
 
 TYPE_CHECKING = False
@@ -55,6 +56,7 @@ def iter_matches(index: SnapshotIndex, signals: Signals) -> Iterator[CardHit]:
         ("file", [index.postings(FILE + path) for path in dict.fromkeys(paths)]),
         ("folder", [index.postings(FOLDER + folder) for folder in folders]),
         ("identifier", [index.postings(IDENTIFIER + name) for name in signals.identifiers]),
+        ("command", [index.postings(COMMAND + family) for family in signals.commands]),
     ]
     for kind, lists in tiers:
         yield from _tier(index, kind, lists, seen)

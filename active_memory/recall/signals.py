@@ -1,11 +1,14 @@
-"""Signals from a tool call: the paths, identifiers and terms that recall matches on.
+"""Signals from a tool call: the paths, identifiers, terms and command families that recall
+matches on.
 
 Read in SPEC §8's order: native path fields first (Claude Code `file_path`,
 `notebook_path`, `path`; OpenCode `filePath`; Codex `apply_patch` headers), then shell
 commands (`cd folder && …` moves the base of later arguments; flags and URLs are not
 paths), then identifiers in search patterns and queries. Identifiers and path names are
 split (snake_case, camelCase, PascalCase, kebab-case) into lowercase terms for keyword
-groups. A relative path is resolved against the tool's working directory; when that
+groups. A shell command's families (command_family.py: every working command of its
+chain, wrappers such as `cd … &&` and `timeout N` stripped) match `commands`
+associations. A relative path is resolved against the tool's working directory; when that
 names nothing in the workspace but the same text from the workspace root does, the root's
 reading is the file (an agent in `repo/src` reading `src/a.py` means `repo/src/a.py`),
 and both readings are tried for folder matches. `file::test`, `file:line` and
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-from active_memory.recall.shell import REDIRECTIONS, simple_commands
+from active_memory.shell import REDIRECTIONS, simple_commands
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 MAX_PATHS = 64
 MAX_IDENTIFIERS = 64
 MAX_TERMS = 256
+MAX_COMMANDS = 16
 MAX_TEXT = 64 * 1024
 """Bounds on what one call contributes, so a huge command costs no more than a big one."""
 
@@ -76,26 +80,36 @@ _WORD_EXTRA = "_$"
 
 
 class Signals:
-    """What a tool call touched: root-relative `paths`, `identifiers`, lowercase `terms`.
+    """What a tool call touched: root-relative `paths`, `identifiers`, lowercase `terms`,
+    and the command `families` of a shell call (`commands`).
 
     `folders` are the other readings of a relative path (the working directory's and the
     workspace root's), matched against folder associations only: they are not the file
     the call touched, so neither a file match nor a receipt comes from them.
     """
 
-    __slots__ = ("folders", "identifiers", "paths", "terms")
+    __slots__ = ("commands", "folders", "identifiers", "paths", "terms")
 
     def __init__(self) -> None:
         self.paths: dict[str, None] = {}  # ordered set
         self.folders: dict[str, None] = {}
         self.identifiers: dict[str, None] = {}
         self.terms: set[str] = set()
+        self.commands: dict[str, None] = {}
 
     def __repr__(self) -> str:
         return (
             f"Signals(paths={list(self.paths)}, folders={list(self.folders)}, "
-            f"identifiers={list(self.identifiers)}, terms={sorted(self.terms)})"
+            f"identifiers={list(self.identifiers)}, terms={sorted(self.terms)}, "
+            f"commands={list(self.commands)})"
         )
+
+    def add_commands(self, families: Iterable[str]) -> None:
+        """Record command families (at most `MAX_COMMANDS`)."""
+        for family in families:
+            if len(self.commands) >= MAX_COMMANDS:
+                return
+            self.commands[family] = None
 
 
 def extract_signals(call: ToolCall, root: str) -> Signals:
@@ -127,8 +141,10 @@ def extract_signals(call: ToolCall, root: str) -> Signals:
                 reader.patch(command, base)
             else:
                 reader.shell(command, base)
+                reader.signals.add_commands(_families(command))
         elif isinstance(command, list) and all(isinstance(v, str) for v in command):
             reader.argv(list(command), base)
+            reader.signals.add_commands(_families(list(command)))
     for key in PATTERN_KEYS:
         for value in _strings(tool_input.get(key)):
             if key in ("glob", "include") or tool in GLOB_TOOLS:
@@ -136,6 +152,15 @@ def extract_signals(call: ToolCall, root: str) -> Signals:
             else:
                 reader.pattern(value)
     return reader.signals
+
+
+def _families(command: str | list[str]) -> list[str]:
+    """The command families of a command line or argument vector (command_family.py)."""
+    # Imported here, by a call that runs a command: a file tool's hook process does not
+    # load the family rules (about 0.4 ms of a start-up; bench/README.md).
+    from active_memory.command_family import argv_families, chain_families
+
+    return chain_families(command) if isinstance(command, str) else argv_families(command)
 
 
 def _strings(value: Any) -> list[str]:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, Literal
 
-    MatchKind = Literal["file", "folder", "identifier", "keywords"]
+    MatchKind = Literal["file", "folder", "identifier", "command", "keywords"]
     SkipReason = Literal["delivered_before", "over_budget", "unchecked"]
 
 DEFAULT_BUDGET_BYTES = 2048
@@ -23,7 +23,13 @@ DEFAULT_BUDGET_BYTES = 2048
 MIN_BUDGET_BYTES = 1
 MAX_BUDGET_BYTES = 16384
 
-MATCH_SCORES: dict[str, int] = {"file": 1000, "folder": 800, "identifier": 700, "keywords": 500}
+MATCH_SCORES: dict[str, int] = {
+    "file": 1000,
+    "folder": 800,
+    "identifier": 700,
+    "command": 600,
+    "keywords": 500,
+}
 """SPEC §8 scores; a card counts only its strongest match."""
 
 ALL_SCOPES: frozenset[str] = frozenset({"repository", "graph"})

@@ -53,6 +53,14 @@ class AssociationsDraft(_Wire):
             "lowercase terms that together identify the work; no broad words"
         ),
     )
+    commands: list[str] = Field(
+        default=[],
+        description=(
+            "command families a shell call matches: the program and its subcommand or "
+            "script, e.g. mix test, git push, npm run build (never a bare program); the "
+            "card arrives with that command's result"
+        ),
+    )
 
 
 class CardDraft(_Wire):

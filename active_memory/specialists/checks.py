@@ -497,7 +497,8 @@ def _changed_text(dump: dict[str, Any], lesson: SuppliedLesson | None) -> dict[s
         kept.pop("title")
     if kept.get("recommendation") == lesson.recommendation:
         kept.pop("recommendation")
-    if kept.get("associations") == lesson.associations.model_dump():
+    # A draft always carries `commands`; a stored lesson's dump leaves an empty one out.
+    if kept.get("associations") == {"commands": [], **lesson.associations.model_dump()}:
         kept.pop("associations")
     return {**dump, "lesson": kept}
 

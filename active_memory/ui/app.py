@@ -484,6 +484,7 @@ def _form_of(fields: dict[str, str]) -> CardForm:
         folders=fields.get("folders", ""),
         identifiers=fields.get("identifiers", ""),
         keywords=fields.get("keywords", ""),
+        commands=fields.get("commands", ""),
     )
 
 

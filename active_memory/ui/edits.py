@@ -46,6 +46,7 @@ class CardForm:
     folders: str = ""
     identifiers: str = ""
     keywords: str = ""  # one group per line, terms separated by spaces or commas
+    commands: str = ""  # one command family per line
 
     @classmethod
     def of(cls, lesson: Lesson) -> CardForm:
@@ -58,6 +59,7 @@ class CardForm:
             folders="\n".join(a.folders),
             identifiers="\n".join(a.identifiers),
             keywords="\n".join(" ".join(group) for group in a.keywords),
+            commands="\n".join(a.commands),
         )
 
 
@@ -76,6 +78,7 @@ def parse_card(form: CardForm) -> Card:
                 folders=_lines(form.folders),
                 identifiers=_lines(form.identifiers),
                 keywords=[line.replace(",", " ").split() for line in _lines(form.keywords)],
+                commands=_lines(form.commands),
             ),
         )
     except ValidationError as exc:

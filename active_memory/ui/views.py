@@ -95,6 +95,7 @@ def _matches_text(lesson: Lesson | Tombstone, words: list[str]) -> bool:
                 *a.folders,
                 *a.identifiers,
                 *(" ".join(group) for group in a.keywords),
+                *a.commands,
             ]
         ).lower()
     return all(word in haystack for word in words)
@@ -231,6 +232,7 @@ def _card_text(entry: HistoryEntry) -> list[str]:
         ("folders", a.folders),
         ("identifiers", a.identifiers),
         ("keywords", [" ".join(group) for group in a.keywords]),
+        ("commands", a.commands),
     ):
         lines += [f"{name}: {value}" for value in values]
     return lines
@@ -362,6 +364,7 @@ def _card_lines(card: dict[str, Any]) -> list[str]:
     for name in ("files", "folders", "identifiers"):
         lines += [f"{name}: {value}" for value in a.get(name, [])]
     lines += [f"keywords: {' '.join(group)}" for group in a.get("keywords", [])]
+    lines += [f"commands: {value}" for value in a.get("commands", [])]
     return lines
 
 

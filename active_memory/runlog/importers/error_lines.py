@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from active_memory.recall.command_family import FILE_TOOLS, family_program
+from active_memory.command_family import FILE_TOOLS, family_program
 
 MAX_LINES = 6
 """Lines of one error at most (the record's 1 KB bound applies too)."""

@@ -6,7 +6,7 @@ the run record's `tool_failures`:
 
 - `command`: a shell call's command line (Codex's `["bash", "-lc", SCRIPT]` is the
   script), a file tool's root-relative path, any other tool's arguments as compact JSON;
-  `family` from recall/command_family.py (for a chain, the command its output shows
+  `family` from command_family.py (for a chain, the command its output shows
   failed: error_lines.py `failing_family`); `error` from error_lines.py (a call that
   timed out says `timed out` first); `cwd` root-relative (`""` is the root); `paths` the
   workspace paths the call names, read the way the hook reads them (recall/signals.py).
@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from active_memory.recall.command_family import (
+from active_memory.command_family import (
     BOOKKEEPING,
     FILE_TOOLS,
     FILTERS,
@@ -46,7 +46,6 @@ from active_memory.recall.command_family import (
     file_family,
     shell_family,
 )
-from active_memory.recall.shell import Word, tokenize
 from active_memory.recall.signals import extract_signals
 from active_memory.recall.types import ToolCall
 from active_memory.runlog.importers.error_lines import failing_family, informative_error
@@ -59,6 +58,7 @@ from active_memory.runlog.tool_failures import (
     MAX_TOOL_FAILURES,
     cut_bytes,
 )
+from active_memory.shell import Word, tokenize
 
 READ_ONLY_PROGRAMS = frozenset(
     {"ls", "tree", "find", "stat", "file", "du", "df", "which", "pwd", "env", "printenv"}

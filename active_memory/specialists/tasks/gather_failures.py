@@ -20,12 +20,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from active_memory.command_family import FILE_TOOLS, READ_ONLY_TOOLS
 from active_memory.evidence import EvidenceItem
 from active_memory.evidence.model import FailureResolution, evidence_id
 from active_memory.evidence.repeated_failures import branches_of, failures_behind
 from active_memory.evidence.signatures import signature
 from active_memory.lessons import GraphScope, Lesson
-from active_memory.recall.command_family import FILE_TOOLS, READ_ONLY_TOOLS
 from active_memory.runlog.record import NodeCompleted, RunRecord, ToolFailure
 from active_memory.specialists.tasks.gather_lessons import lesson_paths
 from active_memory.specialists.tasks.gather_run import command_paths, executions_of

@@ -324,7 +324,8 @@ def concerning(
     """IDs of the evidence items that concern `lesson`: for a graph lesson, those naming
     its node; for a repository lesson, those whose receipts touched its files or folders,
     or whose executions' final texts name one of its files, folders or identifiers, or
-    hold every term of one of its keyword groups. `texts`: `RunTexts(record, items)`."""
+    hold every term of one of its keyword groups, or whose failing family is one of its
+    `commands`. `texts`: `RunTexts(record, items)`."""
     if isinstance(lesson.scope, GraphScope):
         node = lesson.scope.node
         return [item.id for item in items if node in item.nodes]
@@ -333,8 +334,12 @@ def concerning(
     folders = [f.strip("/") for f in lesson.associations.folders]
     names = {n.strip("/") for n in (*files, *folders, *lesson.associations.identifiers)}
     groups = [[t.casefold() for t in group] for group in lesson.associations.keywords]
+    commands = set(lesson.associations.commands)
     found: list[str] = []
     for item in items:
+        if item.family is not None and item.family in commands:
+            found.append(item.id)
+            continue
         touched = texts.touched.get(item.id)
         if touched is None:  # an item the texts were not built with
             touched = {p.strip("/") for receipt in item.receipts for p in receipt.paths}

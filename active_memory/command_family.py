@@ -37,9 +37,8 @@ Standard library only and no `re`: recall's hook path imports this per tool call
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-from active_memory.recall.shell import CONTROL, REDIRECTIONS, Word, tokenize
+from active_memory.shell import CONTROL, REDIRECTIONS, Word, tokenize
 
 MAX_COMMAND_CHARS = 64 * 1024
 """Only this much of a command line is read (a heredoc-sized commit message is data)."""
@@ -204,13 +203,21 @@ _SCRIPT_SUFFIXES = (
 _MAX_DEPTH = 4
 
 
-@dataclass(frozen=True, slots=True)
 class Invocation:
-    """One simple command, read: its family, its program and the words after the family."""
+    """One simple command, read: its family, its program and the words after the family.
 
-    family: str
-    program: str
-    arguments: tuple[str, ...]
+    A plain slotted class, not a dataclass: recall's hook path imports this module and
+    must not load `dataclasses`."""
+
+    __slots__ = ("arguments", "family", "program")
+
+    def __init__(self, family: str, program: str, arguments: tuple[str, ...]) -> None:
+        self.family = family
+        self.program = program
+        self.arguments = arguments
+
+    def __repr__(self) -> str:
+        return f"Invocation({self.family!r}, {self.program!r}, {self.arguments!r})"
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -274,6 +281,15 @@ def argv_family(argv: list[str]) -> str | None:
     working = [item for item in read if item.program not in BOOKKEEPING]
     chosen = working[-1] if working else (read[0] if read else None)
     return chosen.family if chosen is not None else None
+
+
+def argv_families(argv: list[str]) -> list[str]:
+    """`chain_families` of a command given as an argument vector (`["bash", "-lc", …]`)."""
+    found: dict[str, None] = {}
+    for item in _read(list(argv), 0):
+        if item.program not in BOOKKEEPING:
+            found.setdefault(item.family, None)
+    return list(found)
 
 
 def file_family(tool: str, path: str | None) -> str:
