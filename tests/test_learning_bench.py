@@ -252,3 +252,23 @@ def test_every_bundled_sequence_has_four_sessions_or_more_and_its_recordings() -
         sequence = load_sequence(folder)
         assert len(sequence.spec.sessions) >= 4
         assert sequence.recordings.exists() and sequence.answers.exists()
+
+
+def test_the_bundled_calc_env_replays_its_recordings_prevented_then_shortened(
+    tmp_path: Path,
+) -> None:
+    # The recorded answers are current: the bench with no arguments needs them. When a
+    # task changes, this fails naming the task; `bench/learning_bench.py --record` fixes it.
+    sequence = load_sequence(CALC)
+    result = run_variant(sequence, with_failures=True, lane=Lane("replay"), work=tmp_path)
+    assert result.problems == []
+    verdicts = {
+        (s.session.index, r.family): (r.verdict, r.delivered_at)
+        for s in result.sessions
+        for r in s.recurrences
+    }
+    # Session 2 reads src/calc/ops.py (the lesson's folder) first; session 4's first call
+    # is the failing `make test` itself, whose command card comes with its result.
+    assert verdicts == {(2, "make test"): ("prevented", 0), (4, "make test"): ("shortened", 0)}
+    fourth = next(s for s in result.sessions if s.session.index == 4)
+    assert [d.match for d in fourth.replayed.deliveries] == ["command"]
