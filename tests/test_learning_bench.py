@@ -171,7 +171,7 @@ def test_a_card_about_something_else_is_no_card_for_the_family() -> None:
 def test_a_lesson_concerns_the_families_it_cites_names_or_associates() -> None:
     families = ["git push", "mix test", "npm run build", "Read test/support"]
     evidence = {"ev-tf-000000000001": "npm run build"}
-    lesson = {
+    lesson: dict[str, JsonValue] = {
         "title": "Push new branches with -u",
         "recommendation": "Use `git push -u origin HEAD`; `Read test/support` is a folder.",
         "associations": {"keywords": [["mix", "test"]]},
@@ -192,14 +192,14 @@ def test_re_recording_keys_an_unchanged_answer_anew_and_writes_out_a_changed_tas
     store = Store.read(answers, recordings)
     task: dict[str, Any] = {"evidence": [{"id": "ev-tf-1"}], "lessons": [], "files": ["v1"]}
     name = task_name("1-abc.with", "repository_discovery", task)
-    lesson = {
+    lesson: dict[str, JsonValue] = {
         "title": "Push new branches with -u origin",
         "recommendation": "Run `git push -u origin HEAD` the first time.",
         "associations": {"folders": ["docs"], "a_field_of_a_later_schema": ["git push"]},
         "evidence": ["ev-tf-1"],
         "why_recurs": "every change is pushed",
     }
-    plain = {**lesson, "associations": {"folders": ["docs"]}}
+    plain: dict[str, JsonValue] = {**lesson, "associations": {"folders": ["docs"]}}
     # Best first: an answer this schema refuses (a field it does not have), then one it takes.
     store.add(name, fingerprint(task), "repository_discovery", {"lessons": [plain]})
     store.add(name, fingerprint(task), "repository_discovery", {"lessons": [lesson]})
