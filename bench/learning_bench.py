@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     waiting: list[str] = []
     try:
         for sequence in sequences:
-            store = Store.read(sequence.recordings, sequence.keys) if args.record else None
+            store = Store.read(sequence.answers, sequence.recordings) if args.record else None
             complete = True
             for with_failures in variants:
                 variant = "with" if with_failures else "without"
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 dropped = store.prune() if args.prune and complete and len(variants) == 2 else 0
                 store.write()
                 print(
-                    f"learning_bench: {sequence.name}: {len(store.used)} answers in use, "
+                    f"learning_bench: {sequence.name}: {len(store.chosen)} answers in use, "
                     f"{store.rekeyed} re-keyed, {store.added} added, {dropped} dropped",
                     file=sys.stderr,
                 )

@@ -83,7 +83,7 @@ def test_a_seeded_sequence_is_prevented_then_missed_and_pays_bytes_for_nothing(
     tmp_path: Path,
 ) -> None:
     sequence = load_sequence(_seeded_calc(tmp_path))
-    store = Store.read(sequence.recordings, sequence.keys)
+    store = Store.read(sequence.answers, sequence.recordings)
     recorder = Recorder(store, tmp_path / "tasks", fallback=_scripted)
     result = run_variant(
         sequence, with_failures=True, lane=Lane("replay"), work=tmp_path / "work",
@@ -171,7 +171,7 @@ def test_a_card_about_something_else_is_no_card_for_the_family() -> None:
 def test_a_lesson_concerns_the_families_it_cites_names_or_associates() -> None:
     families = ["git push", "mix test", "npm run build", "Read test/support"]
     evidence = {"ev-tf-000000000001": "npm run build"}
-    lesson = {
+    lesson: dict[str, JsonValue] = {
         "title": "Push new branches with -u",
         "recommendation": "Use `git push -u origin HEAD`; `Read test/support` is a folder.",
         "associations": {"keywords": [["mix", "test"]]},
@@ -188,20 +188,30 @@ def test_a_lesson_concerns_the_families_it_cites_names_or_associates() -> None:
 def test_re_recording_keys_an_unchanged_answer_anew_and_writes_out_a_changed_task(
     tmp_path: Path,
 ) -> None:
-    store = Store.read(tmp_path / "r.json", tmp_path / "k.json")
+    answers, recordings = tmp_path / "answers.json", tmp_path / "recordings.json"
+    store = Store.read(answers, recordings)
     task: dict[str, Any] = {"evidence": [{"id": "ev-tf-1"}], "lessons": [], "files": ["v1"]}
     name = task_name("1-abc.with", "repository_discovery", task)
-    store.add("repository_discovery", input_digest(task), {"lessons": []}, name, fingerprint(task))
-    store.write()
-    store = Store.read(tmp_path / "r.json", tmp_path / "k.json")
-    recorder = Recorder(store, tmp_path / "tasks")
-    # The view of the files changed, not the evidence: the answer still fits.
-    reworded = task | {"files": ["v2"]}
-    assert recorder.answer("1-abc.with", "repository_discovery", reworded, "p", "s") == {
-        "lessons": []
+    lesson: dict[str, JsonValue] = {
+        "title": "Push new branches with -u origin",
+        "recommendation": "Run `git push -u origin HEAD` the first time.",
+        "associations": {"folders": ["docs"], "a_field_of_a_later_schema": ["git push"]},
+        "evidence": ["ev-tf-1"],
+        "why_recurs": "every change is pushed",
     }
+    plain: dict[str, JsonValue] = {**lesson, "associations": {"folders": ["docs"]}}
+    # Best first: an answer this schema refuses (a field it does not have), then one it takes.
+    store.add(name, fingerprint(task), "repository_discovery", {"lessons": [plain]})
+    store.add(name, fingerprint(task), "repository_discovery", {"lessons": [lesson]})
+    store.write()
+    store = Store.read(answers, recordings)
+    recorder = Recorder(store, tmp_path / "tasks")
+    # The view of the files changed, not the evidence: the answer the schema takes fits.
+    reworded = task | {"files": ["v2"]}
+    found = recorder.answer("1-abc.with", "repository_discovery", reworded, "p", "s")
+    assert found == {"lessons": [plain]}
     assert store.rekeyed == 1 and recorder.missing == []
-    assert {input_digest(task), input_digest(reworded)} <= set(store.keys)
+    assert store.recordings.find("repository_discovery", input_digest(reworded)) is not None
     # New evidence: the old answer is not replayed; the task is written out with it.
     changed = task | {"evidence": [{"id": "ev-tf-1"}, {"id": "ev-tf-2"}]}
     assert recorder.answer("1-abc.with", "repository_discovery", changed, "p", "s") is None
@@ -211,8 +221,14 @@ def test_re_recording_keys_an_unchanged_answer_anew_and_writes_out_a_changed_tas
         f"{name}.task.json",
     ]  # fmt: skip
     (tmp_path / "tasks" / f"{name}.answer.json").write_text('{"lessons": []}', "utf-8")
-    assert recorder.answer("1-abc.with", "repository_discovery", changed, "p", "s") is not None
-    assert store.added == 1 and len(store.recordings.recordings) == 3
+    assert recorder.answer("1-abc.with", "repository_discovery", changed, "p", "s") == {
+        "lessons": []
+    }
+    assert store.added == 1 and len(store.answers) == 3
+    # Pruning keeps what this run used: the answer it re-keyed and the one it added.
+    assert store.prune() == 1
+    store.write()
+    assert len(Store.read(answers, recordings).answers) == 2
 
 
 def test_a_bad_sequence_file_is_a_usage_error(
@@ -235,4 +251,24 @@ def test_every_bundled_sequence_has_four_sessions_or_more_and_its_recordings() -
     for folder in found:
         sequence = load_sequence(folder)
         assert len(sequence.spec.sessions) >= 4
-        assert sequence.recordings.exists() and sequence.keys.exists()
+        assert sequence.recordings.exists() and sequence.answers.exists()
+
+
+def test_the_bundled_calc_env_replays_its_recordings_prevented_then_shortened(
+    tmp_path: Path,
+) -> None:
+    # The recorded answers are current: the bench with no arguments needs them. When a
+    # task changes, this fails naming the task; `bench/learning_bench.py --record` fixes it.
+    sequence = load_sequence(CALC)
+    result = run_variant(sequence, with_failures=True, lane=Lane("replay"), work=tmp_path)
+    assert result.problems == []
+    verdicts = {
+        (s.session.index, r.family): (r.verdict, r.delivered_at)
+        for s in result.sessions
+        for r in s.recurrences
+    }
+    # Session 2 reads src/calc/ops.py (the lesson's folder) first; session 4's first call
+    # is the failing `make test` itself, whose command card comes with its result.
+    assert verdicts == {(2, "make test"): ("prevented", 0), (4, "make test"): ("shortened", 0)}
+    fourth = next(s for s in result.sessions if s.session.index == 4)
+    assert [d.match for d in fourth.replayed.deliveries] == ["command"]

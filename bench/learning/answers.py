@@ -1,29 +1,31 @@
-"""The recorded answers of a sequence, and how they are (re-)recorded.
+"""The answers of a sequence: written by a person for each task, replayed by digest.
 
 Beside `sequence.json`:
 
-- `recordings.json`: the specialists' answers keyed by the digest of the task they
-  answer (`active-memory/recordings@1`, what `active-memory postmortem --replay` reads);
-- `recordings.keys.json`: for each digest, which task it answers (`task`: session,
-  variant, specialist, and for maintenance the lessons of the batch) and a fingerprint
-  of what the answer depends on (`content`: the evidence IDs the task offers and the
-  lessons, with revisions, it shows).
+- `answers.json` (`active-memory/learning-answers@1`), the source: one entry per answer a
+  careful engineer wrote, with the task it answers (`task`: session, variant, specialist,
+  and for a maintenance batch its lesson IDs), a fingerprint of what the answer depends on
+  (`content`: the evidence IDs the task offers and the lessons, with revisions, it shows)
+  and the `answer`. A task may have several entries for the same content, best first:
+  one using a field a later version of the answer schema adds (`commands`), one without;
+- `recordings.json` (`active-memory/recordings@1`), made from it: the answers keyed by
+  the digest of the exact task (what `active-memory postmortem --replay` reads).
 
 A task's digest changes with anything in it (a prompt's data, a view of a file, a new
 field). `bench/learning_bench.py --record` runs every sequence and, for each task asked:
 
-1. its digest is recorded: replayed;
-2. else a recording of the same `task` with the same `content` exists: the answer still
-   fits (only the wording or the views changed), so it is recorded again under the new
-   digest (re-keyed; the old digest stays, for the package versions that still ask it);
-3. else an answer file `<tasks>/<sequence>/<task>.answer.json` exists: recorded;
-4. else the task is written to `<tasks>/<sequence>/<task>.{prompt.md,system.md,task.json}`
-   (with the answer it had, if the content changed, as `<task>.previous-answer.json`)
+1. the first answer of `answers.json` for the same `task` and `content` that this
+   version's answer schema accepts is recorded under the task's digest (so a task whose
+   wording or views changed keeps its answer: re-keyed);
+2. else an answer file `<tasks>/<sequence>/<task>.answer.json` is added to
+   `answers.json` and recorded;
+3. else the task is written to `<tasks>/<sequence>/<task>.{prompt.md,system.md,task.json}`
+   (with the answer it had for other content, if any, as `<task>.previous-answer.json`)
    for a person to answer, and the sequence stops there (later sessions depend on it).
 
-Nothing is lost silently: a changed task never replays an old answer, an answer given for
-other content stays (the same task may be asked differently by another version of the
-package), and answers no task asks for are dropped only by `--record --prune`.
+Nothing is lost silently: a task whose evidence or lessons changed never replays an old
+answer, answers for other content stay (another version of the package may still ask the
+task that way), and answers no task asks for are dropped only by `--record --prune`.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
+from active_memory.specialists.answers import answer_schema
 from active_memory.specialists.kinds import kind_of
 from active_memory.specialists.providers.base import input_digest
 from active_memory.specialists.providers.replay import Recording, Recordings
 
-KEYS_SCHEMA: Final = "active-memory/learning-recording-keys@1"
+ANSWERS_SCHEMA: Final = "active-memory/learning-answers@1"
 MODEL: Final = "careful-engineer"
 """The `model` of a hand-written recording."""
 
@@ -72,77 +75,92 @@ def task_name(prefix: str, specialist: str, task: JsonValue) -> str:
     return name
 
 
+def _fits(specialist: str, answer: JsonValue) -> bool:
+    try:
+        answer_schema(specialist).model_validate(answer)
+    except ValidationError:
+        return False
+    return True
+
+
 @dataclass
 class Store:
-    """A sequence's recordings and keys, as read, and what a run used and added."""
+    """A sequence's answers and recordings, as read, and what a record run used and added."""
 
+    answers_path: Path
     recordings_path: Path
-    keys_path: Path
+    answers: list[dict[str, Any]]
     recordings: Recordings
-    keys: dict[str, dict[str, str]]
     used: set[str] = field(default_factory=set)
+    """Digests this run recorded or replayed."""
+    chosen: set[int] = field(default_factory=set)
+    """Positions in `answers` this run used."""
     rekeyed: int = 0
     added: int = 0
 
     @classmethod
-    def read(cls, recordings_path: Path, keys_path: Path) -> Store:
+    def read(cls, answers_path: Path, recordings_path: Path) -> Store:
         """Read both files (missing ones are empty)."""
+        answers: list[dict[str, Any]] = []
+        if answers_path.exists():
+            document = json.loads(answers_path.read_text(encoding="utf-8"))
+            if document.get("schema") != ANSWERS_SCHEMA:
+                raise ValueError(f"{answers_path}: not {ANSWERS_SCHEMA}")
+            answers = [a for a in document.get("answers") or [] if isinstance(a, dict)]
         recordings = (
             Recordings.model_validate_json(recordings_path.read_text(encoding="utf-8"))
             if recordings_path.exists()
             else Recordings()
         )
-        keys: dict[str, dict[str, str]] = {}
-        if keys_path.exists():
-            document = json.loads(keys_path.read_text(encoding="utf-8"))
-            if document.get("schema") != KEYS_SCHEMA:
-                raise ValueError(f"{keys_path}: not {KEYS_SCHEMA}")
-            keys = dict(document.get("keys") or {})
-        return cls(recordings_path, keys_path, recordings, keys)
+        return cls(answers_path, recordings_path, answers, recordings)
 
-    def find(self, specialist: str, digest: str) -> Recording | None:
-        """The recording of this digest."""
-        return self.recordings.find(specialist, digest)
+    def for_task(self, name: str, content: str | None = None) -> list[int]:
+        """Positions of the answers to task `name` (for `content`, when given), best first."""
+        return [
+            index
+            for index, entry in enumerate(self.answers)
+            if entry.get("task") == name and (content is None or entry.get("content") == content)
+        ]
 
-    def by_task(self, name: str) -> tuple[str, dict[str, str]] | None:
-        """The digest and key of the latest recording of task `name`."""
-        found = [(digest, key) for digest, key in self.keys.items() if key.get("task") == name]
-        return found[-1] if found else None
-
-    def add(self, specialist: str, digest: str, answer: JsonValue, name: str, content: str) -> None:
-        """Record `answer` under `digest`. Recordings under other digests stay: another
-        version of the package may still ask the task as it was (`prune` drops them)."""
+    def record(self, specialist: str, digest: str, answer: JsonValue) -> bool:
+        """Record `answer` under `digest`; False when it was recorded so already."""
+        self.used.add(digest)
+        found = self.recordings.find(specialist, digest)
+        if found is not None and found.answer == answer:
+            return False
         self.recordings.recordings = [r for r in self.recordings.recordings if r.digest != digest]
         self.recordings.recordings.append(
             Recording(specialist=specialist, digest=digest, answer=answer, model=MODEL)
         )
-        self.keys[digest] = {"task": name, "content": content}
-        self.used.add(digest)
+        return True
 
-    def by_content(self, name: str, content: str) -> str | None:
-        """The digest of a recording of task `name` given for the same content."""
-        for digest, key in self.keys.items():
-            if key.get("task") == name and key.get("content") == content:
-                return digest
-        return None
+    def add(self, name: str, content: str, specialist: str, answer: JsonValue) -> int:
+        """A new answer (it goes first among the task's answers for this content)."""
+        entry = {"task": name, "content": content, "specialist": specialist, "answer": answer}
+        self.answers.insert(0, entry)
+        self.chosen = {index + 1 for index in self.chosen} | {0}
+        self.added += 1
+        return 0
 
     def prune(self) -> int:
-        """Drop every recording no task of this run asked for; how many went."""
-        before = len(self.recordings.recordings)
+        """Drop the answers and recordings no task of this run used; how many answers went."""
+        before = len(self.answers)
+        self.answers = [a for i, a in enumerate(self.answers) if i in self.chosen]
+        self.chosen = set(range(len(self.answers)))
         self.recordings.recordings = [
             r for r in self.recordings.recordings if r.digest in self.used
         ]
-        self.keys = {digest: key for digest, key in self.keys.items() if digest in self.used}
-        return before - len(self.recordings.recordings)
+        return before - len(self.answers)
 
     def write(self) -> None:
         """Write both files, sorted so that the same answers always give the same bytes."""
+        document = {"schema": ANSWERS_SCHEMA, "answers": self.answers}
+        self.answers_path.write_text(
+            json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         self.recordings.recordings.sort(key=lambda r: (r.specialist, r.digest))
         text = self.recordings.model_dump_json(by_alias=True, indent=2, exclude_none=True)
         self.recordings_path.write_text(text + "\n", encoding="utf-8")
-        keys = {digest: self.keys[digest] for digest in sorted(self.keys)}
-        document = {"schema": KEYS_SCHEMA, "keys": keys}
-        self.keys_path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 @dataclass
@@ -159,10 +177,10 @@ Fallback = Callable[[str, str, JsonValue], JsonValue | None]
 
 @dataclass
 class Recorder:
-    """Answers a record pass's tasks from the store, re-keys, or writes them out.
+    """Answers a record pass's tasks from the answers, answer files, or writes them out.
 
     `fallback`, when given, is asked before a task is written out (a test's scripted
-    answers); what it answers is recorded like an answer file."""
+    answers); what it answers is added like an answer file."""
 
     store: Store
     tasks: Path
@@ -176,17 +194,15 @@ class Recorder:
         digest = input_digest(task)
         name = task_name(prefix, specialist, task)
         content = fingerprint(task)
-        found = self.store.find(specialist, digest)
-        if found is not None:
-            self.store.keys.setdefault(digest, {"task": name, "content": content})
-            self.store.used.add(digest)
-            return found.answer
-        same = self.store.by_content(name, content)
-        old = self.store.find(specialist, same) if same is not None else None
-        if old is not None:
-            self.store.add(specialist, digest, old.answer, name, content)
-            self.store.rekeyed += 1
-            return old.answer
+        for index in self.store.for_task(name, content):
+            answer = self.store.answers[index].get("answer")
+            # Only an answer this version of the answer's schema accepts (one that uses a
+            # field the package does not have is no answer here).
+            if _fits(specialist, answer):
+                self.store.chosen.add(index)
+                if self.store.record(specialist, digest, answer):
+                    self.store.rekeyed += 1
+                return answer
         written = self.tasks / f"{name}.answer.json"
         scripted = self.fallback(name, specialist, task) if self.fallback else None
         if scripted is not None or written.exists():
@@ -195,8 +211,8 @@ class Recorder:
                 if scripted is not None
                 else json.loads(written.read_text(encoding="utf-8"))
             )
-            self.store.add(specialist, digest, answer, name, content)
-            self.store.added += 1
+            self.store.add(name, content, specialist, answer)
+            self.store.record(specialist, digest, answer)
             return answer
         self.tasks.mkdir(parents=True, exist_ok=True)
         files = []
@@ -208,12 +224,11 @@ class Recorder:
             path = self.tasks / f"{name}{suffix}"
             path.write_text(text, encoding="utf-8")
             files.append(path)
-        earlier = self.store.by_task(name)
-        if earlier is not None:
-            old = self.store.find(specialist, earlier[0])
-            if old is not None:
-                previous = self.tasks / f"{name}.previous-answer.json"
-                previous.write_text(json.dumps(old.answer, indent=2) + "\n", encoding="utf-8")
-                files.append(previous)
+        earlier = self.store.for_task(name)
+        if earlier:
+            previous = self.tasks / f"{name}.previous-answer.json"
+            answer = self.store.answers[earlier[0]].get("answer")
+            previous.write_text(json.dumps(answer, indent=2) + "\n", encoding="utf-8")
+            files.append(previous)
         self.missing.append(Asked(name, files))
         return None

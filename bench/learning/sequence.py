@@ -95,9 +95,9 @@ class Sequence:
         return self.folder / "recordings.json"
 
     @property
-    def keys(self) -> Path:
-        """What each recording answered (`bench/learning/answers.py`)."""
-        return self.folder / "recordings.keys.json"
+    def answers(self) -> Path:
+        """The answers a person wrote for its tasks (`bench/learning/answers.py`)."""
+        return self.folder / "answers.json"
 
 
 def load_sequence(path: Path) -> Sequence:
