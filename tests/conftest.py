@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import pytest
 import pytest_asyncio
+from hermetic_home import Isolation, isolate
 
 from active_memory.lessons import (
     Associations,
@@ -40,6 +41,38 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ZEROSHOT_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "zeroshot"
 
 IN_CI = os.environ.get("CI") == "true"
+
+_isolation: Isolation | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported: HOME is a folder of the session's own
+    (tests/hermetic_home.py), so no default path reaches the user's real state."""
+    global _isolation
+    _isolation = isolate()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _isolation
+    if _isolation is not None:
+        _isolation.restore()
+        _isolation = None
+
+
+@pytest.fixture(autouse=True)
+def _real_state_untouched() -> Iterator[None]:
+    """Fails the test after which the user's real state folder (or a harness's config
+    folder in the real HOME) differs from what it was when the session started."""
+    yield
+    if _isolation is None:
+        return
+    changes = _isolation.real.changes()
+    if changes:
+        _isolation.real.accept()  # report each change once, on the test that made it
+        shown = "; ".join(changes[:5]) + (
+            f"; and {len(changes) - 5} more" if len(changes) > 5 else ""
+        )
+        pytest.fail(f"the test wrote outside its temporary folders, into the real HOME: {shown}")
 
 
 @pytest.hookimpl(wrapper=True)

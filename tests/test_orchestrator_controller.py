@@ -33,7 +33,9 @@ from active_memory.orchestrator import (
     default_journal_dir,
     interrupted_postmortems,
 )
+from active_memory.orchestrator.journal import store_journal_dir
 from active_memory.specialists.providers.base import Request
+from active_memory.store.location import resolve_store_location
 from active_memory.store.sqlite import SqliteStore
 
 
@@ -137,6 +139,15 @@ def test_journal_file_names_stay_in_the_folder_for_any_run_id(tmp_path: Path) ->
 def test_the_journal_lives_in_the_zeroshot_state_dir() -> None:
     folder = default_journal_dir({"ZEROSHOT_STATE_DIR": "/state"})
     assert folder == Path("/state/active-memory/postmortems")
+
+
+def test_the_journal_follows_the_store() -> None:
+    env = {"ZEROSHOT_STATE_DIR": "/state"}
+    default = resolve_store_location(None, env)
+    assert store_journal_dir(default, env) == default_journal_dir(env)  # one rule for both
+    assert store_journal_dir("/tmp/x/lessons.sqlite3", env) == Path("/tmp/x/postmortems")
+    for elsewhere in ("postgresql://u:p@h/db", ":memory:"):
+        assert store_journal_dir(elsewhere, env) == default_journal_dir(env)
 
 
 CHILD = """

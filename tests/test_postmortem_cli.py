@@ -152,6 +152,28 @@ def test_dry_run_writes_nothing_anywhere(state: Path, checkout: Path) -> None:
     assert snapshot(state) == before
 
 
+def test_a_store_given_with_store_keeps_its_journal_beside_it(
+    state: Path, checkout: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere" / "lessons.sqlite3"
+    code, _, err = run_cli("lessons", "import", str(EXAMPLES / "lessons.jsonl"),
+                           "--store", str(elsewhere))  # fmt: skip
+    assert code == 0, err
+    before = snapshot(state)
+    code, _, err = postmortem(checkout, "--store", str(elsewhere))
+    assert code == 0, err
+    assert snapshot(state) == before  # the state folder's journal is not this store's
+    [entry] = (elsewhere.parent / "postmortems").iterdir()
+    assert json.loads(entry.read_text())["state"] == "finished"
+    code, out, err = run_cli("postmortems", "--store", str(elsewhere), "--json")
+    assert code == 0, err
+    listing = json.loads(out)
+    assert listing["journal"] == str(elsewhere.parent / "postmortems")
+    assert [row["state"] for row in listing["postmortems"]] == ["finished"]
+    code, out, _ = run_cli("postmortems", "--json")  # the default store's journal: empty
+    assert code == 0 and json.loads(out)["postmortems"] == []
+
+
 def test_dry_run_without_a_store_creates_none(
     tmp_path: Path, checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

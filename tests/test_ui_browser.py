@@ -67,7 +67,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     ])  # fmt: skip
     from test_ui_costs import _state
 
-    env = {**os.environ, **_state(tmp_path)}
+    env = {**os.environ, **_state(tmp_path, store)}
     command = Path(sys.executable).with_name("active-memory")
     log = tmp_path / "ui.log"
     with log.open("w") as sink:

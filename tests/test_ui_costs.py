@@ -12,16 +12,16 @@ from conftest import Backend
 from starlette.testclient import TestClient
 from ui_support import MARKUP, TOKEN, login, publish, seed_mutations
 
-from active_memory.orchestrator.journal import Journal, default_journal_dir
+from active_memory.orchestrator.journal import Journal, store_journal_dir
 from active_memory.orchestrator.report import UsageReport
 from active_memory.recall.frame import render_card
 from active_memory.ui.app import create_app
 from active_memory.ui.auth import Gate
 
 
-def _state(tmp_path: Path) -> dict[str, str]:
+def _state(tmp_path: Path, location: str) -> dict[str, str]:
     env = {"ZEROSHOT_STATE_DIR": str(tmp_path / "state")}
-    journal = Journal(default_journal_dir(env))
+    journal = Journal(store_journal_dir(location, env))  # the store's own journal
     first = journal.started("run-a", "succeeded")
     journal.write(first.model_copy(update={
         "state": "finished", "started_at": "2026-11-30T10:00:00Z",
@@ -79,7 +79,7 @@ def test_postmortems_and_costs_pages_show_the_journal_and_recall_records(
 ) -> None:
     publish(backend.location, seed_mutations())
     _queue(backend.location)
-    env = _state(tmp_path)
+    env = _state(tmp_path, backend.location)
     app = create_app(backend.location, Gate(TOKEN), env=env)
     with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
         for path in ("/postmortems", "/costs", "/api/postmortems", "/api/costs"):

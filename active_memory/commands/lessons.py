@@ -124,7 +124,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     stats.add_argument(
         "--journal",
         metavar="DIR",
-        help="postmortem journal folder (default: the zeroshot state dir's)",
+        help="postmortem journal folder (default: the store's)",
     )
     stats.set_defaults(handler=_stats)
 
@@ -596,7 +596,11 @@ def _stats(args: argparse.Namespace) -> int:
         return await lesson_counts(store)
 
     counts: list[ScopeCount] = _run_or_empty(args, job)
-    journal = Journal(Path(args.journal) if args.journal else None)
+    from active_memory.store import resolve_store_location
+
+    journal = Journal.of(
+        resolve_store_location(args.store), Path(args.journal) if args.journal else None
+    )
     if args.journal and not journal.directory.is_dir():
         from active_memory.errors import UsageError
 

@@ -31,7 +31,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--journal",
         metavar="DIR",
         default=None,
-        help="the journal folder (default: <zeroshot state dir>/active-memory/postmortems)",
+        help="the journal folder (default: the store's: `postmortems` beside a SQLite store)",
     )
     add_store_option(parser)
     add_json_option(parser)
@@ -40,15 +40,18 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _postmortems(args: argparse.Namespace) -> int:
     from active_memory.errors import UsageError
-    from active_memory.orchestrator.journal import Journal, default_journal_dir
+    from active_memory.orchestrator.journal import Journal
+    from active_memory.store import resolve_store_location
 
     if args.limit < 0:
         raise UsageError(f"--limit must be 0 or more, not {args.limit}")
-    folder = Path(args.journal) if args.journal is not None else default_journal_dir()
-    if args.journal is not None and not folder.is_dir():
+    given = Path(args.journal) if args.journal is not None else None
+    if given is not None and not given.is_dir():
         raise UsageError(f"--journal {args.journal}: no such folder")
-    _settle(Journal(folder), args.store)
-    rows = listed(Journal(folder), args.limit)
+    journal = Journal.of(resolve_store_location(args.store), given)
+    folder = journal.directory
+    _settle(journal, args.store)
+    rows = listed(journal, args.limit)
     if args.json:
         print_json({"journal": str(folder), "postmortems": rows})
     else:

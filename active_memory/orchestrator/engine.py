@@ -94,7 +94,7 @@ class Postmortem:
         self.dry_run = dry_run
         self.progress = safe_progress(progress)
         self.limits = limits
-        self.journal = None if dry_run else Journal(journal_dir)
+        self.journal = None if dry_run else Journal.of(store.location, journal_dir)
         # Load the templates before anything runs: a broken install fails here, loudly.
         self.prompts = prompts or load_prompts()
         self.outcomes = {name: Outcome(name) for name in SPECIALISTS}

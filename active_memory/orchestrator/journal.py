@@ -37,7 +37,7 @@ from active_memory.orchestrator.report import PostmortemReport, UsageReport
 from active_memory.processes import pid_alive
 from active_memory.quality.reasons import rejection_kinds
 from active_memory.store.lesson_store import LessonStore
-from active_memory.store.location import state_dir
+from active_memory.store.location import JOURNAL_FOLDER, journal_folder, state_dir
 from active_memory.store.models import PublishMark
 
 JOURNAL_SCHEMA: Final = "active-memory/postmortem-journal@1"
@@ -45,8 +45,13 @@ JournalState: TypeAlias = Literal["running", "finished", "failed", "cancelled"]
 
 
 def default_journal_dir(env: Mapping[str, str] | None = None) -> Path:
-    """`<zeroshot state dir>/active-memory/postmortems`."""
-    return Path(state_dir(env)) / "postmortems"
+    """`<zeroshot state dir>/active-memory/postmortems`: the default store's journal."""
+    return Path(state_dir(env)) / JOURNAL_FOLDER
+
+
+def store_journal_dir(location: str, env: Mapping[str, str] | None = None) -> Path:
+    """The journal of the store at `location` (`store.location.journal_folder`)."""
+    return Path(journal_folder(location, env))
 
 
 class RefusedProposal(BaseModel):
@@ -132,6 +137,11 @@ class Journal:
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory if directory is not None else default_journal_dir()
+
+    @classmethod
+    def of(cls, store_location: str, directory: Path | None = None) -> Journal:
+        """The journal in `directory`, else the one of the store at `store_location`."""
+        return cls(directory if directory is not None else store_journal_dir(store_location))
 
     def path(self, run_id: str) -> Path:
         """The file of `run_id`'s postmortem."""
@@ -257,7 +267,7 @@ async def settled_interrupted_postmortems(
 ) -> list[InterruptedPostmortem]:
     """`interrupted_postmortems`, after `settle`: those whose publish committed are
     recorded as finished and not listed."""
-    return await settle(Journal(directory), store)
+    return await settle(Journal.of(store.location, directory), store)
 
 
 def _read(path: Path) -> JournalEntry | None:

@@ -51,7 +51,7 @@ async def run_postmortem(
     - `dry_run`: decide everything, publish nothing, write nothing (no journal either);
       the report says what would be published.
     - `progress`: called with `ProgressEvent`s (display only).
-    - `journal_dir`: where the journal goes (default `default_journal_dir()`).
+    - `journal_dir`: where the journal goes (default: the store's, `store_journal_dir`).
     - `meter`: a `UsageMeter` the caller reads what the postmortem spent from, even when
       it raised (default: its own).
 

@@ -60,6 +60,22 @@ def default_store_path(env: Mapping[str, str] | None = None, platform: str | Non
     return zeroshot_state_dir(env, platform) / STATE_FOLDER / STORE_FILE
 
 
+JOURNAL_FOLDER = "postmortems"
+
+
+def journal_folder(location: str, env: Mapping[str, str] | None = None) -> str:
+    """Where the postmortem journal of the store at `location` lives, as text: the
+    `postmortems` folder beside a SQLite file (for the default store that is
+    `<state dir>/postmortems`), the state folder's for a PostgreSQL store or one in memory.
+
+    The journal follows the store because it describes that store's publishes: a
+    `--store /tmp/x/lessons.sqlite3` run never writes into the user's own state folder,
+    and settling an interrupted entry asks the store that entry was published to."""
+    if is_postgres_url(location) or location.startswith(":memory:") or not location:
+        return os.path.join(state_dir(env), JOURNAL_FOLDER)
+    return os.path.join(os.path.dirname(os.path.abspath(location)), JOURNAL_FOLDER)
+
+
 def resolve_store_location(option: str | None, env: Mapping[str, str] | None = None) -> str:
     """The store to use: the `--store` option, else $ACTIVE_MEMORY_STORE, else the default."""
     env = os.environ if env is None else env

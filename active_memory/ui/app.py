@@ -393,7 +393,7 @@ class WebView:
 
     async def postmortems(self, request: Request, session: Session) -> Response:
         """The journal: running, failed and recent postmortems."""
-        document = await anyio.to_thread.run_sync(costs.postmortems_page, self.env)
+        document = await anyio.to_thread.run_sync(costs.postmortems_page, self.location, self.env)
         document.update(await costs.queue_page(self._store()))
         return self._render(request, session, "postmortems.html", document)
 
@@ -442,7 +442,7 @@ class WebView:
 
     async def api_postmortems(self, request: Request) -> Any:
         """`/api/postmortems`: the journal page's data, with the queue."""
-        document = await anyio.to_thread.run_sync(costs.postmortems_page, self.env)
+        document = await anyio.to_thread.run_sync(costs.postmortems_page, self.location, self.env)
         return {**document, **await costs.queue_page(self._store())}
 
     async def api_costs(self, request: Request) -> Any:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from active_memory.orchestrator.journal import Journal, JournalEntry, default_journal_dir
+from active_memory.orchestrator.journal import Journal, JournalEntry, store_journal_dir
 from active_memory.orchestrator.report import UsageReport
 from active_memory.store.lesson_store import LessonStore
 from active_memory.store.location import state_dir
@@ -49,17 +49,17 @@ def _add(total: dict[str, Any], usage: UsageReport) -> None:
             total[key] = total.get(key, 0) + value
 
 
-def journal_entries(env: Mapping[str, str] | None = None) -> list[JournalEntry]:
-    """Every readable journal entry, newest start first."""
-    return sorted(
-        Journal(default_journal_dir(env)).entries(), key=lambda e: e.started_at, reverse=True
-    )
+def journal_entries(location: str, env: Mapping[str, str] | None = None) -> list[JournalEntry]:
+    """Every readable entry of the journal of the store at `location`, newest start first."""
+    journal = Journal(store_journal_dir(location, env))
+    return sorted(journal.entries(), key=lambda e: e.started_at, reverse=True)
 
 
-def postmortems_page(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Running, failed and recent postmortems with their decisions and usage."""
+def postmortems_page(location: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Running, failed and recent postmortems of the store at `location`, with their
+    decisions and usage."""
     rows = []
-    for entry in journal_entries(env)[:RECENT_POSTMORTEMS]:
+    for entry in journal_entries(location, env)[:RECENT_POSTMORTEMS]:
         rows.append(
             {
                 "run_id": entry.run_id,
@@ -139,7 +139,7 @@ async def costs_page(store: LessonStore, env: Mapping[str, str] | None = None) -
 
     from active_memory.recall.frame import render_card, utf8_size
 
-    entries = await anyio.to_thread.run_sync(journal_entries, env)
+    entries = await anyio.to_thread.run_sync(journal_entries, store.location, env)
     per_specialist: dict[str, dict[str, Any]] = {}
     per_day: dict[str, dict[str, Any]] = {}
     per_postmortem = []
