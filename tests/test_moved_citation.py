@@ -338,8 +338,8 @@ async def test_keep_and_adapt_citations_are_checked_like_a_discoverys(
     assert entry.status == "failed" and len(asked) == 2  # one repair turn, then failed
     reasons = " ".join(entry.reasons)
     assert "decisions[0].citations[0]: not a current file: src/gone.py does not exist" in reasons
-    assert "decisions[0].citations[1]: lines 9-40 are not inside src/rules.py, which has 11 " \
-        "lines now" in reasons  # fmt: skip
+    assert "decisions[0].citations[1]: citation-lines: lines 9-40 are not inside " \
+        "src/rules.py, which has 11 lines now" in reasons  # fmt: skip
     assert (await _lesson(store)).revision == 1  # nothing published
 
     async def unmatched(request: Request) -> Any:

@@ -25,7 +25,7 @@ SCOPE = {"kind": "repository", "repository": "repo:github.com/acme/api"}
 @pytest.mark.parametrize(
     ("reason", "kind"),
     [
-        ("lessons[0].recommendation: generic advice: be careful", "generic_advice"),
+        ("lessons[0].recommendation: generic-advice: be careful", "generic_advice"),
         ("lessons[3]: near-duplicate of L-7 (r1): similarity 81/100", "duplicate"),
         ("lessons[21]: only the first 20 proposals are considered", "too_many"),
         ("lessons[2]: repeats the title of lessons[0]", "repeated_title"),
@@ -42,7 +42,7 @@ def test_each_rejection_wording_has_its_kind(reason: str, kind: str) -> None:
 
 def test_a_secret_reason_is_of_kind_secret_and_kinds_are_distinct() -> None:
     [reason] = secret_reasons({"title": "key AKIA" + "IOSFODNN7EXAMPLE"}, "lessons[0]")
-    assert rejection_kinds([reason, reason, "x: generic advice: y"]) == [
+    assert rejection_kinds([reason, reason, "x: generic-advice: y"]) == [
         "secret",
         "generic_advice",
     ]

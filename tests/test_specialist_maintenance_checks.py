@@ -204,7 +204,7 @@ def _adapt(**card: Any) -> dict[str, Any]:
     ("card", "expected"),
     [
         ({"title": "t" * 97}, "decisions[0].lesson.title: is 97 bytes in UTF-8; the limit is 96"),
-        ({"recommendation": "Be careful and test thoroughly."}, "generic advice"),
+        ({"recommendation": "Be careful and test thoroughly."}, "generic-advice"),
         ({"associations": {}}, "a repository lesson needs one at least"),
         ({"associations": {"files": ["build/out.js"]}}, "files[0]: not a current file"),
         ({"associations": {"files": ["link.js"]}}, "its target build/out.js is ignored"),

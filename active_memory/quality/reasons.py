@@ -12,7 +12,7 @@ from collections.abc import Iterable
 _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("secret", ("contains a credential",)),
     ("duplicate", ("near-duplicate of",)),
-    ("generic_advice", ("generic advice",)),
+    ("generic_advice", ("generic advice", "generic-advice", "task-summary")),
     ("too_many", ("proposals are considered",)),
     ("repeated_title", ("repeats the title of",)),
     ("evidence", ("is not an evidence item", "may not cite")),

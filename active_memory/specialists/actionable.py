@@ -25,7 +25,7 @@ import re
 
 from active_memory.lessons import RECOMMENDATION_MAX_BYTES
 
-_CODE_SPAN = re.compile(r"`[^`\n]*\S[^`\n]*`")
+_CODE_SPAN = re.compile(r"`[^`\n]*[^`\s][^`\n]*`")
 _ANCHORS: tuple[re.Pattern[str], ...] = (
     # A path with a slash: src/api, ./scripts/gen.sh, api/schema.json.
     # A path may start only where no path character precedes it: otherwise every dot

@@ -16,18 +16,17 @@ is masked, so no secret reaches a report, the journal or a log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from active_memory.checkout import Checkout, CitationVerdict
+from active_memory.checkout import Checkout
 from active_memory.credentials import mask, secret_reasons
 from active_memory.evidence import EvidenceItem
 from active_memory.lessons import (
     Associations,
-    Citation,
     Decision,
     GraphScope,
     Lesson,
@@ -36,7 +35,6 @@ from active_memory.lessons import (
     Scope,
 )
 from active_memory.quality.duplicates import DuplicateLimits, find_duplicate, text_similarity
-from active_memory.specialists.actionable import generic_advice
 from active_memory.specialists.answers import (
     GraphDiscoveryAnswer,
     GraphProposalDraft,
@@ -44,118 +42,23 @@ from active_memory.specialists.answers import (
     ProposalDraft,
     RepositoryDiscoveryAnswer,
 )
+from active_memory.specialists.checks.citations import Paths, current_citations
+from active_memory.specialists.checks.gate import card_refusals
+from active_memory.specialists.checks.results import (
+    AcceptedProposal,
+    DiscoveryResult,
+    Failed,
+    MaintenanceResult,
+    Reconciled,
+    Rejection,
+)
 from active_memory.specialists.kinds import kind_of
 from active_memory.specialists.tasks import DiscoveryTask, MaintenanceTask, SuppliedLesson
 from active_memory.validation import error_lines
 
-
-@dataclass(frozen=True, slots=True)
-class AcceptedProposal:
-    """A proposal that passed every check: the lesson to create and where it goes."""
-
-    index: int
-    proposal: Proposal
-    scope: Scope
-    evidence: tuple[EvidenceItem, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A refused proposal: its position in the answer, its title, and every reason.
-
-    `duplicate_of` names the living lesson a near-duplicate repeats: the proposal is an
-    adaptation candidate of that card, not a new lesson; `proposal` and `similarity` are
-    then the checked proposal and its text similarity to that lesson (0-100).
-    """
-
-    index: int
-    title: str
-    reasons: tuple[str, ...]
-    duplicate_of: str | None = None
-    proposal: Proposal | None = None
-    similarity: float | None = None
-
-    @property
-    def reason(self) -> str:
-        """All reasons in one line."""
-        return "; ".join(self.reasons)
-
-    def to_json(self) -> dict[str, Any]:
-        """`{"index", "title", "reason", "reasons"}` (and `duplicate_of`) for the report."""
-        data: dict[str, Any] = {
-            "index": self.index,
-            "title": self.title,
-            "reason": self.reason,
-            "reasons": list(self.reasons),
-        }
-        if self.duplicate_of is not None:
-            data["duplicate_of"] = self.duplicate_of
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class DiscoveryResult:
-    """What a discovery answer yielded: accepted proposals and refused ones."""
-
-    specialist: str
-    accepted: tuple[AcceptedProposal, ...] = ()
-    rejected: tuple[Rejection, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Reconciled:
-    """A maintenance batch whose every supplied lesson has exactly one valid decision."""
-
-    specialist: str
-    decisions: tuple[Decision, ...]
-    already_deferred: frozenset[str] = frozenset()
-    """Batch lessons that were deferred already: deferring them again changes nothing."""
-    status: Literal["reconciled"] = "reconciled"
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """A maintenance batch that failed reconciliation; nothing of it may be published."""
-
-    specialist: str
-    reasons: tuple[str, ...]
-    status: Literal["failed"] = "failed"
-
-    @property
-    def reason(self) -> str:
-        """All reasons in one line."""
-        return "; ".join(self.reasons)
-
-
-MaintenanceResult = Reconciled | Failed
-
-
 MAX_PROPOSALS = 20
 """Proposals checked per discovery answer; later ones are refused unchecked, so that a
 runaway answer can neither flood the store nor cost a git call per proposal."""
-
-
-class _Paths:
-    """Citation verdicts of one checkout, asked from git in as few calls as possible."""
-
-    def __init__(self, checkout: Checkout) -> None:
-        self.checkout = checkout
-        self._known: dict[str, CitationVerdict] = {}
-        self._lines: dict[str | None, int | None] = {}
-
-    def prefetch(self, paths: Iterable[str]) -> None:
-        missing = [p for p in dict.fromkeys(paths) if p not in self._known]
-        if missing:
-            self._known.update(self.checkout.check_paths(missing))
-
-    def verdict(self, path: str) -> CitationVerdict:
-        self.prefetch([path])
-        return self._known[path]
-
-    def line_count(self, verdict: CitationVerdict) -> int | None:
-        if verdict.file not in self._lines:
-            self._lines[verdict.file] = self.checkout.line_count(verdict)
-        return self._lines[verdict.file]
 
 
 def _validate(model: type[BaseModel], data: dict[str, Any], path: str) -> tuple[Any, list[str]]:
@@ -191,7 +94,7 @@ def check_discovery(
         _validate(Proposal, draft.model_dump(exclude={"node", "adapts"}), f"lessons[{index}]")
         for index, draft in enumerate(lessons[:MAX_PROPOSALS])
     ]
-    paths = _Paths(checkout) if checkout is not None else None
+    paths = Paths(checkout) if checkout is not None else None
     if paths is not None:
         paths.prefetch(c.path for found, _ in validated if found for c in found.citations)
     for index, draft in enumerate(lessons):
@@ -264,20 +167,35 @@ def _check_proposal(
     proposal: Proposal | None,
     errors: list[str],
     index: int,
-    paths: _Paths | None,
+    paths: Paths | None,
 ) -> tuple[Scope | None, list[str]]:
     path = f"lessons[{index}]"
     reasons = list(errors)
     cited = _cited_evidence(task, draft.evidence, path, reasons)
-    advice = generic_advice(draft.recommendation)
-    if advice is not None:
-        reasons.append(f"{path}.recommendation: generic advice: {advice}")
+    repository = task.specialist != "graph_discovery"
+    node_name = draft.node if isinstance(draft, GraphProposalDraft) else None
+    instructions = next(
+        (n.instructions for n in task.nodes if n.node == node_name and not repository), None
+    )
+    reasons.extend(
+        card_refusals(
+            path,
+            title=draft.title,
+            recommendation=draft.recommendation,
+            associations=proposal.associations if proposal is not None else Associations(),
+            citations=proposal.citations if proposal is not None else (),
+            evidence=cited,
+            repository=repository,
+            instructions=instructions,
+            read_file=paths.read if paths is not None else None,
+        )
+    )
     scope: Scope | None = None
     if task.specialist == "graph_discovery":
         node = draft.node if isinstance(draft, GraphProposalDraft) else None
         scope = _graph_target(task, node, cited, path, reasons)
         if proposal is not None and proposal.citations:
-            _current_citations(
+            current_citations(
                 proposal.citations, proposal.associations, paths, path, reasons,
                 need_match=False,
             )  # fmt: skip
@@ -286,7 +204,7 @@ def _check_proposal(
         if proposal is not None:
             if proposal.associations.is_empty():
                 reasons.append(f"{path}.associations: a repository lesson needs one at least")
-            _current_citations(
+            current_citations(
                 proposal.citations, proposal.associations, paths, path, reasons,
                 need_match=True,
             )  # fmt: skip
@@ -345,60 +263,6 @@ def _repository_target(task: DiscoveryTask, path: str, reasons: list[str]) -> Sc
     return RepositoryScope(repository=task.run.repository)
 
 
-def _current_citations(
-    citations: Sequence[Citation],
-    associations: Associations,
-    paths: _Paths | None,
-    path: str,
-    reasons: list[str],
-    *,
-    need_match: bool,
-) -> None:
-    """The citation checks every answer passes (SPEC §5, §6), discovery's and the
-    citations of a keep or an adapt alike: each cites a current file of the checkout,
-    its line range lies inside that file as it is now, and (`need_match`: a repository
-    lesson) an association of the lesson matches a cited file."""
-    if not citations:
-        if need_match:
-            reasons.append(f"{path}.citations: a repository lesson must cite a current file")
-        return
-    if paths is None:
-        reasons.append(f"{path}.citations: no checkout to verify them against")
-        return
-    matched: list[str] = []
-    misses: list[str] = []
-    current = 0
-    for position, citation in enumerate(citations):
-        verdict = paths.verdict(citation.path)
-        where = f"{path}.citations[{position}]"
-        if not verdict.current:
-            reasons.append(f"{where}: not a current file: {verdict.reason}")
-            continue
-        if citation.lines is not None:
-            count = paths.line_count(verdict)
-            if count is None:
-                reasons.append(f"{where}: {verdict.path} cannot be read to check its lines")
-                continue
-            if citation.lines[1] > count:
-                first, last = citation.lines
-                reasons.append(
-                    f"{where}: lines {first}-{last} are not inside {verdict.path}, "
-                    f"which has {count} lines now"
-                )
-                continue
-        current += 1
-        if need_match:
-            match = paths.checkout.match_association(
-                verdict,
-                files=associations.files,
-                folders=associations.folders,
-                identifiers=associations.identifiers,
-            )
-            (matched if match.matched else misses).append(match.reason)
-    if need_match and current and not matched:
-        reasons.append(f"{path}.associations: none matches a cited file ({misses[0]})")
-
-
 # --- maintenance --------------------------------------------------------------------
 
 
@@ -446,7 +310,7 @@ def check_maintenance(
         if decision is None:
             continue
         pending.append((path, lesson.scope, decision))
-    paths = _Paths(checkout) if checkout is not None else None
+    paths = Paths(checkout) if checkout is not None else None
     if paths is not None:
         paths.prefetch(c.path for _, _, d in pending for c in d.citations)
         if task.specialist == "repository_maintenance":
@@ -458,7 +322,7 @@ def check_maintenance(
         if decision.citations:
             lesson = supplied[decision.id]
             associations = decision.lesson.associations if decision.lesson else lesson.associations
-            _current_citations(
+            current_citations(
                 decision.citations, associations, paths, path, problems,
                 need_match=task.specialist == "repository_maintenance",
             )  # fmt: skip
@@ -508,7 +372,7 @@ def _decision_problems(
     own_scope: Scope,
     decision: Decision,
     path: str,
-    paths: _Paths | None,
+    paths: Paths | None,
 ) -> list[str]:
     problems: list[str] = []
     if decision.canonical is not None:
@@ -524,16 +388,30 @@ def _decision_problems(
             )
     if decision.lesson is not None:
         card = decision.lesson
-        advice = generic_advice(card.recommendation)
-        if advice is not None:
-            problems.append(f"{path}.lesson.recommendation: generic advice: {advice}")
+        supplied = task.supplied().get(decision.id)
+        node = supplied.scope.node if supplied and isinstance(supplied.scope, GraphScope) else None
+        problems.extend(
+            card_refusals(
+                f"{path}.lesson",
+                title=card.title,
+                recommendation=card.recommendation,
+                associations=card.associations,
+                citations=decision.citations,
+                evidence=[],
+                repository=task.specialist == "repository_maintenance",
+                instructions=next(
+                    (n.instructions for n in task.nodes if node and n.node == node), None
+                ),
+                read_file=None,
+            )
+        )
         if task.specialist == "repository_maintenance":
             problems.extend(_repository_associations(card.associations, paths, path))
     return problems
 
 
 def _repository_associations(
-    associations: Associations, paths: _Paths | None, path: str
+    associations: Associations, paths: Paths | None, path: str
 ) -> list[str]:
     where = f"{path}.lesson.associations"
     if associations.is_empty():
