@@ -46,6 +46,7 @@ from active_memory.specialists.answers import (
     answer_schema,
 )
 from active_memory.specialists.checks import Failed, Reconciled, check_discovery, check_maintenance
+from active_memory.specialists.checks.gate import is_safety_refusal
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.mutations import (
     discovery_mutations,
@@ -322,8 +323,8 @@ async def ask_batch(
     result = await in_thread(
         functools.partial(check_maintenance, task, answer, checkout=ctx.checkout)
     )
-    if not isinstance(result, Failed):
-        return result
+    if not isinstance(result, Failed) or any(map(is_safety_refusal, result.reasons)):
+        return result  # a safety refusal gets no repair turn (SPEC §6)
     messages = (
         Message(role="user", content=prompt),
         Message(role="assistant", content=reply.raw),
