@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from active_memory.reader import open_regular, read_file_bytes
+from active_memory.recall.contexts import context_session
 from active_memory.recall.types import (
     ALL_SCOPES,
     DEFAULT_BUDGET_BYTES,
@@ -236,7 +237,7 @@ def resolve_context(
     return RecallContext(
         state_dir=state_dir(env),
         run_key=run_key,
-        session=session or run_key,
+        session=context_session(session or run_key, call.agent),
         repository=namespace,
         workspace_root=os.path.abspath(root) if root else os.path.abspath(cwd),
         graph_hash=graph_hash,
