@@ -173,11 +173,25 @@ def namespace_from_remote(remote: str) -> str | None:
 
 
 def repository_namespace(root: str | None) -> str | None:
-    """The namespace of the checkout at `root`, from its remote (None without one)."""
+    """The namespace of the checkout at `root`: the one rule every part uses.
+
+    From its remote when it has one that names a host; else `repo:local/<main worktree
+    path>`, found from the git common directory, so every worktree of one repository
+    shares it (docs/recall.md, "Namespaces"). Read from files only, never by running
+    `git`. None when `root` is None or holds no git directory.
+    """
     if root is None:
         return None
     remote = read_remote_url(root)
-    return namespace_from_remote(remote) if remote else None
+    namespace = namespace_from_remote(remote) if remote else None
+    if namespace is not None:
+        return namespace
+    common = _git_dir(root)
+    if common is None:
+        return None
+    common = os.path.abspath(common)
+    main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
+    return "repo:local/" + main.replace(os.sep, "/").lstrip("/")
 
 
 def parse_budget(value: str | None) -> int:
