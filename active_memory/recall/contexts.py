@@ -33,6 +33,8 @@ from __future__ import annotations
 import os
 
 from active_memory.file_lock import FileLock
+from active_memory.recall.environment import context_session as context_session
+from active_memory.recall.environment import resolve_context
 from active_memory.recall.ledger import (
     LedgerState,
     ledger_path,
@@ -56,11 +58,6 @@ PENDING_HARNESSES = frozenset({"claude"})
 
 RESET_SOURCES = frozenset({"compact", "clear"})
 """`SessionStart` sources after which the context holds no earlier card."""
-
-
-def context_session(session: str, agent: str | None) -> str:
-    """The ledger key of a call's context: the session, or `<session>/agent-<id>`."""
-    return f"{session}/agent-{agent}" if agent else session
 
 
 def pending_id(call: ToolCall) -> str | None:
@@ -117,7 +114,6 @@ def handle_event(harness: str, payload: Any, env: Mapping[str, str]) -> str | No
 def _context(
     harness: str, payload: Mapping[str, Any], env: Mapping[str, str]
 ) -> RecallContext | None:
-    from active_memory.recall.environment import resolve_context
     from active_memory.recall.types import ToolCall
 
     session = next(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 
 from active_memory.reader import open_regular, read_file_bytes
-from active_memory.recall.contexts import context_session
 from active_memory.recall.types import (
     ALL_SCOPES,
     DEFAULT_BUDGET_BYTES,
@@ -192,6 +191,12 @@ def repository_namespace(root: str | None) -> str | None:
     common = os.path.abspath(common)
     main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
     return "repo:local/" + main.replace(os.sep, "/").lstrip("/")
+
+
+def context_session(session: str, agent: str | None) -> str:
+    """The ledger key of a call's context: the session, or `<session>/agent-<id>` for a
+    sub-agent's call (its own provider session, recall/contexts.py)."""
+    return f"{session}/agent-{agent}" if agent else session
 
 
 def parse_budget(value: str | None) -> int:
