@@ -543,7 +543,7 @@ class SessionRun:
     def _repository(self) -> dict[str, Any]:
         root = self.root or self.cwd
         namespace = (namespace_from_remote(self.remote) if self.remote else None) or (
-            _local_namespace(root) if root else f"repo:local/{self.run_id}"
+            local_namespace(root) if root else f"repo:local/{self.run_id}"
         )
         repository: dict[str, Any] = {"namespace": namespace, "aliases": aliases_for(namespace)}
         if root:
@@ -617,14 +617,6 @@ class SessionRun:
         if stamped:
             item["at"] = stamped
         self._pending.append(item)
-
-
-def _local_namespace(root: str) -> str:
-    # recall's one rule (shared by every worktree of the repository) where the checkout
-    # is on this machine; else the recorded folder (`import --repository` names it).
-    from active_memory.recall.environment import repository_namespace
-
-    return repository_namespace(root) or local_namespace(root)
 
 
 def _earliest(a: str | None, b: str | None) -> str | None:
