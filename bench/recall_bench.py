@@ -486,11 +486,11 @@ def serve_breakdown(env: dict[str, str], checkout: Path, calls: int = 1280) -> N
     cache = SnapshotCache()
     patched = [(engine, "resolve_context"), (engine, "extract_signals"),
                (engine, "record_receipt"), (ledger, "record_deliveries"),
-               (ledger, "_write_state"), (engine, "admit"), (os, "fdatasync")]  # fmt: skip
+               (ledger, "write_state"), (engine, "admit"), (os, "fdatasync")]  # fmt: skip
     saved = [(module, name, getattr(module, name)) for module, name in patched]
     labels = {"resolve_context": "context (identity, settings)", "extract_signals": "signals",
               "record_receipt": "receipt append", "record_deliveries": "delivery append",
-              "_write_state": "ledger replace", "admit": "admit (all ledger work)",
+              "write_state": "ledger replace", "admit": "admit (all ledger work)",
               "fdatasync": "  of which fdatasync"}  # fmt: skip
     for module, name, function in saved:
         setattr(module, name, timed(labels[name], function))

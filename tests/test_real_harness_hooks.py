@@ -132,8 +132,15 @@ def test_claude_code_runs_the_installed_hooks(tmp_path: Path) -> None:
     assert RECOMMENDATION in after_tool[0].dump()
     assert all(RECOMMENDATION not in r.dump() for r in requests if not r.tool_results())
     calls = _calls(world)
-    assert [c["args"] for c in calls] == ["claude", "session-end claude"]
-    end = calls[1]["input"]
+    # The context hooks run too: the new prompt, then the batch that confirms the card.
+    assert [c["args"] for c in calls] == [
+        "context claude", "claude", "context claude", "session-end claude"
+    ]  # fmt: skip
+    assert [c["input"]["hook_event_name"] for c in calls[::2]] == [
+        "UserPromptSubmit",
+        "PostToolBatch",
+    ]
+    end = calls[3]["input"]
     assert end["hook_event_name"] == "SessionEnd"
     # The session's run record carries the delivery the hook recorded.
     record = import_harness_session(

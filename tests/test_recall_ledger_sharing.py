@@ -126,7 +126,7 @@ def test_the_delivery_is_synced_before_the_ledger_is_replaced(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[str] = []
-    real_sync, real_write = os.fdatasync, ledger._write_state
+    real_sync, real_write = os.fdatasync, ledger.write_state
 
     def sync(descriptor: int) -> None:
         events.append("sync " + os.path.basename(os.readlink(f"/proc/self/fd/{descriptor}")))
@@ -137,7 +137,7 @@ def test_the_delivery_is_synced_before_the_ledger_is_replaced(
         real_write(*args)
 
     monkeypatch.setattr(os, "fdatasync", sync)
-    monkeypatch.setattr(ledger, "_write_state", write)
+    monkeypatch.setattr(ledger, "write_state", write)
     answer = answer_hook("claude", json.loads(world.body("s-1", FILES[0])), world.env)
 
     assert "(L-1 r1)" in context_text(answer)
@@ -152,7 +152,7 @@ def test_a_call_that_dies_after_the_synced_delivery_is_answered_again_once(
     def die(*args: Any) -> None:
         raise KeyboardInterrupt  # the process stops between the delivery and the ledger
 
-    monkeypatch.setattr(ledger, "_write_state", die)
+    monkeypatch.setattr(ledger, "write_state", die)
     with pytest.raises(KeyboardInterrupt):
         answer_hook("claude", payload, world.env)
     monkeypatch.undo()

@@ -44,6 +44,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--force", action="store_true", help="replace record files that already exist"
     )
+    parser.add_argument(
+        "--repository",
+        metavar="NS",
+        default=None,
+        help="file every run under namespace NS (repo:HOST/OWNER/NAME or repo:local/PATH), "
+        "for a log whose checkout is not on this machine",
+    )
     add_json_option(parser)
     parser.set_defaults(handler=_import)
 
@@ -51,7 +58,10 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _import(args: argparse.Namespace) -> int:
     from active_memory.runlog.importers import write
 
+    namespace = checked_namespace(args.repository) if args.repository is not None else None
     result = _read(args.kind, args.path)
+    if namespace is not None:
+        _file_under(result, namespace)
     if args.kind in SESSIONS:
         _join_hooks(result, args.kind)
     _exclude(result)
@@ -116,6 +126,36 @@ def _read(kind: str, path: str) -> ImportResult:
     from active_memory.runlog.importers.codex import import_rollout
 
     return import_rollout(path)
+
+
+def checked_namespace(value: str) -> str:
+    """`--repository NS` as given, or UsageError naming what is wrong with it."""
+    from active_memory.errors import UsageError
+
+    text = value.strip()
+    host, _, path = text.removeprefix("repo:").partition("/")
+    if (
+        not text.startswith("repo:")
+        or not host
+        or not path.strip("/")
+        or any(ch.isspace() for ch in text)
+        or "//" in text
+    ):
+        raise UsageError(
+            f"--repository {value!r}: a namespace is repo:HOST/OWNER/NAME "
+            "(e.g. repo:github.com/acme/api) or repo:local/PATH"
+        )
+    return text.rstrip("/")
+
+
+def _file_under(result: ImportResult, namespace: str) -> None:
+    from active_memory.runlog.importers.common import aliases_for
+
+    for run in result.runs:
+        repository = dict(run.record.get("repository") or {})
+        repository["namespace"] = namespace
+        repository["aliases"] = aliases_for(namespace)
+        run.record["repository"] = repository
 
 
 def _count(items: Any) -> int | None:

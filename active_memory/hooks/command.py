@@ -1,7 +1,9 @@
 """The command hook: one process per tool call, stdin JSON in, stdout JSON out.
 
 `active-memory-hook session-end HARNESS` enqueues a finished session instead
-(`hooks/session_end.py`).
+(`hooks/session_end.py`), and `active-memory-hook context HARNESS` applies a context
+event (a batch handed back, a new prompt, a compaction: `recall/contexts.py`); both
+print nothing.
 
 Run as `active-memory-hook claude|codex|gemini|copilot|pi|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
 
 USAGE = (
     "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
-    "stdin), or active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot"
+    "stdin), active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot, "
+    "or active-memory-hook context claude|codex|gemini|pi"
 )
 
 
@@ -71,6 +74,15 @@ def _ask_server(harness: str, data: bytes, env: Mapping[str, str]) -> dict[str, 
     return answer
 
 
+def _context_event(arguments: Sequence[str], data: bytes, env: Mapping[str, str]) -> None:
+    from active_memory.recall import jsonio
+    from active_memory.recall.contexts import handle_event
+
+    if len(arguments) != 1:
+        raise ValueError(USAGE)
+    handle_event(arguments[0], jsonio.loads(data.decode("utf-8")), env)
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Answer one hook call from stdin; always 0 (errors are logged, never raised)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -89,6 +101,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         data = read_stream(sys.stdin.buffer, MAX_STDIN_BYTES)
         if data is None:
             raise ValueError(f"stdin holds more than {MAX_STDIN_BYTES} bytes; no card given")
+        if harness == "context":
+            _context_event(arguments[1:], data, environment)
+            return 0
         output = respond(harness, data, environment)
         if output is not None:
             sys.stdout.write(output + "\n")

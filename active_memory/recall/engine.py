@@ -8,7 +8,8 @@ through it, so they cannot disagree. In order:
    gets nothing at all (no receipt, no card);
 2. the tool receipt, recorded for the run whether or not anything matches;
 3. the generations the run pinned, pinned now at its first call (snapshot.py);
-4. the session ledger, under its lock: matches are walked lazily in delivery order
+4. the ledger of the call's context (the session, or a sub-agent's own: contexts.py),
+   under its lock: matches are walked lazily in delivery order
    (match.iter_matches), cards already delivered or over the remaining budget skipped,
    and the walk stops once not even the smallest card could fit; the admitted cards are
    framed and charged (ledger.py), one delivery line per card written for the run record.
@@ -19,6 +20,7 @@ every match (its report shows each skipped card and why).
 
 from __future__ import annotations
 
+from active_memory.recall.contexts import pending_id
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.harness import hook_output, parse_payload
 from active_memory.recall.ledger import admit, ledger_path, read_state
@@ -71,7 +73,7 @@ def answer_tool_call(
         hits, floor = match(index, signals), 0
     else:
         hits, floor = iter_matches(index, signals), index.min_card
-    admitted, skipped, text, left = admit(context, hits, floor=floor)
+    admitted, skipped, text, left = admit(context, hits, floor=floor, pending=pending_id(call))
     return RecallAnswer(tuple(admitted), text, left, tuple(skipped), paths)
 
 

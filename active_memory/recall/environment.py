@@ -172,11 +172,31 @@ def namespace_from_remote(remote: str) -> str | None:
 
 
 def repository_namespace(root: str | None) -> str | None:
-    """The namespace of the checkout at `root`, from its remote (None without one)."""
+    """The namespace of the checkout at `root`: the one rule every part uses.
+
+    From its remote when it has one that names a host; else `repo:local/<main worktree
+    path>`, found from the git common directory, so every worktree of one repository
+    shares it (docs/recall.md, "Namespaces"). Read from files only, never by running
+    `git`. None when `root` is None or holds no git directory.
+    """
     if root is None:
         return None
     remote = read_remote_url(root)
-    return namespace_from_remote(remote) if remote else None
+    namespace = namespace_from_remote(remote) if remote else None
+    if namespace is not None:
+        return namespace
+    common = _git_dir(root)
+    if common is None:
+        return None
+    common = os.path.abspath(common)
+    main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
+    return "repo:local/" + main.replace(os.sep, "/").lstrip("/")
+
+
+def context_session(session: str, agent: str | None) -> str:
+    """The ledger key of a call's context: the session, or `<session>/agent-<id>` for a
+    sub-agent's call (its own provider session, recall/contexts.py)."""
+    return f"{session}/agent-{agent}" if agent else session
 
 
 def parse_budget(value: str | None) -> int:
@@ -236,7 +256,7 @@ def resolve_context(
     return RecallContext(
         state_dir=state_dir(env),
         run_key=run_key,
-        session=session or run_key,
+        session=context_session(session or run_key, call.agent),
         repository=namespace,
         workspace_root=os.path.abspath(root) if root else os.path.abspath(cwd),
         graph_hash=graph_hash,

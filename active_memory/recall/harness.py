@@ -82,6 +82,7 @@ def parse_payload(harness: str, payload: Any) -> ToolCall:
         session=_text(payload, "session_id", "sessionID", "sessionId"),
         cwd=_text(payload, "cwd", "directory", "worktree"),
         agent=_text(payload, "agent_id"),
+        call_id=_text(payload, "tool_use_id"),
     )
 
 

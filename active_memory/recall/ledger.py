@@ -1,7 +1,10 @@
 """The session ledger: what one provider session has received, kept across hook processes.
 
 One file per provider session (`recall/sessions/<session>.ledger`, marshal): bytes
-delivered so far, framing included, and the (id, revision) pairs delivered. Every
+delivered so far, framing included, the (id, revision) pairs delivered, and the
+deliveries still pending: cards given to a call whose harness has not yet said the call
+ran (recall/contexts.py confirms or refunds them). A sub-agent's context is a provider
+session of its own (`<session>/agent-<id>`, contexts.py). Every
 hook process of the session, and the recall server, reads, decides and writes it while
 holding the session's exclusive lock, so concurrent tool calls of one session can never
 together exceed the budget or deliver a card twice. The file is replaced atomically;
@@ -33,6 +36,7 @@ from active_memory.recall.types import CardHit, Skipped
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from typing import Any
 
     from active_memory.recall.types import RecallContext
 
@@ -42,13 +46,20 @@ class LedgerCorrupt(Exception):
 
 
 class LedgerState:
-    """A session's running totals: `spent` bytes and the `delivered` (id, revision) set."""
+    """A session's running totals: `spent` bytes, the `delivered` (id, revision) set, and
+    `pending`: `[call id, bytes, [[id, revision], ...]]` per call not yet confirmed."""
 
-    __slots__ = ("delivered", "spent")
+    __slots__ = ("delivered", "pending", "spent")
 
-    def __init__(self, spent: int = 0, delivered: set[tuple[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        spent: int = 0,
+        delivered: set[tuple[str, int]] | None = None,
+        pending: list[list[Any]] | None = None,
+    ) -> None:
         self.spent = spent
         self.delivered: set[tuple[str, int]] = delivered if delivered is not None else set()
+        self.pending: list[list[Any]] = pending if pending is not None else []
 
 
 def ledger_path(context: RecallContext) -> str:
@@ -81,20 +92,35 @@ def read_state(path: str) -> LedgerState:
         value = marshal.loads(data)
         spent = value["spent"]
         delivered = {(str(item[0]), int(item[1])) for item in value["delivered"]}
+        pending = [
+            [str(call), int(cost), [[str(card[0]), int(card[1])] for card in cards]]
+            for call, cost, cards in value.get("pending", ())
+        ]
     except (ValueError, EOFError, TypeError, KeyError, IndexError) as exc:
         raise LedgerCorrupt(f"{path}: unreadable session ledger ({exc})") from None
     if not isinstance(spent, int) or spent < 0:
         raise LedgerCorrupt(f"{path}: unreadable session ledger (spent={spent!r})")
-    return LedgerState(spent, delivered)
+    return LedgerState(spent, delivered, pending)
 
 
-def _write_state(path: str, session: str, state: LedgerState) -> None:
-    value = {"session": session, "spent": state.spent, "delivered": sorted(state.delivered)}
+def write_state(path: str, session: str, state: LedgerState) -> None:
+    """Replace the ledger at `path` (the caller holds the session's lock)."""
+    value: dict[str, Any] = {
+        "session": session,
+        "spent": state.spent,
+        "delivered": sorted(state.delivered),
+    }
+    if state.pending:
+        value["pending"] = state.pending
     write_atomically(path, marshal.dumps(value), sync=False)
 
 
 def admit(
-    context: RecallContext, hits: Iterable[CardHit], *, floor: int = 0
+    context: RecallContext,
+    hits: Iterable[CardHit],
+    *,
+    floor: int = 0,
+    pending: str | None = None,
 ) -> tuple[list[CardHit], list[Skipped], str, int]:
     """Choose what the session receives from `hits` and record it in the ledger.
 
@@ -102,6 +128,8 @@ def admit(
     is read only while another card could still fit. Returns (admitted cards, skipped
     cards, framed context, budget left). The ledger and the run's delivery lines are
     written under the session lock. A dry run reads the ledger and changes nothing.
+    `pending`: the call's ID when its harness confirms calls that ran (contexts.py);
+    the delivery then stays pending until confirmed or refunded.
     """
     path = ledger_path(context)
     if context.dry_run:
@@ -116,7 +144,10 @@ def admit(
             record_deliveries(context, admitted)
             state.spent += cost
             state.delivered.update((hit.id, hit.revision) for hit in admitted)
-            _write_state(path, context.session, state)
+            if pending is not None:
+                cards = [[hit.id, hit.revision] for hit in admitted]
+                state.pending.append([pending, cost, cards])
+            write_state(path, context.session, state)
     return admitted, skipped, text, left
 
 

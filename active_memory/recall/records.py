@@ -6,7 +6,9 @@ Per run key, under `recall/runs/<run key>/`:
   `{"node", "tool", "at", "paths"}` with at most `RECEIPT_PATHS` root-relative paths;
   never arguments or results;
 - `deliveries.jsonl`: one line per delivered card:
-  `{"session", "lesson", "revision", "at"}`.
+  `{"session", "lesson", "revision", "at"}`; a card handed to a call that never ran
+  (recall/contexts.py) is then taken back by a refund line, the same fields plus
+  `"refunded": true`.
 
 A bare harness session's run key is `session:<provider session>`, so these files are
 the session's own record; `runlog/importers/harness_session.py` joins them into the run
@@ -95,6 +97,20 @@ def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
         append_line(path, "\n".join(lines), sync=True)
 
 
+def record_refunds(
+    recall_dir: str, run_key: str, session: str, cards: Iterable[tuple[str, int]]
+) -> None:
+    """Append one refund line per card a call was given but never ran with."""
+    at = utc_timestamp()
+    path = os.path.join(run_dir(recall_dir, run_key), DELIVERIES_FILE)
+    base = {"session": session, "at": at, "refunded": True}
+    lines = [
+        jsonio.dumps({**base, "lesson": lesson, "revision": revision}) for lesson, revision in cards
+    ]
+    if lines:
+        append_line(path, "\n".join(lines), sync=True)
+
+
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -142,14 +158,29 @@ def read_deliveries(recall_dir: str, run_key: str) -> list[dict[str, Any]]:
     """Every card delivery recorded for `run_key`, in the order written, once each.
 
     A `(session, lesson, revision)` is delivered at most once per session (SPEC §8), so
-    a repeated line (a hook that died after recording, then delivered on a retry) is
-    kept only at its first appearance.
+    a repeated line (a hook that died after recording, then delivered on a retry, or a
+    context that received it again after a compaction) is kept only at its first
+    appearance. A refund line takes back the latest delivery of its card in its session
+    (a call that never ran); a card refunded and never delivered again is not listed.
     """
-    seen: set[tuple[Any, Any, Any]] = set()
-    unique: list[dict[str, Any]] = []
+    kept: list[dict[str, Any] | None] = []
+    open_at: dict[tuple[Any, Any, Any], list[int]] = {}
     for record in _read_jsonl(os.path.join(run_dir(recall_dir, run_key), DELIVERIES_FILE)):
         key = (record.get("session"), record.get("lesson"), record.get("revision"))
+        if record.get("refunded") is True:
+            places = open_at.get(key)
+            if places:
+                kept[places.pop()] = None
+            continue
+        open_at.setdefault(key, []).append(len(kept))
+        kept.append(record)
+    seen: set[tuple[Any, Any, Any]] = set()
+    unique: list[dict[str, Any]] = []
+    for item in kept:
+        if item is None:
+            continue
+        key = (item.get("session"), item.get("lesson"), item.get("revision"))
         if key not in seen:
             seen.add(key)
-            unique.append(record)
+            unique.append(item)
     return unique

@@ -41,10 +41,12 @@ class ToolCall:
     `tool_input` is the tool's arguments exactly as the harness sent them; recall reads
     signals from them and never stores them. `cwd` is the tool's working directory
     (absolute), `session` the provider session ID (the budget ledger's key), `agent` the
-    sub-agent the call came from (Claude Code's `agent_id`; None: the main agent).
+    sub-agent the call came from (Claude Code's `agent_id`; None: the main agent), and
+    `call_id` the harness's ID of the call (Claude Code's `tool_use_id`), which its later
+    context events name (recall/contexts.py).
     """
 
-    __slots__ = ("agent", "cwd", "harness", "session", "tool", "tool_input")
+    __slots__ = ("agent", "call_id", "cwd", "harness", "session", "tool", "tool_input")
 
     def __init__(
         self,
@@ -54,8 +56,10 @@ class ToolCall:
         session: str | None = None,
         cwd: str | None = None,
         agent: str | None = None,
+        call_id: str | None = None,
     ) -> None:
         self.agent = agent
+        self.call_id = call_id
         self.harness = harness
         self.tool = tool
         self.tool_input = tool_input

@@ -1,7 +1,10 @@
-"""Claude Code: a PreToolUse hook (command or HTTP) and a SessionEnd hook in
-`.claude/settings.json`.
+"""Claude Code: a PreToolUse hook (command or HTTP), context hooks and a SessionEnd hook
+in `.claude/settings.json`.
 
-The PreToolUse hook answers tool calls with lesson cards; the SessionEnd hook runs
+The PreToolUse hook answers tool calls with lesson cards; the context hooks
+(`PostToolBatch`, `UserPromptSubmit`, `SessionStart` after a compaction or a clear) run
+`active-memory-hook context claude`, which confirms, refunds or resets the deliveries of
+a context (recall/contexts.py); the SessionEnd hook runs
 `active-memory-hook session-end claude`, which enqueues the settled session for its
 postmortem (docs/queue.md). Both commands are the absolute path of the console script
 (command_path.py), so they run whatever PATH Claude Code has.
@@ -50,6 +53,21 @@ SESSION_END_TIMEOUT = 5
 _OUR_COMMAND = re.compile(
     r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)\s+claude\b"""
 )
+_OUR_CONTEXT = re.compile(
+    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
+    r"""\s+context\s+claude\b"""
+)
+CONTEXT_TIMEOUT = 5
+CONTEXT_EVENTS: tuple[tuple[str, str | None], ...] = (
+    ("PostToolBatch", None),
+    ("UserPromptSubmit", None),
+    ("SessionStart", "compact|clear"),
+)
+"""The context events and their matchers: a batch handed back to the model confirms its
+cards; a new prompt refunds what a call that never ran (an interruption) was given; a
+compaction or a clear starts the context's ledger again. `PostToolUse` would confirm per
+call, but costs a hook process on every tool call; the batch event comes once per turn
+of calls, also after a permission refusal (docs/harnesses.md, "Contexts")."""
 _OUR_SESSION_END = re.compile(
     r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
     r"""\s+session-end\s+claude\b"""
@@ -86,6 +104,24 @@ def is_our_session_end(handler: Any) -> bool:
     return isinstance(command, str) and bool(_OUR_SESSION_END.search(command))
 
 
+def is_our_context(handler: Any) -> bool:
+    """True for a context-event handler this installer wrote."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and bool(_OUR_CONTEXT.search(command))
+
+
+def context_handler(script: Path | None) -> dict[str, Any]:
+    """Our context-event handler (prints nothing, returns in milliseconds)."""
+    command = (
+        shell_command(script, "context", "claude")
+        if script
+        else "active-memory-hook context claude"
+    )
+    return {"type": "command", "command": command, "timeout": CONTEXT_TIMEOUT}
+
+
 def handler(http: bool, port: int, script: Path | None = None) -> dict[str, Any]:
     """Our hook handler: the command hook, or the HTTP hook to the resident server.
 
@@ -119,9 +155,11 @@ def session_end_handler(script: Path | None) -> dict[str, Any]:
 
 
 def entries(http: bool, port: int, script: Path | None) -> list[HookEntry]:
-    """Our two hooks: PreToolUse (recall) and SessionEnd (enqueue the session)."""
+    """Our hooks: PreToolUse (recall), the context events, SessionEnd (enqueue)."""
+    context = context_handler(script)
     return [
         HookEntry("PreToolUse", handler(http, port, script), MATCHER, is_ours),
+        *(HookEntry(event, context, matcher, is_our_context) for event, matcher in CONTEXT_EVENTS),
         HookEntry(SESSION_END, session_end_handler(script), None, is_our_session_end),
     ]
 

@@ -114,8 +114,12 @@ def namespace_from_remote(remote: str) -> str | None:
 
 
 def local_namespace(root: str) -> str:
-    """The namespace of a checkout without a known remote: its absolute path."""
-    return "repo:local/" + Path(root).as_posix().lstrip("/")
+    """The namespace of a checkout without a known remote: recall's one rule where the
+    checkout is on this machine (`repo:local/<main worktree path>`, shared by its
+    worktrees), else the recorded folder (`import --repository` can name it)."""
+    from active_memory.recall.environment import repository_namespace
+
+    return repository_namespace(root) or "repo:local/" + Path(root).as_posix().lstrip("/")
 
 
 def aliases_for(namespace: str) -> list[str]:
