@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orchestrator_support import FakeSessions, config
+from orchestrator_support import FakeSessions, config, evidence_ids
 from run_builder import RunBuilder, ok, software_change
 from specialist_builders import make_repo, with_graph_hash, write_record
 from test_discovery_sees_what_exists import at, failed
@@ -104,7 +104,7 @@ def make_test_session(
 
 async def write_the_lesson(request: Request) -> Any:
     """Discovery's answer: one lesson on the Makefile citing every failure item."""
-    cited = [str(i["id"]) for i in request.input["evidence"] if i["kind"] == "tool_failures"]
+    cited = [i for i in evidence_ids(request) if i.startswith("ev-tf-")]
     assert cited
     return {
         "lessons": [
