@@ -72,3 +72,49 @@ async def test_the_least_recently_seen_go_first_past_the_limit(
         await store.publish([], failures=seen(f"run-{day}", pair, at=f"2026-12-0{day}T00:00:00"))
     kept = await store.failure_signatures(REPO, excluding="run-9")
     assert kept == [("mix test", "error 3"), ("mix test", "error 4"), ("mix test", "error 5")]
+
+
+TIMEOUT = ("make test", "timed out after <n>s")
+
+
+@pytest.mark.asyncio
+async def test_a_publish_keeps_the_failures_of_the_evidence_its_lessons_cite(store: Any) -> None:
+    cited = (("ev-tf-000000000001", *TIMEOUT), ("ev-tf-000000000001", *PUSH))
+    kept = seen("run-1", TIMEOUT)._replace(cited=cited)
+    await store.publish([create()], failures=kept)
+    found = await store.written_against(["ev-tf-000000000001", "ev-tf-00000000000f", "ev-ex-1"])
+    assert found == {"ev-tf-000000000001": frozenset({TIMEOUT, PUSH})}
+    await store.publish([], failures=kept)  # again: nothing doubles
+    assert await store.written_against(["ev-tf-000000000001"]) == found
+    assert await store.written_against([]) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_refused_publish_keeps_no_evidence_failures(store: Any) -> None:
+    await store.publish([create()])
+    stale = AdaptLesson(id="L-1", base_revision=7, card=create().card, author=create().author)
+    kept = seen("run-1", TIMEOUT)._replace(cited=(("ev-tf-000000000001", *TIMEOUT),))
+    with pytest.raises(RevisionConflict):
+        await store.publish([stale], failures=kept)
+    assert await store.written_against(["ev-tf-000000000001"]) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_version_8_store_migrates_adding_only_the_evidence_failures_table(
+    backend: Backend,
+) -> None:
+    async with await backend.open() as store:
+        await store.publish([create()], failures=seen("run-1", PUSH))
+    await backend.sql("DROP TABLE evidence_failures")
+    if backend.name == "sqlite":
+        await backend.sql("PRAGMA user_version = 8")
+    else:
+        await backend.sql("UPDATE active_memory_schema SET version = 8")
+    async with await backend.open() as store:
+        assert await store.failure_signatures(REPO, excluding="run-2") == [PUSH]
+        assert await store.written_against(["ev-tf-000000000001"]) == {}
+        kept = seen("run-2", PUSH)._replace(cited=(("ev-tf-000000000001", *PUSH),))
+        await store.publish([], failures=kept)
+        assert await store.written_against(["ev-tf-000000000001"]) == {
+            "ev-tf-000000000001": frozenset({PUSH})
+        }

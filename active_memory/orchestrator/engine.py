@@ -35,14 +35,18 @@ import anyio
 from active_memory.checkout import Checkout
 from active_memory.config import RuntimeConfig
 from active_memory.errors import UsageError
-from active_memory.evidence import FailureSignature, ScanResult, scan
-from active_memory.evidence.repeated_failures import run_signatures
-from active_memory.lessons import HistoryEntry, Lesson, utcnow
+from active_memory.evidence import ScanResult, scan
+from active_memory.lessons import HistoryEntry, Lesson
 from active_memory.orchestrator.journal import Journal, JournalEntry, JournalState
 from active_memory.orchestrator.options import PostmortemLimits, Progress
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.publish import Publication, publish
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
+from active_memory.orchestrator.run_failures import (
+    earlier_signatures,
+    lessons_written_against,
+    seen_failures,
+)
 from active_memory.orchestrator.runners import (
     Context,
     deliveries_by_lesson,
@@ -61,7 +65,6 @@ from active_memory.specialists.tasks import DeferralView, deferral_of
 from active_memory.store import LessonQuery, LessonStore
 from active_memory.store.candidates import Candidate
 from active_memory.store.effectiveness import RunObservation
-from active_memory.store.failure_signatures import SeenFailures
 
 log = logging.getLogger("active_memory.orchestrator")
 
@@ -231,7 +234,7 @@ class Postmortem:
             shown=shown,
             review=self._review(),
             mark=entry.publish_mark() if entry is not None else None,
-            failures=self._seen_failures() if finished else None,
+            failures=seen_failures(self.record, dry_run=self.dry_run) if finished else None,
         )
 
     def _review(self) -> str:
@@ -379,38 +382,20 @@ class Postmortem:
         if not lessons:
             return []
         if evidence is None:
-            earlier = await self._earlier_signatures()
+            earlier = await earlier_signatures(self.store, self.record)
             evidence = await in_thread(functools.partial(scan, self.record, earlier))
-        return observe(self.record, evidence.evidence, lessons)
+        written = await lessons_written_against(self.store, lessons)
+        return observe(self.record, evidence.evidence, lessons, written)
 
     async def _scan(self, active: Sequence[Outcome], ctx: Context) -> ScanResult | None:
         """The run's evidence: discovery cites it, maintenance sees what concerns its
         lessons."""
         if not active:
             return None
-        earlier = await self._earlier_signatures()
+        earlier = await earlier_signatures(self.store, self.record)
         found = await in_thread(functools.partial(scan, self.record, earlier))
         ctx.scanned.append(found)
         return found
-
-    async def _earlier_signatures(self) -> frozenset[FailureSignature]:
-        """The failure signatures earlier runs of the record's repository left in the
-        store (SPEC §4 item 4; never this run's own)."""
-        namespace = self.record.repository.namespace if self.record.repository else None
-        if namespace is None or not self.record.tool_failures:
-            return frozenset()
-        pairs = await self.store.failure_signatures(namespace, excluding=self.record.run_id)
-        return frozenset(FailureSignature(family, error) for family, error in pairs)
-
-    def _seen_failures(self) -> SeenFailures | None:
-        """The run's failure signatures for the store, or None (a dry run records none)."""
-        namespace = self.record.repository.namespace if self.record.repository else None
-        if self.dry_run or namespace is None or not self.record.tool_failures:
-            return None
-        pairs = tuple(sorted(run_signatures(self.record)))
-        if not pairs:
-            return None
-        return SeenFailures(namespace, self.record.run_id, utcnow().isoformat(), pairs)
 
     async def _journal_start(self) -> JournalEntry | None:
         if self.journal is None:

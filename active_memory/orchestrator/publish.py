@@ -34,6 +34,7 @@ from active_memory.errors import (
 from active_memory.lessons import AdaptLesson, CreateLesson, Lesson, PublishReceipt, Tombstone
 from active_memory.orchestrator.outcome import Outcome
 from active_memory.orchestrator.report import ConflictReport, MutationReport, PublishedCounts
+from active_memory.orchestrator.run_failures import with_cited
 from active_memory.orchestrator.runners import Context, decide, session_for
 from active_memory.specialists.kinds import ScopeKind, SpecialistName, kind_of
 from active_memory.specialists.mutations import AnyMutation
@@ -251,7 +252,8 @@ async def publish(
     by lesson ID), in one transaction (see module). With `review="manual"`, creations and
     adaptations are kept as proposals for a person instead (docs/review.md), in that same
     transaction: a crash never keeps the publish without its proposals. The run's
-    `failures` (its failure signatures) are kept in that transaction too."""
+    `failures` (its failure signatures) are kept in that transaction too, with the
+    failures of the `ev-tf-` items its creations, adaptations and proposals cite."""
     unresolved: list[ConflictReport] = []
     rounds = 0
     while True:
@@ -259,6 +261,8 @@ async def publish(
         if not dry_run:  # git and file reads: off the event loop
             found = await anyio.to_thread.run_sync(fingerprinted, found, ctx.checkout)
         pending, proposed = _for_review(found, review, living)
+        items = [item for result in ctx.scanned for item in result.evidence]
+        cited = with_cited(failures, [*pending, *proposed], items)
         consumed = consumed_candidates(outcomes, shown or {})
         # The changes as reported before (or without) a publish; built only when the
         # report shows them so (10,000 reports cost as much as a tenth of the publish).
@@ -282,7 +286,7 @@ async def publish(
                 wait_until=ctx.deadline,
                 mark=mark,
                 proposals=proposed,
-                failures=failures,
+                failures=cited,
             )
         except RevisionConflict as exc:
             stale: dict[str, Conflict | None] = {c.lesson_id: c for c in exc.conflicts}

@@ -8,9 +8,10 @@ See docs/quality.md ("Effectiveness") for the measure and its limits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from active_memory.evidence.model import EvidenceItem, EvidenceKind
+from active_memory.evidence.repeated_failures import run_signatures
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import NodeStarted, RunRecord
 from active_memory.store.effectiveness import Effectiveness, RunObservation
@@ -43,13 +44,30 @@ def written_against(lesson: Lesson) -> frozenset[EvidenceKind]:
     return frozenset(kinds) or frozenset({"exploration"})
 
 
+def failures_written_against(
+    lesson: Lesson, written: Mapping[str, frozenset[tuple[str, str]]]
+) -> frozenset[tuple[str, str]]:
+    """The `(family, normalised error)` pairs of the `ev-tf-` items the lesson cites, as
+    the store kept them (schema 9; `LessonStore.written_against`); empty for a lesson
+    published before, or citing none."""
+    return frozenset(
+        pair
+        for evidence_id in lesson.evidence.evidence_ids
+        for pair in written.get(evidence_id, ())
+    )
+
+
 def observe(
-    record: RunRecord, evidence: Sequence[EvidenceItem], lessons: Iterable[Lesson]
+    record: RunRecord,
+    evidence: Sequence[EvidenceItem],
+    lessons: Iterable[Lesson],
+    written: Mapping[str, frozenset[tuple[str, str]]] | None = None,
 ) -> list[RunObservation]:
     """One observation per lesson the run delivered or touched, in lesson ID order.
 
-    A record without delivery evidence (`deliveries` absent) observes nothing: it cannot
-    tell a delivered lesson from one that was not.
+    `written` holds the failures the cited `ev-tf-` items were made of (see
+    `failures_written_against`). A record without delivery evidence (`deliveries`
+    absent) observes nothing: it cannot tell a delivered lesson from one that was not.
     """
     if record.deliveries is None:
         return []
@@ -60,6 +78,7 @@ def observe(
         if isinstance(stored.event, NodeStarted)
     }
     paths = {path for receipt in record.receipts for path in receipt.paths}
+    shown = {(s.family, s.error) for s in run_signatures(record)} if record.tool_failures else set()
     observations = []
     for lesson in sorted(lessons, key=lambda lesson: lesson.id):
         touched = lesson.id in delivered or _touched(lesson, record, started, paths)
@@ -69,7 +88,13 @@ def observe(
                     lesson_id=lesson.id,
                     run_id=record.run_id,
                     delivered=lesson.id in delivered,
-                    recurred=_recurred(lesson, evidence, record),
+                    recurred=_recurred(
+                        lesson,
+                        evidence,
+                        record,
+                        failures_written_against(lesson, written or {}),
+                        shown,
+                    ),
                 )
             )
     return observations
@@ -90,15 +115,28 @@ def _touched(lesson: Lesson, record: RunRecord, started: set[str], paths: set[st
     return any(_on_lesson_files(lesson, path) for path in paths)
 
 
-def _recurred(lesson: Lesson, evidence: Sequence[EvidenceItem], record: RunRecord) -> bool:
+def _recurred(
+    lesson: Lesson,
+    evidence: Sequence[EvidenceItem],
+    record: RunRecord,
+    failures: frozenset[tuple[str, str]],
+    shown: set[tuple[str, str]],
+) -> bool:
     """Whether an evidence item of a kind the lesson was written against came back on its
-    node (graph lesson) or on its files (repository lesson); a repeated tool failure also
-    by its family (one of the lesson's `commands`) or its failed calls' paths."""
+    node (graph lesson) or on its files (repository lesson). A lesson whose tool failures
+    the store kept (`failures`) recurs when the run shows one of them again, by family
+    and normalised error (`shown`: counted failures only, no red-green cycle), with no
+    receipt needed; one published before schema 9 by a repeated tool failure of its
+    family (one of its `commands`) or on its failed calls' paths."""
+    if failures & shown:
+        return True
     kinds = written_against(lesson)
     for item in evidence:
         if item.kind not in kinds:
             continue
         if item.kind == "tool_failures" and not isinstance(lesson.scope, GraphScope):
+            if failures:  # kept with the lesson: only its own failures count (above)
+                continue
             if item.family in lesson.associations.commands or any(
                 _on_lesson_files(lesson, path)
                 for failure in record.tool_failures

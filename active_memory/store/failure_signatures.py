@@ -5,6 +5,12 @@ A postmortem's publish records its run's signatures in its own transaction (a dr
 records none); the next run's scanner reads them, leaving out those only this run showed,
 so a failure seen once here and once in an earlier session of the repository qualifies.
 At most `SIGNATURES_KEPT` per repository: the least recently seen go first.
+
+The same publish keeps the failures of the `ev-tf-` evidence items its lessons and
+proposals cite (`evidence_failures`, schema 9): an evidence ID's family and normalised
+errors, read back by `LessonStore.written_against`, so effectiveness can tell whether the
+very failure a lesson was written against came back. An ID is made from its run and
+family, so rows of one ID never change; a proposal approved later finds its own.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ class SeenFailures(NamedTuple):
     run_id: str
     at: str
     signatures: tuple[tuple[str, str], ...]
+    cited: tuple[tuple[str, str, str], ...] = ()
+    """`(evidence ID, family, normalised error)` of the `ev-tf-` items the publish's
+    creations, adaptations and proposals cite (filled by the publish)."""
 
 
 # A run seen again (a repeated postmortem of it) does not count twice.
@@ -46,8 +55,19 @@ EARLIER_SQL = (
 )
 
 
+_CITE = (
+    "INSERT INTO evidence_failures (evidence_id, family, error) VALUES (?, ?, ?) "
+    "ON CONFLICT (evidence_id, family, error) DO NOTHING"
+)
+WRITTEN_AGAINST_SQL = "SELECT evidence_id, family, error FROM evidence_failures WHERE {where}"
+
+
 async def record_signatures(tx: Tx, seen: SeenFailures) -> None:
-    """Add one run's signatures to its repository's, in (family, error) order."""
+    """Keep the cited items' failures, then add one run's signatures to its
+    repository's, each in key order."""
+    cited = sorted(set(seen.cited))
+    if cited:
+        await tx.executemany(_CITE, cited)
     pairs = sorted(set(seen.signatures))
     if not pairs:
         return

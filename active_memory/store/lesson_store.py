@@ -44,7 +44,11 @@ from active_memory.store.effectiveness import (
     row_to_point,
     since_iso,
 )
-from active_memory.store.failure_signatures import EARLIER_SQL, SeenFailures
+from active_memory.store.failure_signatures import (
+    EARLIER_SQL,
+    WRITTEN_AGAINST_SQL,
+    SeenFailures,
+)
 from active_memory.store.models import (
     MARK_PREFIX,
     ImportReport,
@@ -227,6 +231,20 @@ class LessonStore:
         `excluding` (see `failure_signatures.py`)."""
         rows = await self.dialect.rows(EARLIER_SQL, repository, excluding)
         return [(str(row[0]), str(row[1])) for row in rows]
+
+    async def written_against(
+        self, evidence_ids: Sequence[str]
+    ) -> dict[str, frozenset[tuple[str, str]]]:
+        """The `(family, normalised error)` pairs of each named `ev-tf-` evidence item a
+        publish kept (schema 9); an item kept by none (cited before it) is absent."""
+        wanted = sorted({i for i in evidence_ids if i.startswith("ev-tf-")})
+        if not wanted:
+            return {}
+        where, param = self.dialect.among("evidence_id", wanted)
+        found: dict[str, set[tuple[str, str]]] = {}
+        for row in await self.dialect.rows(WRITTEN_AGAINST_SQL.format(where=where), param):
+            found.setdefault(str(row[0]), set()).add((str(row[1]), str(row[2])))
+        return {key: frozenset(pairs) for key, pairs in found.items()}
 
     async def candidates(self, lesson_ids: Sequence[str]) -> dict[str, list[Candidate]]:
         """The pending adaptation candidates of each named lesson that has any, oldest

@@ -255,6 +255,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX failure_signatures_by_seen ON failure_signatures (repository, last_seen)",
     ),
+    (
+        """
+        CREATE TABLE evidence_failures (
+            evidence_id TEXT NOT NULL,
+            family      TEXT NOT NULL,
+            error       TEXT NOT NULL,
+            PRIMARY KEY (evidence_id, family, error)
+        )
+        """,
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

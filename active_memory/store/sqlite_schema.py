@@ -81,6 +81,18 @@ CREATE TABLE failure_signatures (
 CREATE INDEX failure_signatures_by_seen ON failure_signatures (repository, last_seen);
 """
 
+# Version 9: the failures each `ev-tf-` evidence item was made of (family, normalised
+# error), kept by the publish whose lessons or proposals cite it, so that effectiveness
+# can tell whether a lesson's own failure came back (docs/store.md "Evidence failures").
+EVIDENCE_FAILURES_MIGRATION = """
+CREATE TABLE evidence_failures (
+    evidence_id TEXT NOT NULL,    -- an `ev-tf-` evidence item ID
+    family      TEXT NOT NULL,
+    error       TEXT NOT NULL,    -- the normalised error
+    PRIMARY KEY (evidence_id, family, error)
+) STRICT;
+"""
+
 # Index i holds the script that creates version i + 1.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -216,6 +228,7 @@ MIGRATIONS: tuple[str, ...] = (
     REVIEW_MIGRATION,
     EFFECTIVENESS_EVENTS_MIGRATION,
     FAILURE_SIGNATURES_MIGRATION,
+    EVIDENCE_FAILURES_MIGRATION,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
