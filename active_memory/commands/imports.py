@@ -55,6 +55,8 @@ def _import(args: argparse.Namespace) -> int:
     if args.kind in SESSIONS:
         _join_hooks(result, args.kind)
     _exclude(result)
+    if args.kind in SESSIONS:
+        _seal(result, args.kind)
     paths = write.targets(
         [run.run_id for run in result.runs],
         out_dir=args.out,
@@ -136,6 +138,17 @@ def _join_hooks(result: ImportResult, harness: str) -> None:
                 "no hook records for this session under the state dir: `deliveries` left "
                 "out, so maintenance will abstain (docs/importers.md)"
             )
+
+
+def _seal(result: ImportResult, harness: str) -> None:
+    # Last, once receipts and deliveries are joined: `<private>` text out of every field,
+    # and out of the session's hook files (docs/privacy.md).
+    import os
+
+    from active_memory.runlog.importers.harness_session import seal_session
+
+    for run in result.runs:
+        seal_session(run, harness, session_id=None, env=os.environ)
 
 
 def _exclude(result: ImportResult) -> None:
