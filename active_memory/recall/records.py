@@ -24,7 +24,9 @@ one it did see. The reader drops the duplicate lines such a retry leaves. Delive
 are also flushed to the disk before the ledger moves on (`fdatasync`), so they survive a
 machine crash; receipts, written on every call, are not (a lost receipt costs little).
 
-Appends hold the run folder's `records.lock`, and so does `rewrite_records`, which
+Every record is screened for credentials before it is written (`credential_gate`, the
+screen's lean form). Appends hold the run folder's `records.lock`, and so does
+`rewrite_records`, which
 replaces both files atomically once an import has joined them: the import knows the
 session's `<private>` passages, the hook never sees a prompt (docs/privacy.md).
 """
@@ -34,6 +36,7 @@ from __future__ import annotations
 import os
 import time
 
+from active_memory.credential_gate import mask_value
 from active_memory.file_lock import FileLock
 from active_memory.file_names import safe_name
 from active_memory.recall import jsonio
@@ -81,8 +84,16 @@ def record_receipt(
     }
     if agent:
         receipt["agent"] = agent
+    receipt = _screened(receipt)
     folder = run_dir(context.recall_dir, context.run_key)
     _append(folder, RECEIPTS_FILE, jsonio.dumps(receipt))
+
+
+def _screened(record: dict[str, Any]) -> dict[str, Any]:
+    # The lean screen: a path or name holding a credential (`cat keys/AKIA….txt`) is
+    # masked before it is at rest; a clean record costs a few substring tests.
+    screened: dict[str, Any] = mask_value(record)
+    return screened
 
 
 def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
@@ -91,7 +102,9 @@ def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
     folder = run_dir(context.recall_dir, context.run_key)
     lines = [
         jsonio.dumps(
-            {"session": context.session, "lesson": hit.id, "revision": hit.revision, "at": at}
+            _screened(
+                {"session": context.session, "lesson": hit.id, "revision": hit.revision, "at": at}
+            )
         )
         for hit in cards
     ]

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from active_memory.credential_gate import mask_value
 from active_memory.errors import InvalidRecord, UsageError
 
 # Imported with this module, not inside the join: the worker joins sessions in several
@@ -117,12 +118,13 @@ def seal_session(
     run: ImportedRun, harness: str, *, session_id: str | None, env: Mapping[str, str]
 ) -> int:
     """Mask `run`'s record once everything is joined into it (privacy.py `seal`), and
-    rewrite the session's hook files without its `<private>` passages; returns how many
+    rewrite the session's hook files without its `<private>` passages and credentials;
+    returns how many
     private mentions the record had. Counted into the run's report when it has one."""
     data, masked = seal(run.record, run.private)
     run.record = checked(data, str(data.get("run_id", "<session>")))
     session = session_id or session_of(run.record, harness)
-    if session and run.private:
+    if session:
         recall_dir = os.path.join(state_dir(env), "recall")
         scrubber = Scrubber(private=run.private)
         rewrite_records(recall_dir, f"session:{session}", lambda name, r: _clean(name, r, scrubber))
@@ -135,13 +137,14 @@ def seal_session(
 def _clean(name: str, record: dict[str, Any], scrubber: Scrubber) -> dict[str, Any] | None:
     # A hook record without the session's private passages: a receipt's path that held
     # one is dropped, a receipt left with no path with it; other strings are masked.
-    out = scrubber.value(record)
+    # Credentials are masked too (a hook that predates the lean screen wrote them raw).
+    out: dict[str, Any] = mask_value(scrubber.value(record))
     if name == RECEIPTS_FILE and isinstance(record.get("paths"), list):
         left, dropped = clean_paths(record["paths"], scrubber)
         if dropped and not left:
             return None
-        out["paths"] = left
-    return out  # type: ignore[no-any-return]
+        out["paths"] = mask_value(left)
+    return out
 
 
 def exclude_paths(

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from active_memory.credential_gate import mask_value
 from active_memory.exclusion import is_excluded
 
 PRIVATE_MARK = "[private]"
@@ -117,7 +118,8 @@ def seal(data: dict[str, Any], private: Iterable[str] = ()) -> tuple[dict[str, A
     Every `<private>` block anywhere is cut and every repetition of a `private` passage
     (in any case) becomes `[private]`; a receipt's or tool failure's path that held
     private text is dropped (a receipt left with no path is dropped), since a path
-    `[private]` would only mislead. Identity and the graph IR are kept as they are.
+    `[private]` would only mislead. Then every credential-shaped span becomes
+    `[REDACTED:<kind>]`. Identity and the graph IR are kept as they are.
     """
     scrubber = Scrubber(private=private)
     out = dict(data)
@@ -127,7 +129,10 @@ def seal(data: dict[str, Any], private: Iterable[str] = ()) -> tuple[dict[str, A
         out["tool_failures"] = _without_private_paths(
             data["tool_failures"], scrubber, drop_empty=False
         )
-    return scrubber.record(out), scrubber.masked
+    scrubbed = scrubber.record(out)
+    # Credentials last of all: no record we write keeps one (docs/security.md).
+    sealed = {k: v if k in _UNTOUCHED else mask_value(v) for k, v in scrubbed.items()}
+    return sealed, scrubber.masked
 
 
 def clean_paths(paths: Iterable[Any], scrubber: Scrubber) -> tuple[list[str], int]:
