@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from active_memory.credential_rules import DETECT_SECRETS
+
 ENTROPY_MIN_BITS = 3.0
 """Bits per character an assigned value needs to count as a secret: random keys of 12+
 characters score 3.3-4.5; words, repeated characters and small numbers score below 3."""
@@ -115,19 +117,34 @@ _DETECT_SECRETS_PLUGINS = (
 )
 
 
-def _maintained_rules() -> tuple[tuple[str, re.Pattern[str], int], ...]:
+def detect_secrets_rules() -> tuple[tuple[str, str, int, int], ...]:
+    """The denylists of `_DETECT_SECRETS_PLUGINS` as (kind, pattern, flags, group), read
+    from the installed library: what `credential_rules.DETECT_SECRETS` is generated from
+    (the screen itself never imports the library: 130 ms at start-up)."""
     import importlib
 
-    rules: list[tuple[str, re.Pattern[str], int]] = []
+    rules: list[tuple[str, str, int, int]] = []
     for module, name, kind in _DETECT_SECRETS_PLUGINS:
         plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
         for pattern in plugin.denylist:
             # A pattern whose group is the secret masks the group; the rest the match.
-            rules.append((kind, pattern, 1 if pattern.groups else 0))
+            flags = pattern.flags & ~re.UNICODE
+            rules.append((kind, pattern.pattern, flags, 1 if pattern.groups else 0))
     return tuple(rules)
 
 
-_ALL_RULES = _RULES + _EXTRA_RULES + _maintained_rules()
+def all_rules(
+    detect: tuple[tuple[str, str, int, int], ...] = DETECT_SECRETS,
+) -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    """Every provider-format rule of the screen, most specific first: ours, then
+    detect-secrets' (from the precompiled table unless given)."""
+    maintained = tuple(
+        (kind, re.compile(source, flags), group) for kind, source, flags, group in detect
+    )
+    return _RULES + _EXTRA_RULES + maintained
+
+
+_ALL_RULES = all_rules()
 
 _RANK = {kind: rank for rank, (kind, _, _) in reversed(list(enumerate(_ALL_RULES)))}
 
@@ -283,6 +300,21 @@ def shannon_entropy(text: str) -> float:
         return 0.0
     total = len(text)
     return -sum(n / total * math.log2(n / total) for n in Counter(text).values())
+
+
+def context_rules() -> tuple[tuple[re.Pattern[str], tuple[str, ...], tuple[str, ...]], ...]:
+    """The rules read in context (assignments, passwords in prose), each with the folded
+    key words every match holds and the characters it also needs (`credential_gate`)."""
+    keys = ("token", "secret", "passw", "passphrase", "pwd", "key", "credential", "auth")
+    return (
+        (_ASSIGNMENT, keys, ("=", ":")),
+        (_PROSE_PASSWORD, ("password", "passphrase", "passwd"), ()),
+    )
+
+
+def min_width(pattern: re.Pattern[str]) -> int:
+    """The fewest characters any match of `pattern` spans (0 when it cannot be told)."""
+    return _min_width(pattern)
 
 
 def _min_width(pattern: re.Pattern[str]) -> int:

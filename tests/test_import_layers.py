@@ -24,7 +24,9 @@ LAYERS: dict[str, int] = {
     "exclusion": 1,
     "atomic_files": 1,
     "processes": 1,
-    "credentials": 1,  # the credential screen's lean rules
+    "credentials": 1,  # the credential screen
+    "credential_gate": 1,  # the credential screen's lean rules (its masking function)
+    "credential_rules": 1,  # not named: the screen's precompiled table (generated)
     "file_lock": 1,  # not named: the one file lock
     "file_names": 1,  # not named: file names for keys
     "cited_text": 1,  # not named: where a cited text is now (staleness's one rule)

@@ -25,7 +25,11 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 
 
 def print_json(document: Any) -> None:
-    """Write one JSON document and a newline to stdout."""
+    """Write one JSON document and a newline to stdout, credentials masked (every
+    `--json` output passes here: a record written before the screen may hold one)."""
+    from active_memory.credential_gate import mask_value
+
+    document = mask_value(document)
     sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, sort_keys=False))
     sys.stdout.write("\n")
 

@@ -65,6 +65,7 @@ def _import(args: argparse.Namespace) -> int:
     if args.kind in SESSIONS:
         _join_hooks(result, args.kind)
     _exclude(result)
+    _seal(result, args.kind)
     paths = write.targets(
         [run.run_id for run in result.runs],
         out_dir=args.out,
@@ -176,6 +177,21 @@ def _join_hooks(result: ImportResult, harness: str) -> None:
                 "no hook records for this session under the state dir: `deliveries` left "
                 "out, so maintenance will abstain (docs/importers.md)"
             )
+
+
+def _seal(result: ImportResult, harness: str) -> None:
+    # Last, once receipts and deliveries are joined: `<private>` text and credentials out
+    # of every field, and out of the session's hook files (docs/privacy.md).
+    import os
+
+    from active_memory.runlog.importers.harness_session import seal_session
+    from active_memory.runlog.importers.privacy import seal
+
+    for run in result.runs:
+        if harness in SESSIONS:
+            seal_session(run, harness, session_id=None, env=os.environ)
+        else:  # a zeroshot run: no prompts of its own to hold `<private>`, credentials
+            run.record, _ = seal(run.record)
 
 
 def _exclude(result: ImportResult) -> None:

@@ -40,7 +40,11 @@ def log_line(harness: str, text: str, env: Mapping[str, str]) -> None:
         except OSError:
             pass
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {' '.join(text.split())}"
+        from active_memory.credential_gate import mask
+
+        # An error message may quote a payload: no credential is at rest in the log.
+        said = mask(" ".join(text.split()))
+        line = f"{stamp} hook {harness or '-'} pid={os.getpid()}: {said}"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(descriptor, (line[:2000] + "\n").encode("utf-8", "replace"))

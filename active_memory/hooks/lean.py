@@ -26,6 +26,8 @@ HOOK_MODULES = (
     "active_memory/hooks/command.py",
     "active_memory/hooks/hook_log.py",
     "active_memory/private.py",
+    "active_memory/credential_gate.py",
+    "active_memory/credential_rules.py",
     "active_memory/reader.py",
     "active_memory/settings.py",
     "active_memory/atomic_files.py",

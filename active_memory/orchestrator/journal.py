@@ -33,6 +33,7 @@ from typing import Any, Final, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from active_memory.atomic_files import write_atomically
+from active_memory.credential_gate import mask_value
 from active_memory.orchestrator.report import PostmortemReport, UsageReport
 from active_memory.processes import pid_alive
 from active_memory.quality.reasons import rejection_kinds
@@ -149,7 +150,9 @@ class Journal:
 
     def write(self, entry: JournalEntry) -> None:
         """Replace the run's file with `entry` (write to a temporary file, fsync, rename)."""
-        data = json.dumps(entry.to_json(), indent=1, sort_keys=True).encode("utf-8")
+        # Credentials masked: a reason or a problem may quote what a model answered.
+        document = mask_value(entry.to_json())
+        data = json.dumps(document, indent=1, sort_keys=True).encode("utf-8")
         write_atomically(self.path(entry.run_id), data, mode=0o600)
 
     def started(self, run_id: str, outcome: str) -> JournalEntry:

@@ -25,6 +25,12 @@ a card the session never saw (maintenance then reviews one lesson too many), nev
 one it did see. The reader drops the duplicate lines such a retry leaves. Delivery lines
 are also flushed to the disk before the ledger moves on (`fdatasync`), so they survive a
 machine crash; receipts, written on every call, are not (a lost receipt costs little).
+
+Every record is screened for credentials before it is written (`credential_gate`, the
+screen's lean form). Appends hold the run folder's `records.lock`, and so does
+`rewrite_records`, which
+replaces both files atomically once an import has joined them: the import knows the
+session's `<private>` passages, the hook never sees a prompt (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -32,13 +38,15 @@ from __future__ import annotations
 import os
 import time
 
+from active_memory.credential_gate import mask_value
+from active_memory.file_lock import FileLock
 from active_memory.file_names import safe_name
 from active_memory.recall import jsonio
 from active_memory.recall.files import append_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from active_memory.recall.types import CardHit, RecallContext
@@ -47,6 +55,9 @@ RECEIPT_PATHS = 8
 RECEIPTS_FILE = "receipts.jsonl"
 DELIVERIES_FILE = "deliveries.jsonl"
 _RECORD_FILES = (RECEIPTS_FILE, DELIVERIES_FILE)
+LOCK_FILE = "records.lock"
+LOCK_SECONDS = 2.0
+"""A hook waits at most this long for a rewrite to finish (a rewrite takes milliseconds)."""
 
 
 def run_dir(recall_dir: str, run_key: str) -> str:
@@ -75,26 +86,71 @@ def record_receipt(
     }
     if agent:
         receipt["agent"] = agent
-    append_line(
-        os.path.join(run_dir(context.recall_dir, context.run_key), RECEIPTS_FILE),
-        jsonio.dumps(receipt),
-    )
+    receipt = _screened(receipt)
+    folder = run_dir(context.recall_dir, context.run_key)
+    _append(folder, RECEIPTS_FILE, jsonio.dumps(receipt))
+
+
+def _screened(record: dict[str, Any]) -> dict[str, Any]:
+    # The lean screen: a path or name holding a credential (`cat keys/AKIA….txt`) is
+    # masked before it is at rest; a clean record costs a few substring tests.
+    screened: dict[str, Any] = mask_value(record)
+    return screened
 
 
 def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
     """Append one delivery line per card the session received."""
     at = utc_timestamp()
-    path = os.path.join(run_dir(context.recall_dir, context.run_key), DELIVERIES_FILE)
+    folder = run_dir(context.recall_dir, context.run_key)
     lines = [
         jsonio.dumps(
-            {"session": context.session, "lesson": hit.id, "revision": hit.revision, "at": at}
+            _screened(
+                {"session": context.session, "lesson": hit.id, "revision": hit.revision, "at": at}
+            )
         )
         for hit in cards
     ]
     if lines:
         # Synced: a delivery is the evidence maintenance needs and happens a few times per
         # session, so it is worth a flush to disk; receipts (every call) are not synced.
-        append_line(path, "\n".join(lines), sync=True)
+        _append(folder, DELIVERIES_FILE, "\n".join(lines), sync=True)
+
+
+def _append(folder: str, name: str, text: str, *, sync: bool = False) -> None:
+    os.makedirs(folder, exist_ok=True)
+    with FileLock(os.path.join(folder, LOCK_FILE), timeout=LOCK_SECONDS):
+        append_line(os.path.join(folder, name), text, sync=sync)
+
+
+def rewrite_records(
+    recall_dir: str, run_key: str, clean: Callable[[str, dict[str, Any]], dict[str, Any] | None]
+) -> int:
+    """Pass every receipt and delivery of `run_key` through `clean(file name, record)`
+    (None drops it) and replace a file whose records changed, atomically, under the
+    records' lock; returns how many records changed or were dropped."""
+    from active_memory.atomic_files import write_atomically
+
+    folder = run_dir(recall_dir, run_key)
+    if not has_records(recall_dir, run_key):
+        return 0
+    changed = 0
+    with FileLock(os.path.join(folder, LOCK_FILE), timeout=LOCK_SECONDS):
+        for name in _RECORD_FILES:
+            path = os.path.join(folder, name)
+            if not os.path.exists(path):
+                continue
+            records = _read_jsonl(path)
+            kept: list[dict[str, Any]] = []
+            for record in records:
+                cleaned = clean(name, record)
+                if cleaned != record:
+                    changed += 1
+                if cleaned is not None:
+                    kept.append(cleaned)
+            if kept != records:
+                text = "".join(jsonio.dumps(record) + "\n" for record in kept)
+                write_atomically(path, text, mode=0o600)
+    return changed
 
 
 def record_refunds(

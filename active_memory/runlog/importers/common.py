@@ -24,6 +24,9 @@ class ImportedRun:
     """Session importers: what the log held (docs/importers.md, `import --json`)."""
     summary: str | None = None
     """Session importers: the report in one line for a person."""
+    private: tuple[str, ...] = ()
+    """Session importers: the `<private>` passages the prompts held, kept in memory only
+    (never written), so that what is joined later (hook receipts) is masked too."""
 
     @property
     def events(self) -> int:

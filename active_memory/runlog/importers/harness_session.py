@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from active_memory.credential_gate import mask_value
 from active_memory.errors import InvalidRecord, UsageError
 
 # Imported with this module, not inside the join: the worker joins sessions in several
@@ -36,9 +37,15 @@ from active_memory.errors import InvalidRecord, UsageError
 # it half-imported (ImportError: cannot import name 'admit' ...).
 from active_memory.recall.environment import find_checkout_root
 from active_memory.recall.ledger import ledger_path_for
-from active_memory.recall.records import has_records, read_deliveries, read_receipts
-from active_memory.runlog.importers.common import ImportResult, checked
-from active_memory.runlog.importers.privacy import apply_exclusion
+from active_memory.recall.records import (
+    RECEIPTS_FILE,
+    has_records,
+    read_deliveries,
+    read_receipts,
+    rewrite_records,
+)
+from active_memory.runlog.importers.common import ImportedRun, ImportResult, checked
+from active_memory.runlog.importers.privacy import Scrubber, apply_exclusion, clean_paths, seal
 from active_memory.runlog.importers.session import agent_node
 from active_memory.runlog.record import RunRecord, parse_run_record
 from active_memory.settings import SettingsError, effective_settings
@@ -93,15 +100,51 @@ def import_harness_session(
     if not result.runs:
         reasons = "; ".join(skipped.reason for skipped in result.skipped[:3]) or "empty"
         raise InvalidRecord(str(transcript), f"no run in the {harness} session log ({reasons})")
+    run = result.runs[0]
     data = join_hook_records(
-        result.runs[0].record,
+        run.record,
         harness,
         session_id=session_id,
         cwd=Path(cwd) if cwd else None,
         env=env,
     )
     data, _ = exclude_paths(data, env)
-    return parse_run_record(data, str(transcript))
+    run.record = data
+    seal_session(run, harness, session_id=session_id, env=env)
+    return parse_run_record(run.record, str(transcript))
+
+
+def seal_session(
+    run: ImportedRun, harness: str, *, session_id: str | None, env: Mapping[str, str]
+) -> int:
+    """Mask `run`'s record once everything is joined into it (privacy.py `seal`), and
+    rewrite the session's hook files without its `<private>` passages and credentials;
+    returns how many
+    private mentions the record had. Counted into the run's report when it has one."""
+    data, masked = seal(run.record, run.private)
+    run.record = checked(data, str(data.get("run_id", "<session>")))
+    session = session_id or session_of(run.record, harness)
+    if session:
+        recall_dir = os.path.join(state_dir(env), "recall")
+        scrubber = Scrubber(private=run.private)
+        rewrite_records(recall_dir, f"session:{session}", lambda name, r: _clean(name, r, scrubber))
+    if run.report is not None and masked:
+        counts = run.report.setdefault("private", {})
+        counts["masked"] = counts.get("masked", 0) + masked
+    return masked
+
+
+def _clean(name: str, record: dict[str, Any], scrubber: Scrubber) -> dict[str, Any] | None:
+    # A hook record without the session's private passages: a receipt's path that held
+    # one is dropped, a receipt left with no path with it; other strings are masked.
+    # Credentials are masked too (a hook that predates the lean screen wrote them raw).
+    out: dict[str, Any] = mask_value(scrubber.value(record))
+    if name == RECEIPTS_FILE and isinstance(record.get("paths"), list):
+        left, dropped = clean_paths(record["paths"], scrubber)
+        if dropped and not left:
+            return None
+        out["paths"] = mask_value(left)
+    return out
 
 
 def exclude_paths(

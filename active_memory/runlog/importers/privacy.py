@@ -21,12 +21,16 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from active_memory.credential_gate import mask_value
 from active_memory.exclusion import is_excluded
 
 PRIVATE_MARK = "[private]"
 EXCLUDED_MARK = "[excluded]"
 
-_BLOCK = re.compile(r"<private>(.*?)(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+# Case-insensitive, and whitespace is tolerated inside a tag (`<PRIVATE >`, `< private>`,
+# `</ Private >`): a tag a person typed loosely still keeps its text out.
+_BLOCK = re.compile(r"<\s*private\s*>(.*?)(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+_TAG_START = re.compile(r"<\s*private", re.IGNORECASE)
 _MIN_ECHO_CHARS = 4
 """A private passage shorter than this is not searched for elsewhere (it would erase
 ordinary words); the tagged text itself is always cut."""
@@ -54,7 +58,7 @@ def private_passages(text: str) -> list[str]:
 
 def without_private(text: str) -> str:
     """`text` with every `<private>…</private>` block cut out."""
-    return _BLOCK.sub("", text) if "<" in text else text
+    return _BLOCK.sub("", text) if "<" in text and _TAG_START.search(text) else text
 
 
 class Scrubber:
@@ -63,10 +67,13 @@ class Scrubber:
     def __init__(self, private: Iterable[str] = (), excluded: Iterable[str] = ()) -> None:
         replacements = {p: PRIVATE_MARK for p in private if len(p) >= _MIN_ECHO_CHARS}
         replacements.update({p: EXCLUDED_MARK for p in excluded if p})
-        # Longest first, so a passage holding a shorter one is masked whole.
+        # Longest first, so a passage holding a shorter one is masked whole. Matched in
+        # any case: an agent that repeats `ACME merger` as `Acme Merger` still repeats it.
         ordered = sorted(replacements, key=len, reverse=True)
-        self._replacements = replacements
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._folded = {k.casefold(): v for k, v in replacements.items()}
+        self._pattern = (
+            re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE) if ordered else None
+        )
         self.masked = 0
 
     def text(self, value: str) -> str:
@@ -76,9 +83,17 @@ class Scrubber:
             self.masked += 1
         if self._pattern is None:
             return cut
-        out, count = self._pattern.subn(lambda m: self._replacements[m.group(0)], cut)
+        out, count = self._pattern.subn(
+            lambda m: self._folded.get(m.group(0).casefold(), PRIVATE_MARK), cut
+        )
         self.masked += count
         return out
+
+    def holds(self, value: str) -> bool:
+        """Whether `value` holds a tag or a passage (nothing is counted)."""
+        if without_private(value) != value:
+            return True
+        return self._pattern is not None and self._pattern.search(value) is not None
 
     def value(self, value: Any) -> Any:
         """Any JSON value, scrubbed recursively (keys of objects too)."""
@@ -93,6 +108,61 @@ class Scrubber:
     def record(self, data: dict[str, Any]) -> dict[str, Any]:
         """A run record, scrubbed except its identity and graph."""
         return {k: v if k in _UNTOUCHED else self.value(v) for k, v in data.items()}
+
+
+def seal(data: dict[str, Any], private: Iterable[str] = ()) -> tuple[dict[str, Any], int]:
+    """A record as it may be written, once everything is joined into it (hook receipts,
+    deliveries, tool failures, prompts, node inputs and outputs); and how many private
+    mentions were masked.
+
+    Every `<private>` block anywhere is cut and every repetition of a `private` passage
+    (in any case) becomes `[private]`; a receipt's or tool failure's path that held
+    private text is dropped (a receipt left with no path is dropped), since a path
+    `[private]` would only mislead. Then every credential-shaped span becomes
+    `[REDACTED:<kind>]`. Identity and the graph IR are kept as they are.
+    """
+    scrubber = Scrubber(private=private)
+    out = dict(data)
+    if data.get("receipts"):
+        out["receipts"] = _without_private_paths(data["receipts"], scrubber, drop_empty=True)
+    if data.get("tool_failures"):
+        out["tool_failures"] = _without_private_paths(
+            data["tool_failures"], scrubber, drop_empty=False
+        )
+    scrubbed = scrubber.record(out)
+    # Credentials last of all: no record we write keeps one (docs/security.md).
+    sealed = {k: v if k in _UNTOUCHED else mask_value(v) for k, v in scrubbed.items()}
+    return sealed, scrubber.masked
+
+
+def clean_paths(paths: Iterable[Any], scrubber: Scrubber) -> tuple[list[str], int]:
+    """`paths` without those holding private text, and how many were dropped."""
+    kept: list[str] = []
+    dropped = 0
+    for path in paths:
+        if isinstance(path, str) and not scrubber.holds(path):
+            kept.append(path)
+        else:
+            dropped += 1
+    return kept, dropped
+
+
+def _without_private_paths(
+    items: list[dict[str, Any]], scrubber: Scrubber, *, drop_empty: bool
+) -> list[dict[str, Any]]:
+    kept: list[dict[str, Any]] = []
+    for item in items:
+        paths = item.get("paths")
+        if not isinstance(paths, list) or not paths:
+            kept.append(item)
+            continue
+        left, dropped = clean_paths(paths, scrubber)
+        if not dropped:
+            kept.append(item)
+        elif left or not drop_empty:
+            kept.append({**item, "paths": left})
+        scrubber.masked += dropped  # each dropped path was one private mention
+    return kept
 
 
 def drop_excluded_receipts(

@@ -538,6 +538,7 @@ class SessionRun:
             notes,
             report=report,
             summary=self.report.summary(),
+            private=tuple(dict.fromkeys(self._private)),
         )
 
     def _repository(self) -> dict[str, Any]:
