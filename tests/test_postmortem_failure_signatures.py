@@ -111,7 +111,8 @@ async def write_the_lesson(request: Request) -> Any:
             {
                 "title": "Run make test with the test database up",
                 "recommendation": "Start the test database before `make test`; it waits forever.",
-                "associations": {"files": ["Makefile"]},
+                # `make test` as a command: the Makefile alone is an everyday file (§6).
+                "associations": {"files": ["Makefile"], "commands": ["make test"]},
                 "evidence": cited,
                 "citations": [{"path": "Makefile", "lines": [1, 2]}],
                 "why_recurs": "every change runs make test",
