@@ -117,10 +117,8 @@ def main() -> None:
         indexes = {}
         for name, cited in (("plain", False), ("cited", True)):
             path = work / f"{name}.gen"
-            built = build(None, rows(root, args.lessons, cited=cited), {}, matched=True)
-            path.write_bytes(built.to_bytes())
-            indexes[name] = SnapshotIndex.open(str(path), mapped=True)
-            indexes[name].preload()
+            build(None, rows(root, args.lessons, cited=cited), {}, matched=True, path=str(path))
+            indexes[name] = SnapshotIndex.open(str(path))
         mark = stale_marker(str(root))
 
         def nothing() -> None:

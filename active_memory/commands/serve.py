@@ -82,6 +82,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     from active_memory.hooks.recall_answer import make_answer
     from active_memory.hooks.server import serve
+    from active_memory.recall import pins
+
+    pins.BUILD_IN_CALL = False  # a hook call never waits for a build (docs/recall.md)
 
     web, login = _web_view(args, token) if not args.no_ui else (None, None)
 

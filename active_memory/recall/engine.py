@@ -7,12 +7,14 @@ through it, so they cannot disagree. In order:
    `exclude` setting names are dropped, and a call that touched only excluded paths
    gets nothing at all (no receipt, no card);
 2. the tool receipt, recorded for the run whether or not anything matches;
-3. the generations the run pinned, pinned now at its first call (snapshot.py);
+3. the generations the run pinned, pinned now at its first call (pins.py); a run pinned
+   to a store version no generation holds yet reads it from the store (direct.py);
 4. the ledger of the call's context (the session, or a sub-agent's own: contexts.py),
-   under its lock: matches are walked lazily in delivery order
-   (match.iter_matches), cards already delivered or over the remaining budget skipped,
-   and the walk stops once not even the smallest card could fit; the admitted cards are
-   framed and charged (ledger.py), one delivery line per card written for the run record.
+   under its lock: matches are walked lazily in delivery order (match.iter_matches),
+   told before every step how large a card may still be, so cards that cannot fit are
+   skipped inside the posting lists and never looked at; cards already delivered are
+   skipped; the admitted cards are framed and charged (ledger.py), one delivery line
+   per card written for the run record.
 
 A dry-run context (`active-memory recall`) does steps 1, 3 and a read-only 4, and lists
 every match (its report shows each skipped card and why).
@@ -21,13 +23,14 @@ every match (its report shows each skipped card and why).
 from __future__ import annotations
 
 from active_memory.recall.contexts import pending_id
+from active_memory.recall.direct import DirectSource
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.harness import hook_output, parse_payload
 from active_memory.recall.ledger import admit, ledger_path, read_state
 from active_memory.recall.match import iter_matches, match
 from active_memory.recall.records import RECEIPT_PATHS, record_receipt
 from active_memory.recall.signals import extract_signals
-from active_memory.recall.snapshot import graph_cards, graph_scope, pinned, repository_index
+from active_memory.recall.snapshot import pin_graph, repository_index
 from active_memory.recall.types import RecallAnswer
 
 TYPE_CHECKING = False
@@ -69,7 +72,10 @@ def answer_tool_call(
         left = max(0, context.budget_bytes - state.spent)
         return RecallAnswer(budget_left=left, paths=paths)
     hits: Iterable[CardHit]
-    if context.dry_run:
+    if isinstance(index, DirectSource):
+        walk = index.walk(signals)
+        hits, floor = (list(walk) if context.dry_run else walk), 0
+    elif context.dry_run:
         hits, floor = match(index, signals), 0
     else:
         hits, floor = iter_matches(index, signals), index.min_card
@@ -110,12 +116,9 @@ def _drop_excluded(signals: Signals, exclude: tuple[str, ...]) -> bool:
 
 
 def _pin_graph_part(context: RecallContext, cache: SnapshotCache | None) -> None:
-    # The node's first recall pins its graph generation too, so `instructions` and the
-    # hooks see the same lessons.
-    scope = graph_scope(context)
-    if scope is None or pinned(context, scope) is not None:
-        return
+    # The node's first recall pins its graph scope too, so `instructions` and the hooks
+    # see the same lessons.
     if cache is not None:
-        cache.graph_cards(context)
+        cache.pin_graph(context)
     else:
-        graph_cards(context)
+        pin_graph(context)

@@ -265,6 +265,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )
         """,
     ),
+    # Version 10: SQLite's recall keys (sqlite_schema.py); nothing here, since a hook never
+    # reads a PostgreSQL store (docs/recall.md). Kept as a step so both dialects number
+    # their schema versions alike.
+    ("SELECT 1",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
