@@ -113,8 +113,8 @@ def pct(values: list[float], q: float) -> float:
 def bench_matching(corpus: str, size: int, repeat: int, work: Path) -> dict[str, float]:
     """p50/p99 µs of the bounded walk and of listing every match; cards matched."""
     path = work / f"{corpus}-{size}.gen"
-    path.write_bytes(build(None, rows(corpus, size), {}, matched=True).to_bytes())
-    index = SnapshotIndex.open(str(path), mapped=True)
+    build(None, rows(corpus, size), {}, matched=True, path=str(path))
+    index = SnapshotIndex.open(str(path))
     prepared = [extract_signals(parse_payload("claude", call), ROOT)
                 for call in tool_calls(corpus)]  # fmt: skip
     matched = sum(len(match(index, signals)) for signals in prepared)  # warms the shards
@@ -369,8 +369,7 @@ def bench_hooks(
 
 def serve_only(count: int, work: Path) -> None:
     """The `serve` section alone: a seeded store, its generation built in this process."""
-    from active_memory.recall.generations import refresh
-    from active_memory.recall.snapshot import _reader
+    from active_memory.recall.building import refresh, source_for
     from active_memory.store.changes import ScopeKey
 
     checkout = work / "api"
@@ -383,7 +382,7 @@ def serve_only(count: int, work: Path) -> None:
           f"{seed_store(store, count):.1f} s")  # fmt: skip
     scope = ScopeKey("repository", repository=NAMESPACE)
     recall_dir = str(work / "state" / "active-memory" / "recall")
-    refresh(recall_dir, str(store), scope, _reader(str(store)), lock_seconds=120.0)
+    refresh(recall_dir, str(store), scope, source_for(str(store), scope))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")}
     env.update(ZEROSHOT_STATE_DIR=str(work / "state"), ACTIVE_MEMORY_STORE=str(store))
     bench_serve(store, checkout, env, work)

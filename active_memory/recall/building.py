@@ -383,16 +383,9 @@ def _current(folder: str, source: Source) -> bool:
     return head.latest <= pointer.checked and head.version >= pointer.checked
 
 
-def refresh_known(recall_dir: str, location: str, *, complete: bool = False) -> list[str]:
-    """Bring every scope of the store at `location` that has generations here up to date.
-
-    Called after a write session changed the store (the command line subscribes it to
-    the store's announcement), so a run's first call finds its generation current and
-    only pins. An incremental step is built here; one that must be complete is handed
-    to the background builder (builder.py) unless `complete`. Scopes nobody recalled yet
-    are left to their first call. Returns the generation paths now current.
-    """
-    from active_memory.recall.builder import start_builder
+def known_scopes(recall_dir: str, location: str) -> list[tuple[ScopeKey, Any]]:
+    """Every scope of the store at `location` that has a generation here, with its
+    `CURRENT` (generations.Pointer)."""
     from active_memory.recall.generations import store_key
     from active_memory.store.changes import ScopeKey
 
@@ -401,25 +394,64 @@ def refresh_known(recall_dir: str, location: str, *, complete: bool = False) -> 
         folders = sorted(os.listdir(base))
     except FileNotFoundError:
         return []
-    current: list[str] = []
+    found: list[tuple[ScopeKey, Any]] = []
     for name in folders:
-        pointer = read_pointer(os.path.join(base, name))
-        if pointer is None:
+        try:
+            pointer = read_pointer(os.path.join(base, name))
+            if pointer is None:
+                continue
+            index = SnapshotIndex.open(os.path.join(base, name, pointer.generation))
+        except Exception:  # an unreadable scope is built again at its next first call
             continue
-        path = os.path.join(base, name, pointer.generation)
-        scope = SnapshotIndex.open(path).meta.get("scope", {})
-        kind = scope.get("kind")
-        if kind not in ("repository", "graph"):
-            continue
-        key = ScopeKey(kind, repository=scope.get("repository"),
-                       graph_hash=scope.get("graph_hash"), node=scope.get("node"))  # fmt: skip
+        scope = index.meta.get("scope", {})
+        if scope.get("kind") in ("repository", "graph"):
+            key = ScopeKey(scope["kind"], repository=scope.get("repository"),
+                           graph_hash=scope.get("graph_hash"), node=scope.get("node"))  # fmt: skip
+            found.append((key, pointer))
+    return found
+
+
+def refresh_known(recall_dir: str, location: str, *, complete: bool = False) -> list[str]:
+    """Bring every scope of the store at `location` that has generations here up to date.
+
+    Called after a write session changed the store (the command line subscribes it to
+    the store's announcement), so a run's first call finds its generation current and
+    only pins. An incremental step is built here; one that must be complete is handed
+    to the background builder (builder.py) unless `complete`, and so is a scope whose
+    builder is busy. Scopes nobody recalled yet are left to their first call. Returns
+    the generation paths now current.
+    """
+    from active_memory.recall.builder import start_builder
+
+    current: list[str] = []
+    folder_of = {}
+    for key, pointer in known_scopes(recall_dir, location):
+        folder_of[key.name] = scope_dir(recall_dir, location, key)
         try:
             current.append(refresh(recall_dir, location, key, source_for(location, key),
                                    complete=complete, lock_seconds=0))  # fmt: skip
         except (NeedsCompleteBuild, TimeoutError):
             start_builder(recall_dir, location, key)  # never blocks the writer
-            current.append(path)
+            current.append(os.path.join(folder_of[key.name], pointer.generation))
     return current
+
+
+def watch_store(recall_dir: str, location: str) -> list[ScopeKey]:
+    """Ask the store at `location` for its version once, and start the builder of every
+    scope known here whose generation was checked at an older one (`serve` does this
+    every `builder.POLL_SECONDS`, so another machine's publish reaches this one). The
+    builder finds out whether the scope itself changed. Returns the scopes started."""
+    from active_memory.recall.builder import start_builder
+
+    known = known_scopes(recall_dir, location)
+    if not known:
+        return []
+    version = source_for(location, known[0][0]).changes(None, limit=0).version
+    started: list[ScopeKey] = []
+    for key, pointer in known:
+        if version != pointer.checked and start_builder(recall_dir, location, key):
+            started.append(key)
+    return started
 
 
 def _outside_event_loop(work: Callable[[], Any]) -> Any:

@@ -81,6 +81,14 @@ class SnapshotCorrupt(Exception):
 
 def natural_key(lesson_id: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key for lesson IDs that counts digits as numbers: `L-9` < `L-12` < `L-100`."""
+    head = lesson_id.rstrip("0123456789")
+    if head.isascii() and not any(ch.isdigit() for ch in head):  # `L-12`: the usual shape
+        tail = lesson_id[len(head) :]
+        return ((0, head), (1, int(tail))) if head and tail else _natural(lesson_id)
+    return _natural(lesson_id)
+
+
+def _natural(lesson_id: str) -> tuple[tuple[int, int | str], ...]:
     parts: list[tuple[int, int | str]] = []
     run = ""
     digits = False
