@@ -22,8 +22,9 @@ Figures (every one next to a baseline from the same run, as a ratio):
    time and peak RSS against a bare `python -c pass`; the lean entry (as `hook install`
    writes it), pip's console script and `python -m` side by side; the first call when
    `CURRENT` holds no usable stamp (it reads the store, docs/recall.md "Stamps"); the
-   first call after a publish (an incremental build in the hook) and with no generation
-   at all (a complete build). Every ratio is against bare start-ups interleaved with the
+   first call after a publish (read from the store while the builder catches up) and
+   with no generation at all (read from the store; the complete build runs in the
+   background builder). Every ratio is against bare start-ups interleaved with the
    figure's own calls (`--hooks-only`: this section alone);
 3. `serve` over the same store: round trips of matching calls of 32 runs (p50/p99) and
    the server's RSS as runs are added.
@@ -299,13 +300,13 @@ def bench_hooks(
     began = time.perf_counter()
     cold, cold_rss, out = run_child([lean, "claude"], json.dumps(payload).encode(),
                                     {**env, "ACTIVE_MEMORY_RUN_ID": "cold"})  # fmt: skip
-    print(f"  {'first call, no generation yet (build detached)':<52} {cold * 1000:8.1f} ms "
+    print(f"  {'first call, no generation yet (read from the store)':<52} {cold * 1000:8.1f} ms "
           f"{cold_rss / 1024:7.1f} MiB {cold / bare_s:7.1f} x bare  "
           f"(answered {'a card' if b'additionalContext' in out else 'nothing'})")  # fmt: skip
     while read_current(folder) is None:
         time.sleep(0.05)
     built = time.perf_counter() - began
-    print(f"  {'  the detached complete build, until CURRENT':<52} {built * 1000:8.1f} ms")
+    print(f"  {'  the background complete build, until CURRENT':<52} {built * 1000:8.1f} ms")
 
     def bare_call() -> float:
         return run_child([python, "-c", "pass"], b"", env)[0]
@@ -352,7 +353,7 @@ def bench_hooks(
         bares.append(bare_call())
         after.append(call([lean, "claude"], f"after-publish-{n}", f"after-{n}")[0])
     row("first call, 10 published bypassing the refresh", after, bares, "",
-        "  (incremental build in the hook)")  # fmt: skip
+        "  (read from the store; built in the background)")  # fmt: skip
     sessions, after, bares = [], [], []
     for n in range(3):
         sessions.append(publish_more(store, 10, f"Refreshed {n}", state=work / "state"))
