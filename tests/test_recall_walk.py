@@ -153,3 +153,55 @@ def test_only_the_pages_holding_a_card_that_fits_are_read(tmp_path: Path) -> Non
     assert [hit.id for hit in admitted] == ["L-15001"]
     pages = {key for key in index._cache._items if key[1] == "pages"}
     assert len(pages) == 1  # of 20 pages, the one holding the card that fits
+
+
+def test_incremental_generations_keep_long_paged_lists_exact(tmp_path: Path) -> None:
+    # Lists longer than a page, edited over several generations (removals, revisions
+    # that change a card's size, new cards): each walks like a complete rebuild.
+    import random
+
+    rng = random.Random(28)
+    state: dict[int, tuple[Any, ...]] = {}
+
+    def lesson_row(n: int, revision: int) -> tuple[Any, ...]:
+        assoc = {"folders": [rng.choice(["src/core", "src/core", "docs"])],
+                 "keywords": [["core", rng.choice(["py", "tax"])]]}  # fmt: skip
+        found = row(n, "r" * rng.randrange(0, 500), assoc)
+        return (found[0], revision, *found[2:])
+
+    for n in range(1, 2601):
+        state[n] = lesson_row(n, 1)
+    previous = SnapshotIndex.open(
+        build(None, list(state.values()), {}, matched=True, path=str(tmp_path / "g0.gen"))
+    )
+    assert previous.postings("d\0src/core")[0] > PAGE  # paged
+    next_id = 2601
+    query = signals_of({"paths": ["src/core/x.py"], "identifiers": [], "terms": ["core", "py"]})
+    for step in range(1, 6):
+        changed = []
+        for n in rng.sample(sorted(state), 80):
+            if rng.random() < 0.4:
+                changed.append((f"L-{n}", state[n][1] + 1, "retired", None, None, None))
+                del state[n]
+            else:
+                state[n] = lesson_row(n, state[n][1] + 1)
+                changed.append(state[n])
+        for _ in range(20):
+            state[next_id] = lesson_row(next_id, 1)
+            changed.append(state[next_id])
+            next_id += 1
+        current = SnapshotIndex.open(
+            build(previous, changed, {}, matched=True, path=str(tmp_path / f"g{step}.gen"))
+        )
+        complete = SnapshotIndex.open(
+            build(None, list(state.values()), {}, matched=True, path=str(tmp_path / "full.gen"))
+        )
+        assert current.meta["cards"] == next_id - 1  # built incrementally: holes kept
+        assert [(h.id, h.revision, h.match) for h in match(current, query)] == [
+            (h.id, h.revision, h.match) for h in match(complete, query)
+        ]
+        for budget in (300, 700, 2048, 4096):
+            ours = select(iter_matches(current, query), set(), budget, floor=current.min_card)
+            theirs = select(match(complete, query), set(), budget)
+            assert [h.id for h in ours[0]] == [h.id for h in theirs[0]]
+        previous = current

@@ -7,8 +7,8 @@ call `start_builder`, which starts this process unless one already holds the sco
 builder lock or was started in the last `START_SECONDS` (a `starting` marker: so a burst
 of calls starts one process). It is started through `/bin/sh -c '… &'`, which exits at
 once, so the builder is nobody's child (no zombie in `serve`, nothing left running by a
-hook process) and runs in a session of its own, at a lower CPU priority (`nice` 10) so
-that the tool calls it serves keep theirs. It holds the builder lock while it builds
+hook process) and runs in a session of its own, at the lowest CPU priority (`nice` 19)
+so that the tool calls it serves keep theirs. It holds the builder lock while it builds
 (building.settle), resumes a complete build an earlier builder left unfinished
 (full_build.py), and writes failures to `<recall dir>/builder.log`.
 
@@ -36,6 +36,9 @@ START_SECONDS = 15.0
 """A builder started this recently is not started again (it takes its lock at once)."""
 POLL_SECONDS = 30.0
 """How often, at most, a PostgreSQL store's version is asked for, per scope."""
+NICE = 19
+"""The builder's CPU priority: the lowest. It is a cache; on an idle machine it runs at
+full speed, and a tool call's hook never waits behind it."""
 STARTING = "starting"
 POLLED = "polled"
 LOG_FILE = "builder.log"
@@ -117,7 +120,7 @@ def main(argv: list[str]) -> int:
     scope = ScopeKey(kind, repository=repository or None, graph_hash=graph_hash or None,
                      node=node or None)  # fmt: skip
     try:  # noqa: SIM105 - best effort: a builder at normal priority still builds
-        os.nice(10)
+        os.nice(NICE)
     except (OSError, AttributeError):
         pass
     folder = scope_dir(recall_dir, location, scope)

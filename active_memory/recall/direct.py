@@ -52,8 +52,9 @@ class DirectSource:
         """The cards `signals` match, best first; honours `bound` like match.Walk."""
         return DirectWalk(self, signals)
 
-    def read(self, signals: Signals, room: int) -> list[CardHit]:
-        """Every card the call's keys offer that could fit `room`, in delivery order."""
+    def read(self, signals: Signals, room: int) -> list[Any]:
+        """The rows the call's keys offer that could fit `room`, in delivery order (not
+        rendered yet: `DirectWalk` renders only the rows it reaches)."""
         from active_memory.store.changes import OldSchema
         from active_memory.store.direct import read_direct
 
@@ -67,7 +68,7 @@ class DirectSource:
         except OldSchema:
             return []  # not migrated yet: nothing until a write migrates it
         self._settle(found.version, found.latest)
-        return _hits(found.rows, signals.terms)
+        return _ordered(found.rows, signals.terms)
 
     def _settle(self, version: int, latest: int) -> None:
         """Point the run's pin at the current generation once it holds the run's version."""
@@ -83,47 +84,51 @@ class DirectSource:
             settle_pin(context, pending.scope, os.path.join(folder, pointer.generation))
 
 
-def _hits(rows: list[Any], terms: set[str]) -> list[CardHit]:
+def _ordered(rows: list[Any], terms: set[str]) -> list[Any]:
+    """The rows in delivery order: tier, then lesson ID; each lesson once (at its
+    strongest tier); a keyword group only when all its terms occur."""
     from active_memory.recall import jsonio
-    from active_memory.recall.generation import cited_of
 
     by_tier: dict[int, dict[str, Any]] = {}
     for row in rows:
-        tier, lesson_id, revision, title, recommendation, group, updated, citations = row
-        if tier == 4:
+        if row[0] == 4:
             try:
-                wanted = jsonio.loads(group)
+                wanted = jsonio.loads(row[5])
             except ValueError:
                 continue
             if not isinstance(wanted, list) or not all(term in terms for term in wanted):
                 continue
-        by_tier.setdefault(tier, {})[lesson_id] = (revision, title, recommendation, updated,
-                                                   citations)  # fmt: skip
-    hits: list[CardHit] = []
+        by_tier.setdefault(row[0], {})[row[1]] = row
+    ordered: list[Any] = []
     seen: set[str] = set()
     for tier in sorted(by_tier):
-        kind = TIERS[tier]
         for lesson_id in sorted(by_tier[tier], key=order_key):
-            if lesson_id in seen:
-                continue
-            seen.add(lesson_id)
-            revision, title, recommendation, updated, citations = by_tier[tier][lesson_id]
-            text = render_card(lesson_id, int(revision), title or "", recommendation or "")
-            cited = cited_of(lesson_id, updated, citations)
-            hits.append(CardHit(lesson_id, int(revision), MATCH_SCORES[kind], kind, text, 0,
-                                cited))  # fmt: skip
-    return hits
+            if lesson_id not in seen:
+                seen.add(lesson_id)
+                ordered.append(by_tier[tier][lesson_id])
+    return ordered
+
+
+def _hit(row: Any) -> CardHit:
+    """The card of one row, rendered as a generation renders it."""
+    from active_memory.recall.generation import cited_of
+
+    tier, lesson_id, revision, title, recommendation, _terms, _bytes, updated, citations = row
+    kind = TIERS[tier]
+    text = render_card(lesson_id, int(revision), title or "", recommendation or "")
+    return CardHit(lesson_id, int(revision), MATCH_SCORES[kind], kind, text, 0,
+                   cited_of(lesson_id, updated, citations))  # fmt: skip
 
 
 class DirectWalk:
     """The direct source's matches as a walk: read at the first step, with its room."""
 
-    __slots__ = ("_hits", "_signals", "_source", "room", "visits")
+    __slots__ = ("_rows", "_signals", "_source", "room", "visits")
 
     def __init__(self, source: DirectSource, signals: Signals) -> None:
         self._source = source
         self._signals = signals
-        self._hits: list[CardHit] | None = None
+        self._rows: list[Any] | None = None
         self.room = SIZE_CAP
         self.visits = 0
 
@@ -135,11 +140,14 @@ class DirectWalk:
         return self
 
     def __next__(self) -> CardHit:
-        if self._hits is None:
-            self._hits = self._source.read(self._signals, max(self.room, 0))
-            self._hits.reverse()
-        while self._hits:
-            hit = self._hits.pop()
+        if self._rows is None:
+            self._rows = self._source.read(self._signals, max(self.room, 0))
+            self._rows.reverse()
+        while self._rows:
+            row = self._rows.pop()
+            if row[6] > self.room:
+                continue  # cannot fit: not even rendered
+            hit = _hit(row)
             if hit.size <= self.room:
                 self.visits += 1
                 return hit

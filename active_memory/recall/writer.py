@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from active_memory.recall.index import SnapshotIndex
 
 COPY_CHUNK = 1 << 22
+SYNC_EVERY = 32 << 20
+"""Bytes written between two flushes to the disk: a generation of hundreds of MB synced
+once at its end would hold the disk (and every tool call's delivery sync) for seconds."""
 
 
 def temporary_name(path: str) -> str:
@@ -49,6 +52,7 @@ class GenerationWriter:
         self._pending: list[tuple[str, int, int]] = []  # copies not yet written
         self._source: SnapshotIndex | None = None
         self._done = False
+        self._synced_at = 0
 
     def __enter__(self) -> GenerationWriter:
         return self
@@ -69,7 +73,7 @@ class GenerationWriter:
     def add(self, section: str, data: bytes) -> int:
         """Append `data` as the next blob of `section`; its number."""
         self._flush_copies()
-        self._file.write(data)
+        self._write(data)
         spans = self._spans[section]
         spans.append(self._at)
         self._at += len(data)
@@ -104,7 +108,14 @@ class GenerationWriter:
         for _section, start, end in pending:
             assert source is not None
             for at in range(start, end, COPY_CHUNK):
-                self._file.write(source.raw_range(at, min(end, at + COPY_CHUNK)))
+                self._write(source.raw_range(at, min(end, at + COPY_CHUNK)))
+
+    def _write(self, data: bytes) -> None:
+        self._file.write(data)
+        if self._file.tell() - self._synced_at >= SYNC_EVERY:
+            self._file.flush()
+            os.fdatasync(self._file.fileno())
+            self._synced_at = self._file.tell()
 
     def finish(self, meta: dict[str, Any]) -> str:
         """Write the tables, the meta and the trailer; sync; rename into place."""

@@ -278,26 +278,3 @@ def _version_and_latest(conn: Any, scope: ScopeKey) -> tuple[int, int]:
     sql, params = latest_query(scope)
     (latest,) = conn.execute(sql, params).fetchone()
     return int(version), int(latest or 0)
-
-
-def count_sqlite_scope(path: str, scope: ScopeKey) -> int:
-    """How many active lessons `scope` holds in the SQLite store at `path` (0: none, or
-    no readable store: the caller's read then says why)."""
-    import os
-    import sqlite3
-
-    if not os.path.exists(path):
-        return 0
-    where, params = scope_clause(scope)
-    uri = sqlite_uri(path)
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=5.0)
-        try:
-            (count,) = conn.execute(
-                f"SELECT count(*) FROM lessons WHERE {where} AND status = 'active'", params
-            ).fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-    return int(count)

@@ -30,7 +30,8 @@ LIMIT = 64
 
 class DirectRead:
     """What `read_direct` found: the store's `version`, the scope's `latest` change and
-    the rows `(tier, id, revision, title, recommendation, terms, updated_at, citations)`."""
+    the rows `(tier, id, revision, title, recommendation, terms, min_bytes, updated_at,
+    citations)`."""
 
     __slots__ = ("latest", "rows", "version")
 
@@ -72,12 +73,12 @@ def read_direct(
             for scope_id in scopes:
                 parts.append(
                     f"SELECT * FROM (SELECT {int(tier)}, l.id, l.revision, l.title, "
-                    f"l.recommendation, k.terms{cited} "
+                    f"l.recommendation, k.terms, k.min_bytes{cited} "
                     "FROM (SELECT lesson_id, terms, min_bytes, sort_key FROM recall_keys "
                     "WHERE scope = ? AND kind = ? AND value = ? ORDER BY sort_key "
                     f"LIMIT {EXAMINE}) AS k JOIN lessons AS l ON l.id = k.lesson_id "
                     "WHERE k.min_bytes <= ? AND l.change_version <= ? AND l.status = 'active' "
-                    f"ORDER BY k.sort_key LIMIT {LIMIT})"
+                    f"LIMIT {LIMIT})"  # no ORDER BY: it would join all EXAMINE entries
                 )
                 values += [scope_id, kind, value, room, version]
         rows = conn.execute(" UNION ALL ".join(parts), values).fetchall()
