@@ -293,6 +293,8 @@ def rebuild_section(world: World, calls: int, entry: str) -> None:
                                    world.env)[0])  # fmt: skip
             number += 1
         print(f"  {label}: {number} calls of each kind")
+        if not number:
+            return
         for name, values in (("python -c pass (baseline)", bares), ("warm call, pinned run", warm),
                              ("first call of a new session", first)):  # fmt: skip
             p50, p99 = pct(values, 0.5) * 1000, pct(values, 0.99) * 1000
@@ -309,7 +311,7 @@ def rebuild_section(world: World, calls: int, entry: str) -> None:
     middle = world.lessons // 2
     scope = RepositoryScope(repository=hot_corpus.NAMESPACE)
     imported = [
-        Lesson(id=f"L-{middle}x{n}", revision=1, scope=scope, title=f"Imported {n}",
+        Lesson(id=f"L-{middle}x{os.getpid()}-{n}", revision=1, scope=scope, title=f"Imported {n}",
                recommendation="Imported in the middle of the IDs.",
                associations=Associations(folders=[hot_corpus.HOT]))
         for n in range(3)
