@@ -4,14 +4,18 @@
     .venv/bin/python bench/recall_bench.py --sizes 1000 10000 --store-lessons 10000 --runs 10
     .venv/bin/python bench/recall_bench.py --hooks-only --runs 21 --compare /tmp/main-copy
     .venv/bin/python bench/recall_bench.py --hooks-only --bash   # the hooks on a Bash call
+    .venv/bin/python bench/recall_bench.py --matching-only       # the in-process table
 
-Two corpora, side by side:
+Three corpora, side by side:
 
 - `spread`: the old corpus, ten lessons per folder and per keyword group: every tool call
   matches a handful of cards, whatever the size;
 - `hot`: what real repositories look like: 10% of the lessons filed under `src/`
   itself, every keyword group sharing the popular term `checkout`, so one `Read` under
-  `src/` matches a tenth of the store and one search thousands of keyword groups.
+  `src/` matches a tenth of the store and one search thousands of keyword groups;
+- `core`: the hard case of issue 28 (bench/hot_corpus.py): 30% of the lessons under
+  `src/core`, shared keywords, card sizes mixed so that the budget left lies between the
+  store's smallest card and the cards a call matches (`Read`s of four of its files).
 
 Figures (every one next to a baseline from the same run, as a ratio):
 
@@ -52,6 +56,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 from active_memory.recall.frame import select  # noqa: E402
 from active_memory.recall.generation import build  # noqa: E402
@@ -83,6 +88,15 @@ def associations(corpus: str, n: int) -> dict[str, Any]:
 
 def rows(corpus: str, count: int) -> list[tuple[Any, ...]]:
     """Store change rows (store/changes.py shape) of `count` lessons."""
+    if corpus == "core":  # the hard case of issue 28 (bench/hot_corpus.py)
+        import hot_corpus
+
+        found = []
+        for n in range(count):
+            given = hot_corpus.lesson(n)
+            found.append((f"L-{n + 1}", 1, "active", given["title"], given["recommendation"],
+                          json.dumps(given["associations"])))  # fmt: skip
+        return found
     return [
         (f"L-{n + 1}", 1, "active", f"Lesson {n} about module {n % 500}", RECOMMENDATION,
          json.dumps(associations(corpus, n)))
@@ -93,7 +107,9 @@ def rows(corpus: str, count: int) -> list[tuple[Any, ...]]:
 def tool_calls(corpus: str) -> list[dict[str, Any]]:
     """Claude Code payloads; in `hot` the first three match thousands of cards."""
     base = {"session_id": "bench", "cwd": ROOT, "hook_event_name": "PreToolUse"}
-    if corpus == "spread":
+    if corpus == "core":
+        inputs = [("Read", {"file_path": f"{ROOT}/src/core/mod{n}.py"}) for n in (7, 33, 54, 91)]
+    elif corpus == "spread":
         inputs = [("Read", {"file_path": f"{ROOT}/src/pkg7/mod71.py"}),
                   ("Bash", {"command": "cd src/pkg12 && rg -n HandlerNumber123 ."}),
                   ("Grep", {"pattern": r"alpha42_beta42\(", "path": "src"}),
@@ -584,6 +600,9 @@ def main() -> None:
         "--serve-only", action="store_true", help="only `serve` over --store-lessons hot lessons"
     )
     parser.add_argument(
+        "--matching-only", action="store_true", help="only the in-process matching table"
+    )
+    parser.add_argument(
         "--bash", action="store_true",
         help="the hook calls are a Bash call (`cd src/mod7 && timeout 60 pytest …`), not a Read",
     )  # fmt: skip
@@ -619,12 +638,14 @@ def main() -> None:
               "generation (µs)")  # fmt: skip
         print(f"  {'corpus':<7} {'lessons':>8} {'matches':>8} {'p50':>8} {'p99':>8} "
               f"{'all p50':>9} {'all p99':>9} {'all/bounded p50':>16}")  # fmt: skip
-        for corpus in ("spread", "hot"):
+        for corpus in ("spread", "hot", "core"):
             for size in args.sizes:
                 r = bench_matching(corpus, size, args.repeat, work)
                 print(f"  {corpus:<7} {size:>8,} {r['matched']:>8.0f} {r['p50']:>8.1f} "
                       f"{r['p99']:>8.1f} {r['all_p50']:>9.1f} {r['all_p99']:>9.1f} "
                       f"{r['all_p50'] / r['p50']:>16.1f}")  # fmt: skip
+        if args.matching_only:
+            return
         print(f"\nhook processes, {args.store_lessons:,} hot lessons "
               f"(median of {args.runs}; RSS: peak)")  # fmt: skip
         bench_hooks(args.store_lessons, args.runs, work)

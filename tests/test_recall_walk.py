@@ -151,7 +151,7 @@ def test_only_the_pages_holding_a_card_that_fits_are_read(tmp_path: Path) -> Non
     walk = iter_matches(index, query)
     admitted, _, _ = select(walk, set(), FRAME_BYTES + 100, floor=index.min_card)
     assert [hit.id for hit in admitted] == ["L-15001"]
-    pages = {key for key in index._cache._items if key[1] == "pages"}
+    pages = {key for key in index._cache._items if key[1] == "page"}
     assert len(pages) == 1  # of 20 pages, the one holding the card that fits
 
 

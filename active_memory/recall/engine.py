@@ -23,9 +23,9 @@ every match (its report shows each skipped card and why).
 from __future__ import annotations
 
 from active_memory.recall.contexts import pending_id
-from active_memory.recall.direct import DirectSource
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.harness import hook_output, parse_payload
+from active_memory.recall.index import SnapshotIndex
 from active_memory.recall.ledger import admit, ledger_path, read_state
 from active_memory.recall.match import iter_matches, match
 from active_memory.recall.records import RECEIPT_PATHS, record_receipt
@@ -72,7 +72,7 @@ def answer_tool_call(
         left = max(0, context.budget_bytes - state.spent)
         return RecallAnswer(budget_left=left, paths=paths)
     hits: Iterable[CardHit]
-    if isinstance(index, DirectSource):
+    if not isinstance(index, SnapshotIndex):  # a run pinned to a version: the store's cards
         walk = index.walk(signals)
         hits, floor = (list(walk) if context.dry_run else walk), 0
     elif context.dry_run:

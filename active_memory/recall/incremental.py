@@ -161,7 +161,7 @@ def _write(
 
     def load(number: int) -> Any:
         if number >= base_pages:
-            return marshal.loads(new_pages[number - base_pages])
+            return postings.prepare(marshal.loads(new_pages[number - base_pages]))
         return previous.page(number)
 
     tables: dict[int, dict[str, Any]] = {}

@@ -300,8 +300,19 @@ class SnapshotIndex:
         return self.key_shard(key_shard(key, self.meta["key_bits"])).get(key)
 
     def page(self, number: int) -> Any:
-        """Page blob `number` of a long posting list: `(ordinals, sizes)`."""
-        return self.load("pages", number)
+        """Page `number` of a long posting list, ready to search (`postings.prepare`)."""
+        key = (self.directory, "page", number)
+        found = self._cache.get(key)
+        if found is None:
+            from active_memory.recall.postings import prepare
+
+            data = self.raw("pages", number)
+            try:
+                found = prepare(marshal.loads(data))
+            except (ValueError, EOFError, TypeError, IndexError) as exc:
+                raise SnapshotCorrupt(self.directory, f"page {number}: {exc}") from None
+            self._cache.put(key, found, len(data))
+        return found
 
     @property
     def card_count(self) -> int:

@@ -64,7 +64,8 @@ class Cursor:
 
     `next_fit(room)` returns the ordinal of the next entry whose card is at most `room`
     bytes and moves past it (its size is then `size`), or -1 when no later entry fits.
-    `visits` counts the entries returned.
+    `visits` counts the entries returned. `load(ref)` returns a page as `prepare` makes
+    it (the index keeps it so prepared).
     """
 
     __slots__ = (
@@ -122,8 +123,9 @@ class Cursor:
                 self._count = 0
                 return -1
             self._page = page
-            ordinals, sizes = self._load(self._refs[page])  # type: ignore[index]
-            self._open_arrays(ordinals, sizes)
+            self._ordinals, self._sizes, self._blocks = self._load(self._refs[page])  # type: ignore[index]
+            self._count = len(self._sizes)
+            self._position = 0
 
     def _short_scan(self, room: int) -> int:
         sizes = self._sizes
@@ -131,6 +133,13 @@ class Cursor:
             if sizes[position] <= room:
                 return position
         return -1
+
+
+def prepare(page: Any) -> tuple[Any, Any, list[int]]:
+    """A stored page ready to search: its arrays as memoryviews and its block minima."""
+    ordinals = memoryview(page[0]).cast("I")
+    sizes = memoryview(page[1]).cast("H")
+    return ordinals, sizes, _blocks(sizes, len(sizes))
 
 
 def encode(ordinals: Sequence[int], sizes: Sequence[int], add_page: Callable[[bytes], int]) -> Any:
@@ -163,9 +172,9 @@ def entries(value: Sequence[Any], load: Callable[[int], Any]) -> tuple[list[int]
     ordinals: list[int] = []
     sizes: list[int] = []
     for ref in memoryview(value[3]).cast("I"):
-        page_ordinals, page_sizes = load(ref)
-        ordinals += memoryview(page_ordinals).cast("I")
-        sizes += memoryview(page_sizes).cast("H")
+        page_ordinals, page_sizes, _ = load(ref)
+        ordinals += page_ordinals
+        sizes += page_sizes
     return ordinals, sizes
 
 
@@ -221,8 +230,8 @@ def patch(
             new_mins.append(mins[page])
             new_refs.append(ref)
             continue
-        page_ordinals, page_sizes = entries(load(ref), load)
-        merged = _apply(page_ordinals, page_sizes, *edits[page])
+        page_ordinals, page_sizes, _ = load(ref)
+        merged = _apply(list(page_ordinals), list(page_sizes), *edits[page])
         total += len(merged) - len(page_ordinals)
         dropped.append(ref)
         for start in range(0, len(merged), PAGE):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 
-from active_memory.recall.direct import DirectSource
 from active_memory.recall.index import BlobCache, OlderFormat, SnapshotCorrupt, SnapshotIndex
 from active_memory.recall.pins import (
     GenerationPending,
@@ -29,6 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from active_memory.recall.direct import DirectSource
     from active_memory.recall.types import RecallContext
     from active_memory.store.changes import ScopeKey
 
@@ -70,7 +70,7 @@ def repository_index(context: RecallContext) -> SnapshotIndex | DirectSource | N
         return None
     found = pin(context, scope)
     if isinstance(found, Pending):
-        return DirectSource(found, context)
+        return _direct(found, context)
     try:
         return _open(found)
     except OlderFormat:
@@ -109,6 +109,13 @@ def pin_graph(context: RecallContext) -> None:
         found = pin(context, scope)
         if isinstance(found, str):
             _drop_look(found)
+
+
+def _direct(pending: Pending, context: RecallContext) -> DirectSource:
+    """A pending run's source (imported only then: most calls never need it)."""
+    from active_memory.recall.direct import DirectSource
+
+    return DirectSource(pending, context)
 
 
 def _all_cards(index: SnapshotIndex) -> GraphCards:
@@ -156,9 +163,7 @@ class SnapshotCache:
         self._indexes: dict[str, SnapshotIndex] = {}
         self._graphs: dict[str, GraphCards] = {}
 
-    def _generation(
-        self, context: RecallContext, scope: ScopeKey
-    ) -> SnapshotIndex | DirectSource | Pending:
+    def _generation(self, context: RecallContext, scope: ScopeKey) -> SnapshotIndex | Pending:
         key = (context.recall_dir, context.run_key, scope.name)
         path = None if context.dry_run else self._pins.get(key)
         if path is None:
@@ -203,7 +208,7 @@ class SnapshotCache:
         if scope is None:
             return None
         found = self._generation(context, scope)
-        return DirectSource(found, context) if isinstance(found, Pending) else found
+        return _direct(found, context) if isinstance(found, Pending) else found
 
     def graph_cards(self, context: RecallContext) -> GraphCards:
         """The graph generation the context's run pinned, as cards."""
@@ -213,8 +218,6 @@ class SnapshotCache:
         index = self._generation(context, scope)
         if isinstance(index, Pending):
             return _cards_at(index)
-        if isinstance(index, DirectSource):  # pragma: no cover - a graph scope never is
-            return ()
         cards = self._graphs.get(index.directory)
         if cards is None:
             cards = _all_cards(index)
