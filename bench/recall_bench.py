@@ -58,8 +58,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from active_memory.recall.build_from_rows import build  # noqa: E402
 from active_memory.recall.frame import select  # noqa: E402
-from active_memory.recall.generation import build  # noqa: E402
 from active_memory.recall.harness import parse_payload  # noqa: E402
 from active_memory.recall.index import SnapshotIndex  # noqa: E402
 from active_memory.recall.ledger import stale_marker  # noqa: E402

@@ -66,7 +66,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
 
 def no_builder(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Replace the background builder's start by a record of it (the test builds)."""
-    from active_memory.recall import builder
+    from active_memory.recall import background
 
     started: list[Any] = []
 
@@ -74,7 +74,7 @@ def no_builder(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         started.append(args)
         return True
 
-    monkeypatch.setattr(builder, "start_builder", record)
+    monkeypatch.setattr(background, "start_builder", record)
     return started
 
 
@@ -297,7 +297,7 @@ def test_only_one_builder_builds_a_scope_and_a_busy_one_is_not_started_again(
     tmp_path: Path,
 ) -> None:
     from active_memory.file_lock import FileLock
-    from active_memory.recall.builder import start_builder
+    from active_memory.recall.background import start_builder
 
     world = World(tmp_path)
     publish(world.store, [repository_lesson("One", folders=["src"])])
@@ -311,3 +311,29 @@ def test_only_one_builder_builds_a_scope_and_a_busy_one_is_not_started_again(
     while os.path.exists(starting) and time.monotonic() < deadline:
         time.sleep(0.05)  # the builder removes its marker as it exits
     assert read_current(world.folder) is not None and not os.path.exists(starting)
+
+
+def test_the_direct_read_is_index_ranges_never_a_scan(tmp_path: Path) -> None:
+    """SQLite's plan of the direct read: each key an index range of `recall_keys` (the
+    bounded `EXAMINE` entries), each lesson fetched by its key; no table is scanned."""
+    import sqlite3
+
+    from active_memory.store.direct import direct_query
+
+    store = tmp_path / "lessons.sqlite3"
+    publish(store, [repository_lesson(f"Card {n}", folders=["src"], keywords=[["core", "py"]])
+                    for n in range(50)])  # fmt: skip
+    lookups = [(0, "f", "src/a.py"), (1, "d", "src"), (4, "k", "core")]
+    sql, values = direct_query([1], lookups, 1, 2048)
+    with sqlite3.connect(store) as conn:
+        conn.execute("ANALYZE")  # whatever the statistics say, the plan stays bounded
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", values)]
+        rows = conn.execute(sql, values).fetchall()
+    # What is scanned: the bounded range `k` (at most EXAMINE entries) and the
+    # co-routine holding one lesson's citations (searched by its ID); never a table.
+    scans = [step for step in plan if step.startswith("SCAN")]
+    assert scans and all(step.startswith(("SCAN k", "SCAN (subquery-")) for step in scans), plan
+    assert any("lesson_evidence USING COVERING INDEX" in step for step in plan), plan
+    assert any("SEARCH recall_keys USING PRIMARY KEY" in step for step in plan), plan
+    assert any(step.startswith("SEARCH l USING INDEX") for step in plan), plan
+    assert len(rows) == 100  # 50 by the folder, 50 by the group

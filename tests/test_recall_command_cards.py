@@ -18,9 +18,9 @@ from recall_support import (
     repository_lesson,
 )
 
+from active_memory.recall.build_from_rows import build
 from active_memory.recall.engine import answer_hook, answer_tool_call
 from active_memory.recall.environment import resolve_context
-from active_memory.recall.generation import build
 from active_memory.recall.harness import parse_payload
 from active_memory.recall.index import SnapshotIndex
 from active_memory.recall.match import match

@@ -28,11 +28,12 @@ from recall_support import (
 
 from active_memory.lessons import Card, CreateLesson, GraphScope
 from active_memory.recall import generations
+from active_memory.recall.build_from_rows import build
 from active_memory.recall.building import refresh
 from active_memory.recall.engine import answer_hook
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.frame import render_card, select
-from active_memory.recall.generation import build, source_of
+from active_memory.recall.generation import source_of
 from active_memory.recall.generations import (
     GRACE_SECONDS,
     collect,

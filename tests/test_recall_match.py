@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from active_memory.recall.build_from_rows import build
 from active_memory.recall.frame import CLOSE, FRAME_BYTES, OPEN, frame, render_card, select
-from active_memory.recall.generation import build
 from active_memory.recall.index import SnapshotCorrupt, SnapshotIndex, natural_key
 from active_memory.recall.match import match
 from active_memory.recall.signals import Signals

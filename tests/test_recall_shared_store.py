@@ -23,7 +23,7 @@ from recall_support import (
 )
 
 from active_memory.lessons import CreateLesson
-from active_memory.recall.builder import POLLED
+from active_memory.recall.background import POLLED
 from active_memory.recall.generations import read_current, scope_dir
 from active_memory.store.changes import ScopeKey
 

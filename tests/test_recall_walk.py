@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from active_memory.recall.build_from_rows import build
 from active_memory.recall.frame import FRAME_BYTES, select
-from active_memory.recall.generation import build
 from active_memory.recall.index import SnapshotIndex
 from active_memory.recall.match import iter_matches, match
 from active_memory.recall.postings import INLINE_MAX, PAGE

@@ -1,4 +1,4 @@
-"""`serve`'s watch on its store: every `builder.POLL_SECONDS`, one question to the store.
+"""`serve`'s watch on its store: every `background.POLL_SECONDS`, one question to the store.
 
 A hook never reads a PostgreSQL store (SPEC §8: no network on a tool call's path), and
 a machine's SQLite generations are refreshed by the writers on that machine. So a
@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 
-from active_memory.recall.builder import POLL_SECONDS
+from active_memory.recall.background import POLL_SECONDS
 
 LOG = logging.getLogger(__name__)
 

@@ -29,7 +29,8 @@ from contextlib import contextmanager
 
 from active_memory.file_lock import FileLock
 from active_memory.recall import full_build, incremental
-from active_memory.recall.generation import MemoryReader, record_of
+from active_memory.recall.build_from_rows import MemoryReader
+from active_memory.recall.generation import record_of
 from active_memory.recall.generations import (
     BUILDER_LOCK,
     advance,
@@ -421,7 +422,7 @@ def refresh_known(recall_dir: str, location: str, *, complete: bool = False) -> 
     builder is busy. Scopes nobody recalled yet are left to their first call. Returns
     the generation paths now current.
     """
-    from active_memory.recall.builder import start_builder
+    from active_memory.recall.background import start_builder
 
     current: list[str] = []
     folder_of = {}
@@ -439,9 +440,9 @@ def refresh_known(recall_dir: str, location: str, *, complete: bool = False) -> 
 def watch_store(recall_dir: str, location: str) -> list[ScopeKey]:
     """Ask the store at `location` for its version once, and start the builder of every
     scope known here whose generation was checked at an older one (`serve` does this
-    every `builder.POLL_SECONDS`, so another machine's publish reaches this one). The
+    every `background.POLL_SECONDS`, so another machine's publish reaches this one). The
     builder finds out whether the scope itself changed. Returns the scopes started."""
-    from active_memory.recall.builder import start_builder
+    from active_memory.recall.background import start_builder
 
     known = known_scopes(recall_dir, location)
     if not known:

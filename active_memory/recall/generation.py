@@ -13,16 +13,12 @@ associations are JSON the store validated when it wrote them, decoded here with 
 half of `json` only. A graph scope's cards carry no associations (they are appended to
 instructions, not matched).
 
-`build` is the whole recipe for a caller holding rows in memory (tests, benches, a
-look-only recall): incremental from `previous` when it can be (incremental.py), else
-complete from `previous`'s records with the rows applied (full_build.py, fed from
-memory). The background builder (building.py) feeds the complete build from the store
-page by page instead.
+How the next generation is made: incremental.py (a few changes), full_build.py (a
+complete one, streamed), building.py (from the store), build_from_rows.py (from rows
+held in memory: tests, benches).
 """
 
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 from active_memory.cited_text import latest
 from active_memory.recall import jsonio
@@ -148,55 +144,6 @@ def iter_source(index: SnapshotIndex) -> Iterator[Record]:
         for card, assoc in zip(cards, associations, strict=True):
             if card is not None:
                 yield (*card[:4], *assoc[:5])
-
-
-class MemoryReader:
-    """A complete build's input from records in memory (`full_build.ScopeReader`)."""
-
-    def __init__(self, records: Sequence[Record], version: int, latest: int) -> None:
-        self.records = records
-        self.version = version
-        self.latest = latest
-
-    def page(self, after: str | None, limit: int) -> tuple[int, str | None, list[Record]]:
-        """(version, last ID, the next `limit` records after ID `after`, by text as the
-        store pages)."""
-        chosen = sorted(
-            (record for record in self.records if after is None or record[0] > after),
-            key=lambda record: record[0],
-        )[:limit]
-        return self.version, chosen[-1][0] if chosen else None, chosen
-
-    @contextmanager
-    def changes_since(
-        self, since: int
-    ) -> Iterator[tuple[int, int, Iterable[tuple[str, Record | None]]]]:
-        """Nothing changed since: the records are one version."""
-        yield self.version, self.latest, ()
-
-
-def build(
-    previous: SnapshotIndex | None,
-    rows: Sequence[Sequence[Any]],
-    scope: dict[str, Any],
-    *,
-    matched: bool,
-    path: str,
-    version: int = 0,
-    latest: int = 0,
-) -> str:
-    """Write the generation `previous` + `rows` to `path` (a complete one without a
-    previous); incremental when it can be (incremental.py). Returns `path`."""
-    from active_memory.recall import full_build, incremental
-
-    meta = {"scope": dict(scope), "version": version, "since": latest}
-    if previous is not None and incremental.build(previous, rows, meta, path, matched=matched):
-        return path
-    base = source_of(previous) if previous is not None else []
-    records = next_source(base, rows, matched=matched)
-    reader = MemoryReader(records, version, latest)
-    full_build.build(full_build.work_folder(path), reader, meta, path, matched=matched)
-    return path
 
 
 def shard_of(ordinal: int) -> tuple[int, int]:

@@ -24,8 +24,8 @@ call, and a complete build of a large scope takes minutes); they start the backg
 builder (builder.py) and pin the version.
 
 A PostgreSQL store is never read on the tool call's path: a hook pins the scope's local
-generation as it is (and starts the builder at most every `builder.POLL_SECONDS` to ask
-the store for news); with no local generation yet the call gets nothing
+generation as it is (and starts the builder at most every `background.POLL_SECONDS` to
+ask the store for news); with no local generation yet the call gets nothing
 (`GenerationPending`) until the builder made one.
 """
 
@@ -206,7 +206,7 @@ def _pin_without_building(
 ) -> str | Pending:
     """Pin the current generation when it holds the store now, else the store's version
     (and start the builder). Reads the store only when `CURRENT`'s stamp fails."""
-    from active_memory.recall.builder import poll_due, start_builder
+    from active_memory.recall.background import poll_due, start_builder
     from active_memory.recall.generations import advance, quiet_stamp, sqlite_stamp, stamp_holds
 
     pointer = read_pointer(folder)

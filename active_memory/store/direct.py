@@ -65,24 +65,32 @@ def read_direct(
         found = conn.execute(f"SELECT id FROM recall_scopes WHERE {where}", params).fetchall()
         if not found or not lookups:
             return DirectRead(current, latest, [])
-        scopes = [row[0] for row in found]
-        parts: list[str] = []
-        values: list[Any] = []
-        cited = _CITED["sqlite"].replace("lessons.id", "l.id")
-        for tier, kind, value in lookups:
-            for scope_id in scopes:
-                parts.append(
-                    f"SELECT * FROM (SELECT {int(tier)}, l.id, l.revision, l.title, "
-                    f"l.recommendation, k.terms, k.min_bytes{cited} "
-                    "FROM (SELECT lesson_id, terms, min_bytes, sort_key FROM recall_keys "
-                    "WHERE scope = ? AND kind = ? AND value = ? ORDER BY sort_key "
-                    f"LIMIT {EXAMINE}) AS k JOIN lessons AS l ON l.id = k.lesson_id "
-                    "WHERE k.min_bytes <= ? AND l.change_version <= ? AND l.status = 'active' "
-                    f"LIMIT {LIMIT})"  # no ORDER BY: it would join all EXAMINE entries
-                )
-                values += [scope_id, kind, value, room, version]
-        rows = conn.execute(" UNION ALL ".join(parts), values).fetchall()
+        sql, values = direct_query([row[0] for row in found], lookups, version, room)
+        rows = conn.execute(sql, values).fetchall()
     return DirectRead(current, latest, rows)
+
+
+def direct_query(
+    scopes: list[int], lookups: list[tuple[int, str, str]], version: int, room: int
+) -> tuple[str, list[Any]]:
+    """The one SELECT of `read_direct`: per scope and key a bounded index range (the
+    first `EXAMINE` entries in ID order, of those the first `LIMIT` that qualify)."""
+    cited = _CITED["sqlite"].replace("lessons.id", "l.id")
+    parts: list[str] = []
+    values: list[Any] = []
+    for tier, kind, value in lookups:
+        for scope_id in scopes:
+            parts.append(
+                f"SELECT * FROM (SELECT {int(tier)}, l.id, l.revision, l.title, "
+                f"l.recommendation, k.terms, k.min_bytes{cited} "
+                "FROM (SELECT lesson_id, terms, min_bytes, sort_key FROM recall_keys "
+                "WHERE scope = ? AND kind = ? AND value = ? ORDER BY sort_key "
+                f"LIMIT {EXAMINE}) AS k JOIN lessons AS l ON l.id = k.lesson_id "
+                "WHERE k.min_bytes <= ? AND l.change_version <= ? AND l.status = 'active' "
+                f"LIMIT {LIMIT})"  # no ORDER BY: it would join all EXAMINE entries
+            )
+            values += [scope_id, kind, value, room, version]
+    return " UNION ALL ".join(parts), values
 
 
 def read_scope_at(path: str, scope: ScopeKey, version: int) -> list[Any]:
