@@ -81,9 +81,27 @@ def test_show_gives_the_four_counts_and_both_rates(
 
 
 def test_a_table_sorted_by_effectiveness_shows_the_counts(
-    store: str, capsys: pytest.CaptureFixture[str]
+    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     assert main(["lessons", "list", "--sort", "effectiveness", "--table", "--store", store]) == 0
     out = capsys.readouterr().out
-    assert "delivered" in out and "touched only" in out
+    assert "delivered" in out and "touched only" in out and "then recurred" in out
     assert out.index("L-2") < out.index("L-1") < out.index("L-5")
+    row = next(line for line in out.splitlines() if "L-1 " in line)
+    assert "2 runs" in row and "1 (50%)" in row  # delivered twice, back once
+
+
+def test_a_table_always_labels_the_stale_and_effectiveness_columns(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # not a checkout: staleness cannot be judged here
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["lessons", "list", "--table", "--store", store]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "status" in line)
+    for label in ("stale", "delivered", "then recurred", "touched only"):
+        assert label in header
+    assert "stale ?: not checked" in out
+    row = next(line for line in out.splitlines() if "L-4 " in line)
+    assert "0 runs" in row and "2 runs" in row and "1 (50%)" in row
