@@ -14,7 +14,7 @@ from active_memory.recall.records import read_deliveries
 
 pytest.importorskip("mcp")
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # (mcp depends on it; no stubs)
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
