@@ -84,9 +84,9 @@ def test_init_on_a_terminal_prints_a_summary_and_with_json_one_document(tmp_path
 
 def test_importing_ten_thousand_lessons_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     pack = tmp_path / "pack.jsonl"
-    with pack.open("w", encoding="utf-8") as out:
+    with pack.open("w", encoding="utf-8") as lines:
         for n in range(1, 10_001):
-            out.write(json.dumps({
+            lines.write(json.dumps({
                 "id": f"L-{n}", "revision": 1, "status": "active",
                 "scope": {"kind": "repository", "repository": "repo:github.com/acme/api"},
                 "title": f"Regenerate module {n} before its tests",
