@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 from active_memory.lessons import Lesson
-from active_memory.recall.types import MATCH_SCORES
 
 Scope = Literal["repository", "graph", "repository_and_graph", "all"]
 SCOPES: tuple[str, ...] = get_args(Scope)
@@ -37,6 +36,11 @@ _WORD = re.compile(r"[A-Za-z0-9_./-]+")
 def score_lesson(lesson: Lesson, words: Sequence[str], exclude: tuple[str, ...]) -> tuple[int, str]:
     """How well `words` match `lesson` (see the module), and what matched best."""
     from active_memory.exclusion import is_excluded
+
+    # Imported here, not at the top: the `recall` package is large, and the server must
+    # answer a client's `initialize` fast (Codex 0.171 starts a turn without a server's
+    # tools when they are late).
+    from active_memory.recall.types import MATCH_SCORES
 
     card = lesson.associations
     lower = [word.lower() for word in words]
