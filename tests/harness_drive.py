@@ -46,7 +46,9 @@ def opencode_side(request: Received) -> bool:
     return not body.get("tools")
 
 
-def opencode_environment(root: Path, openai_url: str, *, model: str = "fake-model") -> dict[str, str]:
+def opencode_environment(
+    root: Path, openai_url: str, *, model: str = "fake-model"
+) -> dict[str, str]:
     """An isolated environment whose OpenCode talks only to the server at `openai_url`."""
     env = isolated_home(root) | OPENCODE_OFFLINE
     config = Path(env["XDG_CONFIG_HOME"]) / "opencode"
@@ -113,4 +115,3 @@ def run_hermes(
         [str(binary), "chat", "-q", prompt, "-Q", "--yolo", *flags], cwd=cwd, env=env,
         capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL, check=False,
     )  # fmt: skip
-

@@ -67,9 +67,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _import(args: argparse.Namespace) -> int:
-    from active_memory.runlog.importers import write
-
     from active_memory.errors import UsageError
+    from active_memory.runlog.importers import write
 
     namespace = checked_namespace(args.repository) if args.repository is not None else None
     if args.session is not None and args.kind not in DATABASES:

@@ -1,8 +1,9 @@
 """The real harness binaries for tests, and the isolated environment they run in.
 
 A binary is found through `ACTIVE_MEMORY_TEST_CLAUDE`, `_CODEX`, `_PI`, `_GEMINI`,
-`_COPILOT`, `_OPENCODE`, `_HERMES` (a path; `.ci/run` sets them) or else on PATH. Without it a test skips with
-the reason; in CI (`CI=true`) it fails instead, so a broken install cannot pass as a skip.
+`_COPILOT`, `_OPENCODE`, `_HERMES` (a path; `.ci/run` sets them) or else on PATH.
+Without it a test skips with the reason; in CI (`CI=true`) it fails instead, so a broken
+install cannot pass as a skip.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ MARKER = "# active-memory: written by `active-memory hook install hermes`"
 MANIFEST = f"""{MARKER}
 name: {PLUGIN_NAME}
 version: "0.1.0"
-description: Lessons from earlier runs with each tool's result; sessions queued for their postmortem.
+description: Lessons from earlier runs with each tool's result; sessions queued.
 provides_hooks:
   - transform_tool_result
   - on_session_end
@@ -185,4 +185,3 @@ def project_plugins_enabled(env: Mapping[str, str]) -> bool:
         if name.strip() == PROJECT_PLUGINS_ENV:
             return value.strip().strip("'\"").lower() in truthy
     return False
-

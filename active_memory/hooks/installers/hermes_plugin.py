@@ -71,8 +71,9 @@ def _with_cards(
 def _ended(event: str) -> Callable[..., None]:
     def handler(session_id: str = "", **_: Any) -> None:
         if isinstance(session_id, str) and session_id:
-            _ask(["session-end", "hermes"], {"sessionID": session_id, "cwd": _cwd(),
-                                             "event": event})
+            _ask(
+                ["session-end", "hermes"], {"sessionID": session_id, "cwd": _cwd(), "event": event}
+            )
 
     return handler
 

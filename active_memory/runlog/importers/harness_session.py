@@ -209,8 +209,10 @@ def join_hook_records(
         for item in read_receipts(recall_dir, run_key):
             hook_receipts.append({**item, "node": node} if node else item)
         deliveries += read_deliveries(recall_dir, run_key)
-        hooks_ran = hooks_ran or has_records(recall_dir, run_key) or os.path.exists(
-            ledger_path_for(recall_dir, key)
+        hooks_ran = (
+            hooks_ran
+            or has_records(recall_dir, run_key)
+            or os.path.exists(ledger_path_for(recall_dir, key))
         )
     if hook_receipts:
         data["receipts"] = _joined_receipts(harness, data.get("receipts") or [], hook_receipts)

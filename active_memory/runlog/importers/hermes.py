@@ -67,9 +67,7 @@ def import_database(path: str | Path, session_id: str | None = None) -> ImportRe
         else:
             roots = [
                 row
-                for row in conn.execute(
-                    "SELECT * FROM sessions ORDER BY started_at, id"
-                ).fetchall()
+                for row in conn.execute("SELECT * FROM sessions ORDER BY started_at, id").fetchall()
                 if _root(conn, row)
             ]
         for row in roots:

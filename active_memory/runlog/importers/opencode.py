@@ -113,9 +113,7 @@ def _subagent_sessions(conn: sqlite3.Connection, root: str, reader: LogReader) -
     return found
 
 
-def _messages(
-    conn: sqlite3.Connection, sessions: list[str]
-) -> Iterator[tuple[str, str, Any, Any]]:
+def _messages(conn: sqlite3.Connection, sessions: list[str]) -> Iterator[tuple[str, str, Any, Any]]:
     marks = ",".join("?" * len(sessions))
     query = (
         f"SELECT id, session_id, time_created, data FROM message WHERE session_id IN ({marks}) "
