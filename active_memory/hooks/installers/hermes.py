@@ -108,11 +108,16 @@ def enabled_text(path: Path, text: str | None, *, enable: bool) -> str | None:
     as it was. InvalidRecord for a file that is not a YAML mapping."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.util import load_yaml_guess_indent
 
     yaml = YAML()
     yaml.preserve_quotes = True
     try:
         document: Any = yaml.load(text) if text and text.strip() else None
+        if document is not None and text is not None:  # written back in the file's style
+            _, sequence, offset = load_yaml_guess_indent(text)
+            yaml.indent(mapping=_mapping_indent(text), sequence=sequence or 2,
+                        offset=offset or 0)  # fmt: skip
     except YAMLError as exc:
         raise InvalidRecord(
             str(path), f"not valid YAML ({exc}); fix it or move it away, nothing was changed"
@@ -147,6 +152,15 @@ def enabled_text(path: Path, text: str | None, *, enable: bool) -> str | None:
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()
+
+
+def _mapping_indent(text: str) -> int:
+    # The first nested key's indentation (ruamel guesses only the sequences' style).
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        if stripped and stripped != line and not stripped.startswith(("-", "#")):
+            return len(line) - len(stripped)
+    return 2
 
 
 def is_enabled(env: Mapping[str, str]) -> bool:

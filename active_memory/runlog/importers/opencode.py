@@ -89,7 +89,7 @@ def _import_root(
             reader.ignore("message that is not a JSON object")
             continue
         agent = None if session == root else session
-        parts = _parts(conn, message_id, str(source))
+        parts = _parts(conn, message_id, str(source), reader)
         _message(reader, message, parts, at, agent)
     before = len(result.runs)
     finish(reader, source, result)
@@ -171,12 +171,19 @@ def _message(
         run.ended(ending, at, detail[:200], agent)
 
 
-def _parts(conn: sqlite3.Connection, message_id: str, source: str) -> list[dict[str, Any]]:
-    rows = conn.execute(
+def _parts(
+    conn: sqlite3.Connection, message_id: str, source: str, reader: LogReader
+) -> list[dict[str, Any]]:
+    parts = []
+    for (data,) in conn.execute(
         "SELECT data FROM part WHERE message_id = ? ORDER BY id", (message_id,)
-    ).fetchall()
-    parts = [json_value(row[0], source) for row in rows]
-    return [part for part in parts if isinstance(part, dict)]
+    ):
+        part = json_value(data, source)
+        if isinstance(part, dict):
+            parts.append(part)
+        else:
+            reader.ignore("part that is not a JSON object")
+    return parts
 
 
 def _tool(reader: LogReader, part: dict[str, Any], at: str | None, agent: str | None) -> None:
