@@ -157,9 +157,8 @@ def test_the_hooks_records_of_the_root_and_the_subagent_session_are_joined(
     assert {d.session for d in record.deliveries or []} == {
         c["sessionID"] for c in calls if c["tool"] in ("read", "read_file")
     }
-    reads = [r for r in record.receipts if r.paths == ("src/a.py",)]
-    assert sorted(r.node for r in reads)[0] == "worker"
-    assert sorted(r.node for r in reads)[1].startswith("worker/agent-")
+    nodes = sorted(str(r.node) for r in record.receipts if r.paths == ("src/a.py",))
+    assert nodes[0] == "worker" and nodes[1].startswith("worker/agent-")
 
 
 def test_opencode_keeps_the_receipt_of_a_call_its_hook_never_saw(
