@@ -291,3 +291,10 @@ def test_opencode_compaction_resets_the_sessions_ledger(checkout: Path, tmp_path
                           capture_output=True, check=False)  # fmt: skip
     assert (done.returncode, done.stdout) == (0, b"")
     assert card()  # the compacted context holds no card: it comes once more
+
+
+def test_the_cli_takes_the_session_end_of_every_harness_the_hook_knows() -> None:
+    from active_memory.commands.hook import SESSION_END_HARNESSES
+    from active_memory.hooks.session_end import HARNESSES
+
+    assert SESSION_END_HARNESSES == HARNESSES
