@@ -298,3 +298,11 @@ def test_the_cli_takes_the_session_end_of_every_harness_the_hook_knows() -> None
     from active_memory.hooks.session_end import HARNESSES
 
     assert SESSION_END_HARNESSES == HARNESSES
+
+
+@pytest.mark.parametrize("harness", ["opencode", "hermes"])
+def test_importing_never_writes_to_the_clients_database(harness: str, checkout: Path) -> None:
+    path = database(harness, checkout)
+    before = {p.name: p.read_bytes() for p in path.parent.iterdir()}
+    assert import_session_database(harness, path).runs
+    assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == before
