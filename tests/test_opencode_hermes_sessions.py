@@ -306,3 +306,35 @@ def test_importing_never_writes_to_the_clients_database(harness: str, checkout: 
     before = {p.name: p.read_bytes() for p in path.parent.iterdir()}
     assert import_session_database(harness, path).runs
     assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == before
+
+
+@pytest.mark.parametrize("harness", ["opencode", "hermes"])
+def test_a_session_grows_with_its_own_messages_not_with_the_databases(
+    harness: str, checkout: Path
+) -> None:
+    path = database(harness, checkout)
+    env = {"OPENCODE_DB": str(path)} if harness == "opencode" else {"HERMES_HOME": str(path.parent)}
+    end = {"sessionID": root_session(harness), "cwd": str(checkout), "event": "x"}
+    first = session_end(harness, end, env).size
+    assert first is not None and first > 0
+    other = (
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) "
+        "VALUES ('m-other-{n}', 'ses-other', 1, 1, '{{\"role\": \"user\"}}');"
+        if harness == "opencode"
+        else "INSERT INTO messages (session_id, role, content, timestamp) "
+        "VALUES ('other', 'user', 'another session entirely {n}', 1.0);"
+    )
+    with sqlite3.connect(path) as conn:  # another session writes much
+        conn.executescript("".join(other.format(n=n) for n in range(50)))
+    assert session_end(harness, end, env).size == first
+    more = (
+        f"INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES "
+        f"('m-more', '{end['sessionID']}', 1, 1, '{{\"role\": \"user\"}}');"
+        if harness == "opencode"
+        else f"INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+        f"('{end['sessionID']}', 'user', 'one more turn', 1.0);"
+    )
+    with sqlite3.connect(path) as conn:
+        conn.executescript(more)
+    grown = session_end(harness, end, env).size
+    assert grown is not None and grown > first

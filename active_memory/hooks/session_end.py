@@ -112,6 +112,9 @@ def session_end(harness: str, payload: Any, env: Mapping[str, str] | None = None
         size: int | None = os.stat(path).st_size if path else None
     except OSError:
         size = None  # not written yet, or gone: the worker reports it
+    if harness in SESSION_SIZE_QUERIES and size is not None:
+        # One database holds every session: the session's own size says whether it grew.
+        size = _session_size(harness, path, session_id.strip())
     return SessionEnd(
         harness=harness,
         session_id=session_id.strip(),
@@ -138,6 +141,39 @@ def session_database(harness: str, env: Mapping[str, str]) -> str:
         return os.path.join(os.path.expanduser(data), "opencode", os.path.expanduser(name))
     hermes_home = env.get("HERMES_HOME") or os.path.join(home, ".hermes")
     return os.path.join(os.path.expanduser(hermes_home), "state.db")
+
+
+SESSION_SIZE_QUERIES = {
+    "opencode": (
+        "SELECT (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM message WHERE session_id = ?1)"
+        " + (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM part WHERE session_id = ?1)"
+    ),
+    "hermes": (
+        "WITH RECURSIVE chain(id) AS (SELECT ?1 UNION SELECT s.id FROM sessions s"
+        " JOIN chain c ON s.parent_session_id = c.id)"
+        " SELECT COALESCE(SUM(LENGTH(COALESCE(content, '')) + LENGTH(COALESCE(tool_calls, ''))),"
+        " 0) FROM messages WHERE session_id IN (SELECT id FROM chain)"
+    ),
+}
+"""The bytes of one session in a client's database (Hermes: with the sessions that
+continue it or work for it), the queue's measure of whether a session grew since its
+postmortem: the database's own size grows with every other session too."""
+
+
+def _session_size(harness: str, database: str, session_id: str) -> int | None:
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.5)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute(SESSION_SIZE_QUERIES[harness], (session_id,)).fetchone()
+    except sqlite3.Error:
+        return None  # unknown: a later end cannot re-open a finished entry by mistake
+    finally:
+        conn.close()
+    return int(row[0]) if row and isinstance(row[0], int) else None
 
 
 def _hermes_root(database: str, session_id: str) -> str:
