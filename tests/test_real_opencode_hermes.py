@@ -167,3 +167,36 @@ def test_hermes_project_plugin_needs_project_plugins_enabled(tmp_path: Path) -> 
         done = run_hermes(hermes, "Read the API client", world["checkout"], enabled)
         assert done.returncode == 0, done.stderr[-2000:]
         _card_with_the_read(server.model_requests()[before:])
+
+
+def test_opencode_compaction_lets_the_card_come_once_more(tmp_path: Path) -> None:
+    # A model limit of 20,000 tokens and a reply that reports 19,500 make OpenCode compact
+    # the session (its own automatic compaction) after the read's result reached the
+    # model; the plugin's `session.compacted` resets recall's ledger, so the next read of
+    # the same file gets the card again, where the once-per-session rule would hold it.
+    opencode = require_harness("opencode")
+    world = _world(tmp_path)
+    target = str(world["checkout"] / "src" / "api" / "client.py")
+    summary = text("Summary: the client was read.")
+    with ModelServer(side=opencode_side, side_reply=summary) as server:
+        env = _ours(world, opencode_environment(tmp_path, server.openai_url))
+        config = Path(env["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
+        document = json.loads(config.read_text())
+        limit = {"context": 20000, "output": 2000}
+        document["provider"]["fake"]["models"]["fake-model"]["limit"] = limit
+        config.write_text(json.dumps(document))
+        _install(world, env, "opencode", "--user")
+        server.push(
+            tool("read", {"filePath": target}),
+            tool("bash", {"command": "true", "description": "noop"}, input_tokens=19500),
+            tool("read", {"filePath": target}),
+            text("Read it twice."),
+        )
+        done = run_opencode(opencode, "Read the API client", world["checkout"], env)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        served = list(server.served)
+    compactions = [i for i, (_, turn) in enumerate(served) if turn is summary and i > 0]
+    carrying = [i for i, (r, _) in enumerate(served)
+                if r.tool_results() and RECOMMENDATION in r.tool_results()[-1]]  # fmt: skip
+    assert len(compactions) == 1 and len(carrying) == 2, (compactions, carrying)
+    assert carrying[0] < compactions[0] < carrying[1]
