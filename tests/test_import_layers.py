@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "evidence": 6,
     "config": 6,
     "skills": 6,
+    "harness_plugins": 6,  # not named: the harnesses' plugin files (hooks + skills)
     # 7. to 10.
     "quality": 7,
     "specialists": 8,
