@@ -198,6 +198,11 @@ def stale_checkout(args: argparse.Namespace, *, required: bool = True) -> Any:
     except NotACheckout as exc:
         if not required and not args.checkout:
             return None
+        if not required:
+            raise UsageError(
+                f"--checkout {args.checkout}: not a checkout ({exc.reason}); the table's "
+                "stale column compares cited code with a checkout"
+            ) from None
         where = f"--checkout {args.checkout}" if args.checkout else "the current directory"
         raise UsageError(
             f"--stale compares cited code with a checkout; {where} is not one ({exc.reason}): "
