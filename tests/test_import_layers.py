@@ -44,6 +44,8 @@ LAYERS: dict[str, int] = {
     "runlog": 5,
     "hooks": 5,
     "mcp_server": 5,
+    "mcp_models": 5,
+    "mcp_search": 5,
     "exports": 5,
     # 6.
     "evidence": 6,

@@ -1,4 +1,5 @@
 """`active-memory hook doctor`: is each installed hook present, runnable, trusted, served?
+(And each MCP registration: hooks/mcp_doctor.py.)
 
 For every harness and place (project, user) whose configuration holds a hook of ours:
 
@@ -26,11 +27,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from active_memory.hooks import installers
+from active_memory.hooks.doctor_checks import Check as Check
+from active_memory.hooks.doctor_checks import Installed as Installed
 from active_memory.hooks.installers import (
     claude,
     codex,
@@ -55,50 +57,11 @@ NAMES = {
 }
 
 
-@dataclass(slots=True)
-class Check:
-    """One check: its name, whether it passed, what was found, and the fix."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """`{"name", "ok", "detail", "fix"?}`."""
-        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail}
-        if self.fix:
-            out["fix"] = self.fix
-        return out
-
-
-@dataclass(slots=True)
-class Installed:
-    """One installed hook configuration and its checks."""
-
-    harness: str
-    where: str
-    path: Path
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Every check passed."""
-        return all(check.ok for check in self.checks)
-
-    def to_json(self) -> dict[str, Any]:
-        """`{"harness", "where", "path", "ok", "checks"}`."""
-        return {
-            "harness": self.harness,
-            "where": self.where,
-            "path": str(self.path),
-            "ok": self.ok,
-            "checks": [check.to_json() for check in self.checks],
-        }
-
-
 def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]:
-    """Every installed hook configuration reachable from `cwd`, checked."""
+    """Every installed hook configuration and MCP registration reachable from `cwd`,
+    checked."""
+    from active_memory.hooks.mcp_doctor import inspect_mcp
+
     environment = os.environ if env is None else env
     found: list[Installed] = []
     for harness in installers.HARNESSES:
@@ -107,6 +70,10 @@ def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]
             item = inspect(harness, where, path, environment)
             if item is not None:
                 found.append(item)
+            if harness in ("claude", "codex"):
+                registered = inspect_mcp(harness, where, cwd, environment)
+                if registered is not None:
+                    found.append(registered)
     shared = [_settings_check(cwd, environment), _store_check(environment)]
     for item in found:
         item.checks.extend(shared)

@@ -71,11 +71,14 @@ def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
     doctor = hook_subparsers.add_parser(
         "doctor",
-        help="check each installed hook: present, runnable, trusted, server, store",
+        help="check each installed hook and MCP registration: present, runnable, trusted, "
+        "server, store",
         description="For every harness whose project or user configuration holds our "
         "hooks: are they present, does their command run, are they trusted (Codex), does "
         "the recall server answer (HTTP hooks), are the settings valid, can the store be "
-        "read. Exit 1 when something is wrong (each problem says what to do).",
+        "read. For each MCP registration (Claude Code, Codex): is it approved or trusted, "
+        "does it read this store, does the server start and list its tools. Exit 1 when "
+        "something is wrong (each problem says what to do).",
     )
     doctor.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     doctor.set_defaults(handler=_doctor)
@@ -242,7 +245,8 @@ def _doctor(args: argparse.Namespace) -> int:
         return 1
     for item in found:
         mark = "ok" if item.ok else "PROBLEM"
-        print(f"{_NAMES[item.harness]} ({item.where}) {item.path}: {mark}")
+        what = " MCP server" if item.kind == "mcp" else ""
+        print(f"{_NAMES[item.harness]}{what} ({item.where}) {item.path}: {mark}")
         for check in item.checks:
             print(f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail}")
             if check.fix:
