@@ -27,12 +27,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     listing.add_argument(
         "--stale",
         action="store_true",
-        help="only lessons whose cited code changed since they were published "
-        "(against --checkout, default: the checkout around the current directory)",
+        help="only lessons whose cited code changed since they were published, each judged "
+        "against its own repository's checkout (--checkout, the current one, or one this "
+        "machine knows)",
     )
-    listing.add_argument(
-        "--checkout", metavar="DIR", default=None, help="the checkout --stale compares with"
-    )
+    listing.add_argument("--checkout", metavar="DIR", action="append",
+                         help="a checkout --stale compares its repository's lessons with "
+                         "(repeatable)")  # fmt: skip
     listing.add_argument(
         "--deferred",
         action="store_true",
@@ -222,18 +223,17 @@ def _list(args: argparse.Namespace) -> int:
 
         limit = max(10, shutil.get_terminal_size().lines - 8)
 
-    checkout = _stale_checkout(args) if args.stale else None
+    from active_memory.commands import stale_listing
+
+    known = stale_listing.known_checkouts(args) if args.stale else None
     stale: dict[str, list[Any]] = {}
+    judgements: list[Any] = []
 
     async def job(store: LessonStore) -> tuple[list[Any], dict[str, Effectiveness], int]:
         summaries = await store.summaries(query)
-        if checkout is not None:
-            import anyio.to_thread
-
-            from active_memory.checkout.staleness import stale_lessons
-
-            lessons = await store.select(query)
-            stale.update(await anyio.to_thread.run_sync(stale_lessons, checkout, lessons))
+        if known is not None:
+            judgements.append(await stale_listing.judged(store, query, known))
+            stale.update(judgements[0].stale())
             summaries = [item for item in summaries if item.id in stale]
         counters = {}
         if by_effectiveness:
@@ -252,20 +252,19 @@ def _list(args: argparse.Namespace) -> int:
         return [by_id[item.id] for item in page if item.id in by_id], counters, len(summaries)
 
     page, counters, total = _run_or_empty(args, job) or ([], {}, 0)
+    if judgements and not args.json and stale_listing.note(judgements[0]):
+        print(f"active-memory: {stale_listing.note(judgements[0])}", file=sys.stderr)
     if args.json:
         documents = []
         for item in page:
             document = item.model_dump(mode="json")
             if args.stale:
-                document["stale"] = [
-                    {"path": c.citation.path, "lines": c.citation.lines, "why": c.why}
-                    | ({"path_now": c.path_now} if c.path_now else {})
-                    for c in stale.get(item.id, [])
-                ]
+                document["stale"] = stale_listing.stale_json(stale.get(item.id, []))
             if by_effectiveness:
                 document["effectiveness"] = counters.get(item.id, Effectiveness()).to_json()
             documents.append(document)
-        print_json({"lessons": documents, "count": total, "offset": args.offset})
+        extra = {"not_judged": stale_listing.not_judged(judgements[0])} if judgements else {}
+        print_json({"lessons": documents, "count": total, "offset": args.offset, **extra})
         return 0
     if not terminal:
         from active_memory.commands.listing import summary_lines
@@ -354,21 +353,6 @@ def _list_deferred(args: argparse.Namespace) -> int:
         "offers them to maintenance again (keep, adapt or retire)."
     )
     return 0
-
-
-def _stale_checkout(args: argparse.Namespace) -> Any:
-    """The checkout `--stale` compares the cited code with."""
-    from active_memory.checkout import Checkout, NotACheckout
-    from active_memory.errors import UsageError
-
-    try:
-        return Checkout(args.checkout or ".")
-    except NotACheckout as exc:
-        where = f"--checkout {args.checkout}" if args.checkout else "the current directory"
-        raise UsageError(
-            f"--stale compares cited code with a checkout; {where} is not one ({exc.reason}): "
-            "run it inside the repository or pass --checkout DIR"
-        ) from None
 
 
 def _page_note(shown: int, total: int, offset: int) -> str:
