@@ -101,17 +101,26 @@ def _namespace_of(root: str) -> str | None:
     return repository_namespace(root)
 
 
+def _top(folder: str | os.PathLike[str]) -> str | None:
+    """The top of the checkout holding `folder` (a subfolder counts), or None."""
+    from active_memory.recall.environment import find_checkout_root
+
+    path = os.path.abspath(os.fspath(folder))
+    return find_checkout_root(path) if os.path.isdir(path) else None
+
+
 def remember(
     namespace: str, root: str | os.PathLike[str], source: Source,
     env: Mapping[str, str] | None = None,
 ) -> bool:  # fmt: skip
-    """Record that `root` holds `namespace`'s checkout on this machine (newest first).
+    """Record that the checkout holding `root` (its top; a subfolder counts) is
+    `namespace`'s on this machine (newest first).
 
-    Nothing is written (False) when `root` is not a folder that holds `namespace` by the
-    one namespace rule; a registry that cannot be written is logged, never raised: what a
+    Nothing is written (False) when `root` is in no checkout that holds `namespace` by
+    the one namespace rule; a registry that cannot be written is logged, never raised: what a
     caller was doing (a postmortem, an import) does not fail for it."""
-    folder = os.path.abspath(os.fspath(root))
-    if not namespace or not os.path.isdir(folder) or _namespace_of(folder) != namespace:
+    folder = _top(root)
+    if not namespace or folder is None or _namespace_of(folder) != namespace:
         return False
     return _update(registry_path(env), {namespace: folder}, source)
 
@@ -121,9 +130,9 @@ def remember_folder(
 ) -> str | None:
     """Record the checkout at `root` under its own namespace; that namespace (None when
     `root` holds no git checkout)."""
-    folder = os.path.abspath(os.fspath(root))
-    namespace = _namespace_of(folder) if os.path.isdir(folder) else None
-    if namespace is None:
+    folder = _top(root)
+    namespace = _namespace_of(folder) if folder is not None else None
+    if folder is None or namespace is None:
         return None
     _update(registry_path(env), {namespace: folder}, source)
     return namespace
@@ -137,8 +146,8 @@ def remember_all(
     """`remember` for many (namespace, folder) pairs in one write; how many were kept."""
     found: dict[str, str] = {}
     for namespace, root in pairs:
-        folder = os.path.abspath(os.fspath(root))
-        if namespace and os.path.isdir(folder) and _namespace_of(folder) == namespace:
+        folder = _top(root)
+        if namespace and folder is not None and _namespace_of(folder) == namespace:
             found[namespace] = folder
     if found:
         _update(registry_path(env), found, source)

@@ -56,13 +56,18 @@ def test_the_lesson_page_charts_each_run_and_says_since_when(location: str) -> N
         assert "delivered, did not recur, run-1: 1 runs" in bars
         assert "delivered, recurred, run-2: 1 runs" in bars
         assert "not delivered, recurred, run-2: 0 runs" in bars
-        # The rates beside the counts: recurrence when delivered per run (none: no point).
+        # The rates beside the counts, over the latest runs of each kind up to each run
+        # (no run of a kind yet: no point).
         points = re.findall(r"<title>([^<]*)</title></circle>", chart)
         assert "recurrence when delivered, run-1: 0%" in points
-        assert "recurrence when delivered, run-2: 100%" in points
+        assert "recurrence when delivered, run-2: 50%" in points
         assert not any(p.startswith("recurrence when not delivered, run-1") for p in points)
+        marked = html.escape(MARKED_RUN)
+        assert f"recurrence when not delivered, {marked}: 100%" in points
         # A y axis with values.
-        assert re.search(r'<text class="tick" x="2" y="[\d.]+">1 runs</text>', chart)
+        assert re.search(
+            r'<text class="tick" x="-6" y="[\d.]+" text-anchor="end">1 runs</text>', chart
+        )
         # A run ID holding markup is text: no element of it reaches the page.
         assert "<img" not in page and html.escape(MARKED_RUN)[-10:] in page
         assert "not delivered, recurred, " + html.escape(MARKED_RUN) + ": 1 runs" in chart
@@ -132,6 +137,8 @@ def test_many_observations_are_summed_per_day_then_per_iso_week() -> None:
     few = effectiveness_series(EffectivenessHistory(since=None, points=points[:3]), per_run=True)
     assert few["bucket"] == "run" and few["labels"] == ["r0", "r1", "r2"]
     assert few["rate_when_not_delivered"] == [1.0, None, 0.0]
+    assert few["recent_rate_when_not_delivered"] == [1.0, 1.0, 0.5]
+    assert few["recent_rate_when_delivered"] == [None, 0.0, 0.0]
 
 
 def test_the_chart_escapes_every_label_and_is_empty_without_data() -> None:

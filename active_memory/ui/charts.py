@@ -30,8 +30,9 @@ LABEL_SPACE = 64
 TOP = 8
 LABEL_CHARS = 16
 """An x label longer than this is cut (its whole text stays in the tooltip)."""
-TIERS = ((10, "t1"), (25, "t2"), (50, "t3"))
-"""(labels at most, class): which labels show on which screen widths."""
+TIERS = ((8, "t1"), (20, "t2"), (40, "t3"))
+"""(labels at most, class): `t1` on every screen, `t2` from 760 px, `t3` from 1200 px
+(base.html): at least about 28 px between two labels' ends, rotated 45 degrees."""
 
 
 @dataclass(frozen=True)
@@ -53,35 +54,51 @@ def _pct(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".") + "%"
 
 
-def nice_ticks(top: float, count: int = 4) -> list[float]:
-    """Round tick values from 0 to at least `top` (about `count` steps)."""
+def nice_ticks(top: float, count: int = 4, *, whole: bool = True) -> list[float]:
+    """Round tick values from 0 to at least `top` (about `count` steps); `whole`: the
+    values are counts, so a step is never a fraction."""
     if top <= 0:
         return [0.0, 1.0]
     raw = top / count
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    if whole:
+        step = max(1.0, float(math.ceil(step)))
     ticks = [0.0]
     while ticks[-1] < top:
         ticks.append(ticks[-1] + step)
     return ticks
 
 
-def _tier(index: int, count: int) -> str | None:
-    for most, name in TIERS:
+def _steps(count: int) -> list[tuple[int, str]]:
+    """(step, class) per tier, widest first: each tier's step a multiple of the next
+    one's, so the labels of every tier are evenly spaced and include the coarser ones."""
+    steps: list[tuple[int, str]] = []
+    finer = 1
+    for most, name in reversed(TIERS):
         step = max(1, math.ceil(count / most))
+        step = finer * math.ceil(step / finer)
+        steps.append((step, name))
+        finer = step
+    return steps[::-1]
+
+
+def _tier(index: int, steps: list[tuple[int, str]]) -> str | None:
+    for step, name in steps:
         if index % step == 0:
             return name
     return None
 
 
-def _frame(title: str, body: list[str], legend: Sequence[tuple[int, str]], note: str) -> str:
+def _frame(title: str, body: list[str], legend: Sequence[tuple[str, str]], note: str) -> str:
+    """The figure: caption, the SVG of `body`, the legend ((swatch class, name) each)."""
     height = TOP + HEIGHT + LABEL_SPACE
     caption = html.escape(title)
     if note:
         caption += f' <span class="muted">({html.escape(note)})</span>'
     keys = "".join(
-        f'<span class="key"><span class="swatch s{i}"></span>{html.escape(name)}</span>'
-        for i, name in legend
+        f'<span class="key"><span class="swatch {swatch}"></span>{html.escape(name)}</span>'
+        for swatch, name in legend
     )
     return (
         f'<figure class="chart"><figcaption>{caption}</figcaption>'
@@ -92,15 +109,23 @@ def _frame(title: str, body: list[str], legend: Sequence[tuple[int, str]], note:
     )
 
 
-def _axis(ticks: list[float], top: float, fmt: str) -> list[str]:
+def _grid(ticks: list[float], top: float) -> list[str]:
+    """The grid lines of the y axis (drawn first: under the bars)."""
+    return [
+        f'<line class="grid" x1="0" x2="100%" y1="{y:.1f}" y2="{y:.1f}"/>'
+        for y in (TOP + HEIGHT - HEIGHT * tick / top for tick in ticks)
+    ]
+
+
+def _ticks(ticks: list[float], top: float, fmt: str) -> list[str]:
+    """The y axis's values, in the gutter left of the plot (base.html gives the SVG a
+    left margin for them), right-aligned at their grid lines."""
     parts = []
     for tick in ticks:
         y = TOP + HEIGHT - HEIGHT * tick / top
         text = f"{tick:.0f}%" if fmt == "%" else number(tick) + fmt
-        parts.append(
-            f'<line class="grid" x1="0" x2="100%" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="tick" x="2" y="{y - 3:.1f}">{html.escape(text)}</text>'
-        )
+        at = f'x="-6" y="{y + 4:.1f}" text-anchor="end"'
+        parts.append(f'<text class="tick" {at}>{html.escape(text)}</text>')
     return parts
 
 
@@ -108,16 +133,17 @@ def _labels(labels: Sequence[str]) -> list[str]:
     """The x labels under each group's centre: rotated, cut, thinned by tier."""
     count = len(labels)
     width = 100 / count
+    steps = _steps(count)
     parts = []
     for index, label in enumerate(labels):
-        tier = _tier(index, count)
+        tier = _tier(index, steps)
         if tier is None:
             continue
         shown = label if len(label) <= LABEL_CHARS else "…" + label[-(LABEL_CHARS - 1) :]
         x = _pct((index + 0.5) * width)
         parts.append(
             f'<svg class="{tier}" x="{x}" y="{TOP + HEIGHT + 6}" overflow="visible">'
-            f'<text class="xl" transform="rotate(-40)" text-anchor="end" dy="0.7em">'
+            f'<text class="xl" transform="rotate(-45)" text-anchor="end" dy="0.7em">'
             f"<title>{html.escape(label)}</title>{html.escape(shown)}</text></svg>"
         )
     return parts
@@ -143,7 +169,7 @@ def bar_chart(
         top = max(max(row[:count]) for row in values)
     ticks = nice_ticks(top)
     scale = ticks[-1]
-    body = _axis(ticks, scale, unit)
+    body = _grid(ticks, scale)
     group = 100 / count
     gap = group * (0.12 if count < 60 else 0.04)
     lanes = 1 if stacked else len(series)
@@ -171,8 +197,8 @@ def bar_chart(
                 f'<text class="value" x="{_pct((g + 0.5) * group)}" y="{y:.1f}" '
                 f'text-anchor="middle">{html.escape(number(peak))}</text>'
             )
-    body += _labels(labels)
-    return _frame(title, body, list(enumerate(s.name for s in series)), note)
+    body += _ticks(ticks, scale, unit) + _labels(labels)
+    return _frame(title, body, [(f"s{i}", s.name) for i, s in enumerate(series)], note)
 
 
 def line_chart(
@@ -183,7 +209,8 @@ def line_chart(
     count = len(labels)
     if not count or not any(v is not None for s in series for v in s.values):
         return ""
-    body = _axis([0, 25, 50, 75, 100], 100, "%")
+    percents = [0.0, 25.0, 50.0, 75.0, 100.0]
+    body = _grid(percents, 100)
     group = 100 / count
     for s, row in enumerate(series):
         points = [
@@ -201,8 +228,8 @@ def line_chart(
                 f'<circle class="p{s}" cx="{x}" cy="{y:.1f}" r="{radius}">'
                 f"<title>{html.escape(tip)}</title></circle>"
             )
-    body += _labels(labels)
-    return _frame(title, body, [(s, row.name) for s, row in enumerate(series)], note)
+    body += _ticks(percents, 100, "%") + _labels(labels)
+    return _frame(title, body, [(f"p{s}", row.name) for s, row in enumerate(series)], note)
 
 
 EFFECTIVENESS_COUNTS = (
@@ -225,9 +252,10 @@ def effectiveness_charts(title: str, series: Mapping[str, Any]) -> str:
            "month": "per month"}[str(series["bucket"])]  # fmt: skip
     counts = [Series(name, series[key]) for key, name in EFFECTIVENESS_COUNTS]
     rates = [
-        Series("recurrence when delivered", series["rate_when_delivered"]),
-        Series("recurrence when not delivered", series["rate_when_not_delivered"]),
+        Series("recurrence when delivered", series["recent_rate_when_delivered"]),
+        Series("recurrence when not delivered", series["recent_rate_when_not_delivered"]),
     ]
     runs = bar_chart(f"{title}: runs, {per}", labels, counts, unit=" runs", stacked=True)
-    note = "share of those runs in which the costly evidence came back"
-    return runs + line_chart(f"{title}: recurrence rate, {per}", labels, rates, note=note)
+    note = (f"share of runs in which the costly evidence came back, over the latest "
+            f"{series['rate_runs']} runs of each kind up to each point")  # fmt: skip
+    return runs + line_chart(f"{title}: recurrence rate", labels, rates, note=note)

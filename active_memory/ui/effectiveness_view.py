@@ -5,7 +5,9 @@ Buckets: a lesson's observations per run while there are at most `PER_RUN_MAX` o
 them; sums per UTC day while they span at most `PER_DAY_MAX` days; else per ISO week;
 past `PER_WEEK_MAX` weeks per month. Each bucket has the four counts, the runs that
 delivered or touched without the evidence recurring, and the two rates (None: no run
-of that kind in the bucket, never shown as 0 %).
+of that kind in the bucket, never shown as 0 %). One run is 0 % or 100 %, which says
+little, so the charts draw each rate over the latest `RATE_RUNS` runs of its kind up to
+the bucket (`recent_rate_when_…`: whole buckets, back until that many runs).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from active_memory.store.lesson_store import LessonStore
 PER_RUN_MAX = 60
 PER_DAY_MAX = 90
 PER_WEEK_MAX = 156
+RATE_RUNS = 10
+"""Runs of one kind (delivered, touched only) a charted rate is taken over, at least."""
 
 TERMS = (
     "delivered",
@@ -28,7 +32,8 @@ TERMS = (
 )
 
 
-def _week(at: str) -> str:
+def week_of(at: str) -> str:
+    """The ISO week (`2026-W48`) of an ISO date or time."""
     year, week, _ = date.fromisoformat(at[:10]).isocalendar()
     return f"{year}-W{week:02d}"
 
@@ -39,7 +44,7 @@ def _keys(points: list[EffectivenessPoint], per_run: bool) -> tuple[str, list[st
     days = [p.at[:10] for p in points]
     if len(set(days)) <= PER_DAY_MAX:
         return "day", days
-    weeks = [_week(p.at) for p in points]
+    weeks = [week_of(p.at) for p in points]
     if len(set(weeks)) <= PER_WEEK_MAX:
         return "week", weeks
     return "month", [p.at[:7] for p in points]
@@ -47,6 +52,23 @@ def _keys(points: list[EffectivenessPoint], per_run: bool) -> tuple[str, list[st
 
 def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
+
+
+def recent_rates(
+    runs: list[int], recurred: list[int], window: int = RATE_RUNS
+) -> list[float | None]:
+    """Per bucket, the share of recurrences over the latest `window` runs up to it (whole
+    buckets, going back until at least `window` runs; fewer when there are no more)."""
+    out: list[float | None] = []
+    for end in range(len(runs)):
+        total = hits = 0
+        start = end
+        while start >= 0 and total < window:
+            total += runs[start]
+            hits += recurred[start]
+            start -= 1
+        out.append(hits / total if total else None)
+    return out
 
 
 def effectiveness_series(history: EffectivenessHistory, *, per_run: bool) -> dict[str, Any]:
@@ -69,6 +91,9 @@ def effectiveness_series(history: EffectivenessHistory, *, per_run: bool) -> dic
         "clean_when_not_delivered": [a - b for a, b in zip(t, rt, strict=True)],
         "rate_when_delivered": [_rate(b, a) for a, b in zip(d, rd, strict=True)],
         "rate_when_not_delivered": [_rate(b, a) for a, b in zip(t, rt, strict=True)],
+        "recent_rate_when_delivered": recent_rates(d, rd),
+        "recent_rate_when_not_delivered": recent_rates(t, rt),
+        "rate_runs": RATE_RUNS,
     }  # fmt: skip
 
 

@@ -31,6 +31,13 @@ def highlight(text: object, q: object) -> Markup:
     return Markup("".join(out))
 
 
+def breakable(text: object) -> Markup:
+    """`text` escaped, with a line-break opportunity (`<wbr>`) after each `/` and `:`, so
+    a long repository name or path wraps at its parts in a narrow column."""
+    shown = str(escape("" if text is None else str(text)))
+    return Markup(shown.replace("/", "/<wbr>").replace(":", ":<wbr>"))
+
+
 def percent(rate: object) -> str:
     """A rate (0..1) as `42%`; 'n/a' when there is none (no runs to take it of)."""
     if not isinstance(rate, int | float):

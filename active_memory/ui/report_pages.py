@@ -16,8 +16,32 @@ from active_memory.ui.charts import Series, bar_chart, effectiveness_charts
 from active_memory.ui.effectiveness_view import effectiveness_history
 from active_memory.ui.web import WebView
 
-CHARTED_POSTMORTEMS = 500
+CHARTED_POSTMORTEMS = 200
 """Postmortems in the requests chart: the latest."""
+
+
+def token_buckets(days: list[dict[str, Any]]) -> tuple[str, list[str], list[int], list[int]]:
+    """Tokens in and out per UTC day while there are at most `PER_DAY_MAX` days, else per
+    ISO week (else per month): (what a bucket is, labels, tokens in, tokens out)."""
+    from active_memory.ui.effectiveness_view import PER_DAY_MAX, PER_WEEK_MAX, week_of
+
+    keys = [d["day"] for d in days]
+    per = "per day (UTC)"
+    if len(keys) > PER_DAY_MAX:
+        keys, per = [week_of(k) for k in keys], "per ISO week"
+        if len(set(keys)) > PER_WEEK_MAX:
+            keys, per = [d["day"][:7] for d in days], "per month"
+    labels: list[str] = []
+    tokens_in: list[int] = []
+    tokens_out: list[int] = []
+    for key, day in zip(keys, days, strict=True):
+        if not labels or labels[-1] != key:
+            labels.append(key)
+            tokens_in.append(0)
+            tokens_out.append(0)
+        tokens_in[-1] += int(day["input_tokens"])
+        tokens_out[-1] += int(day["output_tokens"])
+    return per, labels, tokens_in, tokens_out
 
 
 async def postmortems_data(view: WebView, run_id: str = "") -> dict[str, Any]:
@@ -58,12 +82,10 @@ async def costs_page(view: WebView, request: Request, session: Session) -> Respo
     """Model usage, card bytes and effectiveness over time, with charts."""
     repository = request.query_params.get("repository", "")
     document = await costs_data(view, repository)
-    days = document["per_day"]
+    per, labels, tokens_in, tokens_out = token_buckets(document["per_day"])
     chart_days = bar_chart(
-        "Model tokens per day (UTC)", [d["day"] for d in days],
-        [Series("input", [d["input_tokens"] for d in days]),
-         Series("output", [d["output_tokens"] for d in days])],
-        stacked=True,
+        f"Model tokens {per}", labels,
+        [Series("input", tokens_in), Series("output", tokens_out)], stacked=True,
     )  # fmt: skip
     runs = document["per_postmortem"][:CHARTED_POSTMORTEMS][::-1]
     chart_runs = bar_chart(

@@ -32,7 +32,7 @@ from active_memory.lessons import Author
 from active_memory.store.lesson_store import LessonStore
 from active_memory.store.location import mask_url
 from active_memory.ui.auth import COOKIE, Gate, Session, csrf_ok
-from active_memory.ui.filters import highlight, percent
+from active_memory.ui.filters import breakable, highlight, percent
 
 Handler = Callable[[Request], Awaitable[Response]]
 PageHandler = Callable[["WebView", Request, Session], Awaitable[Response]]
@@ -80,6 +80,7 @@ class WebView:
         )
         environment.filters["highlight"] = highlight
         environment.filters["percent"] = percent
+        environment.filters["breakable"] = breakable
         self.templates = Jinja2Templates(env=environment)
 
     @asynccontextmanager
