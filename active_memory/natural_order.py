@@ -10,15 +10,23 @@ from __future__ import annotations
 import re
 
 _PARTS = re.compile(r"(\d+)")
+_NUMBERED = re.compile(r"(\D*)(\d+)")
+
+Key = tuple[tuple[int, int, str], ...]
 
 
-def natural_key(text: str) -> tuple[tuple[int, int, str], ...]:
+def natural_key(text: str) -> Key:
     """`text`'s sort key: its runs of digits by value (then by spelling, so `L-02` and
     `L-2` stay distinct), the rest as text."""
+    simple = _NUMBERED.fullmatch(text)  # `L-12`, the common case, without a split
+    if simple is not None:
+        prefix, digits = simple.groups()
+        number = (0, int(digits), digits)
+        return ((1, 0, prefix), number) if prefix else (number,)
     key: list[tuple[int, int, str]] = []
     for index, part in enumerate(_PARTS.split(text)):
         if index % 2:
-            key.append((1, int(part), part))
+            key.append((0, int(part), part))  # a number sorts before text, as `1` < `A`
         elif part:
-            key.append((0, 0, part))
+            key.append((1, 0, part))
     return tuple(key)

@@ -14,7 +14,7 @@ every repository), is *not judged*: `unjudged` says why, and nothing calls it st
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,11 +66,23 @@ def judge(lessons: Iterable[Lesson | Tombstone], known: KnownCheckouts) -> Judge
     checkout (one pass per repository)."""
     by_repository: dict[str | None, dict[str, Sequence[Citation]]] = {}
     for lesson in lessons:
-        if isinstance(lesson, Lesson) and counting(lesson.evidence.citations):
+        if isinstance(lesson, Lesson):
             cited = by_repository.setdefault(repository_of(lesson), {})
             cited[lesson.id] = lesson.evidence.citations
+    return judge_cited(by_repository, known)
+
+
+def judge_cited(
+    by_repository: Mapping[str | None, Mapping[str, Sequence[Citation]]], known: KnownCheckouts
+) -> Judgement:
+    """`judge` of citations already grouped: per repository (None: an unqualified graph
+    lesson's), per lesson ID, its citations. Lessons without fingerprinted ones are
+    neither judged nor `unjudged`: there is nothing to compare."""
     judgement = Judgement()
-    for namespace, cited in sorted(by_repository.items(), key=lambda item: item[0] or ""):
+    for namespace, every in sorted(by_repository.items(), key=lambda item: item[0] or ""):
+        cited = {key: citations for key, citations in every.items() if counting(citations)}
+        if not cited:
+            continue
         if namespace is None:
             judgement.unjudged.update(dict.fromkeys(cited, NO_REPOSITORY))
             continue

@@ -14,6 +14,7 @@ from typing import Any, Self
 
 from active_memory.lessons import (
     Author,
+    Citation,
     HistoryEntry,
     Lesson,
     Mutation,
@@ -52,6 +53,7 @@ from active_memory.store.failure_signatures import (
     SeenFailures,
 )
 from active_memory.store.keeps import KEEP_COLUMNS, KeepLesson, apply_keep, merged_history
+from active_memory.store.listing import TEXT_COLUMNS, LessonText, citations, holders, text_rows
 from active_memory.store.models import (
     MARK_PREFIX,
     ImportReport,
@@ -162,6 +164,19 @@ class LessonStore:
         """What `select(query)` returns, as summaries only (no cards, no evidence)."""
         sql, params = self._select_sql(query, SUMMARY_COLUMNS)
         return [LessonSummary(*row) for row in await self.dialect.rows(sql, *params)]
+
+    async def texts(self, query: LessonQuery | None = None) -> list[LessonText]:
+        """What a text search of `select(query)` looks in, without building lessons."""
+        sql, params = self._select_sql(query, TEXT_COLUMNS)
+        return text_rows(await self.dialect.rows(sql, *params))
+
+    async def holding(self, kind: str, value: str) -> set[str]:
+        """The IDs of lessons whose evidence has `value` of `kind` (`run`, `evidence`)."""
+        return await holders(self.dialect, kind, value)
+
+    async def citations(self, ids: Sequence[str]) -> dict[str, list[Citation]]:
+        """Each named lesson's citations, in the order recorded, without its card."""
+        return await citations(self.dialect, ids)
 
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None

@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 
 from active_memory.ui import listing
+from active_memory.ui.lesson_pages import ordered
 from active_memory.ui.lesson_view import lesson_page
 from active_memory.ui.report_pages import costs_data, postmortems_data
 from active_memory.ui.review_view import review_page
@@ -25,10 +26,10 @@ async def lessons(view: WebView, request: Request) -> Any:
     in natural ID order, with `total`; `limit` 1..1000 (default 100)."""
     params = request.query_params
     page = listing.page_of(params, default=API_PAGE_SIZE)
-    found = await listing.lesson_list(
-        view.open_store(), listing.filters_of(params), page, view.known()
+    filters = listing.filters_of(params)
+    return await listing.lesson_list(
+        view.open_store(), filters, page, view.known(), await ordered(view, filters)
     )
-    return found
 
 
 async def lesson(view: WebView, request: Request) -> Any:

@@ -35,8 +35,15 @@ async def lessons_page(view: WebView, request: Request, session: Session) -> Res
     params = request.query_params
     filters = listing.filters_of(params)
     page = listing.page_of(params)
-    found = await listing.lesson_list(view.open_store(), filters, page, view.known())
-    groups = await listing.scope_groups(view.open_store(), most=listing.SIDEBAR_MAX)
+    found = await listing.lesson_list(
+        view.open_store(), filters, page, view.known(), await ordered(view, filters)
+    )
+    living = await ordered(view, listing.ListFilters())  # the sidebar: every living lesson
+
+    async def sidebar() -> dict[str, Any]:
+        return listing.groups_of(living, most=listing.SIDEBAR_MAX)
+
+    groups = await view.by_version("groups", sidebar)
     paging = listing.paging(found["total"], page)
     kept = filters.to_params()
 
@@ -55,6 +62,17 @@ async def lessons_page(view: WebView, request: Request, session: Session) -> Res
          "lesson_query": query(q=filters.q),
          "unknown_checkouts": sorted(ns for ns, root in found["checkouts"].items() if not root)},
     )  # fmt: skip
+
+
+async def ordered(view: WebView, filters: listing.ListFilters) -> list[Any]:
+    """The filters' lessons in natural order, kept until a lesson changes (10,000 IDs
+    are not sorted again on every page)."""
+    query = filters.query()
+    found: list[Any] = await view.by_version(
+        f"ordered:{query.model_dump_json()}",
+        lambda: listing.ordered_summaries(view.open_store(), query),
+    )
+    return found
 
 
 def form_of(fields: dict[str, str]) -> CardForm:

@@ -1,14 +1,13 @@
 """The lessons page and `/api/lessons`: filters, natural ID order, one page at a time.
 
 The page is cut on the server: a store of 10,000 lessons sends one page of rows (50
-by default), never all of them. What a filter needs decides what is read:
-
-- no text, run, evidence or stale filter: summaries only (ID, status, scope, title;
-  no card, no evidence) for the count and the order, then the page's lessons whole;
-- a text, run or evidence filter: every lesson of the query, whole (the words are
-  looked for in the card and associations, the run and evidence in the evidence);
-- the stale filter: those lessons judged against their repositories' checkouts (one
-  pass per repository, checkout/by_repository.py); otherwise only the page's rows are.
+by default), never all of them, and only the page's lessons are read whole. Filters
+read no more than they need, never a model per lesson (store/listing.py): the order
+and the count from summaries (ID, status, scope, title); a text search from the cards'
+text; a run or an evidence item from the evidence rows holding it; the stale filter
+from the citations, judged against each repository's checkout (one pass per
+repository, checkout/by_repository.py). Without the stale filter only the page's rows
+are judged.
 
 Order: natural ID order (`L-2` before `L-10`, natural_order.py). Status: `""` means
 living (active and deferred), `all` every status, else exactly that status.
@@ -26,7 +25,7 @@ from active_memory.lessons import GraphScope, Lesson, Tombstone
 from active_memory.natural_order import natural_key
 from active_memory.store.effectiveness import Effectiveness
 from active_memory.store.lesson_store import LessonStore
-from active_memory.store.models import LessonQuery
+from active_memory.store.models import LessonQuery, LessonSummary
 
 STATUSES = ("active", "deferred", "retired", "all")
 """The status filter's values beside `""` (living: active and deferred)."""
@@ -68,10 +67,6 @@ class ListFilters:
     def words(self) -> list[str]:
         """The search words, lower case."""
         return self.q.lower().split()
-
-    def reads_whole(self) -> bool:
-        """True when filtering needs every lesson's card or evidence."""
-        return bool(self.words() or self.run or self.evidence or self.stale)
 
     def to_params(self) -> dict[str, str]:
         """The filters as query parameters (the ones set), for paging links."""
@@ -135,29 +130,6 @@ def _whole(params: Mapping[str, str], name: str, default: int, top: int | None) 
     return value
 
 
-def _matches_text(lesson: Lesson | Tombstone, words: list[str]) -> bool:
-    if isinstance(lesson, Tombstone):
-        haystack = lesson.id.lower()
-    else:
-        a = lesson.associations
-        haystack = " ".join([
-            lesson.id, lesson.title, lesson.recommendation, *a.files, *a.folders,
-            *a.identifiers, *(" ".join(group) for group in a.keywords), *a.commands,
-        ]).lower()  # fmt: skip
-    return all(word in haystack for word in words)
-
-
-def _matches_evidence(lesson: Lesson | Tombstone, filters: ListFilters) -> bool:
-    if not (filters.run or filters.evidence):
-        return True
-    if not isinstance(lesson, Lesson):
-        return False
-    ev = lesson.evidence
-    return (not filters.run or filters.run in ev.run_ids) and (
-        not filters.evidence or filters.evidence in ev.evidence_ids
-    )
-
-
 def _matches_effectiveness(counters: Effectiveness, wanted: str) -> bool:
     if wanted == "delivered":
         return counters.runs_delivered > 0
@@ -177,53 +149,64 @@ def scope_json(lesson: Lesson | Tombstone) -> dict[str, Any]:
     return {"kind": "repository", "repository": scope.repository, "graph_hash": "", "node": ""}
 
 
+async def ordered_summaries(store: LessonStore, query: LessonQuery) -> list[LessonSummary]:
+    """The summaries of `query`'s lessons in natural ID order (what the view keeps until
+    the store's change version moves: web.py, `by_version`)."""
+    return sorted(await store.summaries(query), key=lambda s: natural_key(s.id))
+
+
 async def lesson_list(
-    store: LessonStore, filters: ListFilters, page: Page, known: KnownCheckouts
+    store: LessonStore,
+    filters: ListFilters,
+    page: Page,
+    known: KnownCheckouts,
+    ordered: list[LessonSummary] | None = None,
 ) -> dict[str, Any]:
     """One page of the lessons matching `filters`, in natural ID order, with their
     scope, effectiveness counters and staleness (each judged against its repository's
-    checkout); `total` counts every match."""
+    checkout); `total` counts every match. `ordered`: `ordered_summaries` of the
+    filters' query, when the caller keeps them."""
     import anyio.to_thread
 
-    from active_memory.checkout.by_repository import judge
+    from active_memory.checkout.by_repository import judge, judge_cited
 
     query = filters.query()
-    whole: dict[str, Lesson | Tombstone] = {}
-    if filters.reads_whole():
-        words = filters.words()
-        for lesson in await store.select(query):
-            wanted = _status_ok(lesson.status, filters) and _matches_evidence(lesson, filters)
-            if wanted and (not words or _matches_text(lesson, words)):
-                whole[lesson.id] = lesson
-        ids = list(whole)
-    else:
-        ids = [s.id for s in await store.summaries(query) if _status_ok(s.status, filters)]
+    if ordered is None:
+        ordered = await ordered_summaries(store, query)
+    summaries = [s for s in ordered if _status_ok(s.status, filters)]
+    ids = [s.id for s in summaries]
+    words = filters.words()
+    if words:  # the card's text and associations, read without building lessons
+        found = {t.id for t in await store.texts(query) if all(w in t.text for w in words)}
+        ids = [i for i in ids if i in found]
+    for kind, value in (("run", filters.run), ("evidence", filters.evidence)):
+        if value:
+            held = await store.holding(kind, value)
+            ids = [i for i in ids if i in held]
     judgement = None
     if filters.stale:
-        judgement = await anyio.to_thread.run_sync(judge, list(whole.values()), known)
+        repository = {s.id: s.repository or None for s in summaries}
+        by_repository: dict[str | None, dict[str, Any]] = {}
+        for lesson_id, cited in (await store.citations(ids)).items():
+            by_repository.setdefault(repository[lesson_id], {})[lesson_id] = cited
+        judgement = await anyio.to_thread.run_sync(judge_cited, by_repository, known)
         stale_ids = judgement.stale()
         ids = [i for i in ids if i in stale_ids]
     counters: dict[str, Effectiveness] = {}
+    blank = Effectiveness()
     if filters.effectiveness:
         counters = await store.effectiveness(ids)
-        blank = Effectiveness()
-        ids = [
-            i for i in ids if _matches_effectiveness(counters.get(i, blank), filters.effectiveness)
-        ]
-    ids.sort(key=natural_key)
+        wanted = filters.effectiveness
+        ids = [i for i in ids if _matches_effectiveness(counters.get(i, blank), wanted)]
     shown = ids[page.offset : page.offset + page.limit]
-    if whole:
-        lessons = [whole[i] for i in shown]
-    else:
-        wide = LessonQuery(ids=tuple(shown), include_retired=True)
-        by_id = {x.id: x for x in await store.select(wide)} if shown else {}
-        lessons = [by_id[i] for i in shown if i in by_id]
+    wide = LessonQuery(ids=tuple(shown), include_retired=True)
+    by_id = {x.id: x for x in await store.select(wide)} if shown else {}
+    lessons = [by_id[i] for i in shown if i in by_id]
     if judgement is None:
         judgement = await anyio.to_thread.run_sync(judge, lessons, known)
     if not filters.effectiveness:
         counters = await store.effectiveness(shown) if shown else {}
     stale = judgement.stale()
-    blank = Effectiveness()
     rows = [
         {
             "id": lesson.id,
@@ -281,9 +264,14 @@ def paging(total: int, page: Page) -> dict[str, Any]:
 async def scope_groups(store: LessonStore, most: int | None = None) -> dict[str, Any]:
     """Counts of living lessons per repository and per graph node (the overview); with
     `most`, only that many of each (those with most lessons), and how many more."""
+    return groups_of(await store.summaries(LessonQuery()), most)
+
+
+def groups_of(living: list[LessonSummary], most: int | None = None) -> dict[str, Any]:
+    """`scope_groups` of the living lessons' summaries already read."""
     repositories: dict[str, int] = {}
     nodes: dict[tuple[str, str], int] = {}
-    for summary in await store.summaries(LessonQuery()):
+    for summary in living:
         if summary.scope_kind == "graph":
             key = (summary.graph_hash, summary.node)
             nodes[key] = nodes.get(key, 0) + 1

@@ -40,6 +40,9 @@ ApiHandler = Callable[["WebView", Request], Awaitable[Any]]
 
 log = logging.getLogger(__name__)
 
+BY_VERSION_KEPT = 16
+"""Values `by_version` keeps (one per key: the sidebar, a few listings' orders)."""
+
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
     "form-action 'self'; frame-ancestors 'none'"
@@ -73,6 +76,7 @@ class WebView:
         self.checkouts = tuple(checkouts)
         self.store: LessonStore | None = None
         self.write_lock = anyio.Lock()
+        self._by_version: dict[str, tuple[int, Any]] = {}
         environment = jinja2.Environment(
             loader=jinja2.PackageLoader("active_memory.ui", "templates"),
             autoescape=True,
@@ -99,6 +103,20 @@ class WebView:
         """The store (open while the app runs)."""
         assert self.store is not None, "the store opens with the app"
         return self.store
+
+    async def by_version(self, key: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        """`make()`'s value, made again only when the store's change version moved (any
+        write to a lesson, by this view or another process, moves it)."""
+        version = await self.open_store().version()
+        found = self._by_version.get(key)
+        if found is not None and found[0] == version:
+            return found[1]
+        value = await make()
+        self._by_version.pop(key, None)
+        self._by_version[key] = (version, value)
+        while len(self._by_version) > BY_VERSION_KEPT:  # the least recently made first
+            del self._by_version[next(iter(self._by_version))]
+        return value
 
     def known(self) -> KnownCheckouts:
         """The checkouts of this request: `--checkout` folders, then the ones this machine
