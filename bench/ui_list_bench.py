@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/ui_list_bench.py                      # 10,000 lessons, median of 7
     .venv/bin/python bench/ui_list_bench.py --lessons 2000 --runs 9
-    .venv/bin/python bench/ui_list_bench.py --postgres postgresql://…   # the same on PostgreSQL
+    .venv/bin/python bench/ui_list_bench.py --postgres postgresql://…   # on PostgreSQL: a
+                                            # database of its own on that server, dropped after
 
 A store of N lessons over 12 repositories, three of them with a real git checkout here
 (known to this machine, known_checkouts.py) whose lessons cite lines of their files,
@@ -147,46 +148,86 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lessons", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL database to use")
+    parser.add_argument(
+        "--postgres", metavar="URL",
+        help="a PostgreSQL server (any database of it): the bench makes a database of its "
+        "own there and drops it after",
+    )  # fmt: skip
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        env = {"ZEROSHOT_STATE_DIR": str(folder / "state")}
+        location = str(folder / "lessons.sqlite3")
+        if args.postgres:
+            location = _database(args.postgres, create=True)
+        try:
+            _run(args, folder, env, location)
+        finally:
+            if args.postgres:
+                _database(location, create=False)
+
+
+def _database(url: str, *, create: bool) -> str:
+    """A new database `am_bench_<random>` on `url`'s server (its URL), or drop the one
+    `url` names."""
+    import secrets
+    from urllib.parse import urlsplit, urlunsplit
+
+    import asyncpg
+
+    parts = urlsplit(url)
+    name = f"am_bench_{secrets.token_hex(6)}" if create else parts.path.lstrip("/")
+    admin = urlunsplit(parts._replace(path="/postgres"))
+
+    async def run() -> None:
+        conn = await asyncpg.connect(admin)
+        try:
+            if create:
+                await conn.execute(f'CREATE DATABASE "{name}"')
+            else:
+                await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+    anyio.run(run, backend="asyncio")
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _run(args: argparse.Namespace, folder: Path, env: dict[str, str], location: str) -> None:
     from starlette.testclient import TestClient
 
     from active_memory.ui.app import create_app
     from active_memory.ui.auth import Gate
 
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        env = {"ZEROSHOT_STATE_DIR": str(folder / "state")}
-        location = args.postgres or str(folder / "lessons.sqlite3")
-        started = time.perf_counter()
-        seed(location, folder, args.lessons, env)
-        seeded = time.perf_counter() - started
-        app = create_app(location, Gate(TOKEN), env=env)
-        with TestClient(app, base_url="http://127.0.0.1") as client:
-            login, _ = median_ms(client, "/login", args.runs, 403)  # the form, no code
-            bare = statistics.median(_python_pass() for _ in range(args.runs))
-            client.post("/login", data={"token": TOKEN})
-            last = -(-args.lessons // 50) * 50 - 50
-            kind = "PostgreSQL" if args.postgres else "SQLite"
-            print(f"{args.lessons:,} lessons over {REPOSITORIES} repositories ({kind}, seeded "
-                  f"in {seeded:.1f} s), median of {args.runs} requests")  # fmt: skip
-            print(f"  {'python -c pass (baseline)':<40} {bare:8.1f} ms")
-            print(f"  {'login page (baseline)':<40} {login:8.1f} ms")
-            ms, size = median_ms(client, "/", args.runs, before=lambda: touch(location))
-            print(f"  {'lessons, first page after a change':<40} {ms:8.1f} ms  "
-                  f"{ms / bare:5.2f} x python  ({size / 1024:,.1f} KB)")  # fmt: skip
-            for name, path in (
-                ("lessons, first page", "/"),
-                ("lessons, last page", f"/?offset={last}"),
-                ("lessons, search 'module 12'", "/?q=module+12"),
-                ("lessons, stale filter (every lesson)", "/?stale=1"),
-                ("lessons, 200 a page", "/?limit=200"),
-                ("/api/lessons?limit=1000", "/api/lessons?limit=1000"),
-                ("a lesson's page (stale)", "/lessons/L-1"),
-            ):
-                ms, size = median_ms(client, path, args.runs)
-                print(f"  {name:<40} {ms:8.1f} ms  {ms / bare:5.2f} x python  "
-                      f"({size / 1024:,.1f} KB)")  # fmt: skip
+    started = time.perf_counter()
+    seed(location, folder, args.lessons, env)
+    seeded = time.perf_counter() - started
+    app = create_app(location, Gate(TOKEN), env=env)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        login, _ = median_ms(client, "/login", args.runs, 403)  # the form, no code
+        bare = statistics.median(_python_pass() for _ in range(args.runs))
+        client.post("/login", data={"token": TOKEN})
+        last = -(-args.lessons // 50) * 50 - 50
+        kind = "PostgreSQL" if args.postgres else "SQLite"
+        print(f"{args.lessons:,} lessons over {REPOSITORIES} repositories ({kind}, seeded "
+              f"in {seeded:.1f} s), median of {args.runs} requests")  # fmt: skip
+        print(f"  {'python -c pass (baseline)':<40} {bare:8.1f} ms")
+        print(f"  {'login page (baseline)':<40} {login:8.1f} ms")
+        ms, size = median_ms(client, "/", args.runs, before=lambda: touch(location))
+        print(f"  {'lessons, first page after a change':<40} {ms:8.1f} ms  "
+              f"{ms / bare:5.2f} x python  ({size / 1024:,.1f} KB)")  # fmt: skip
+        for name, path in (
+            ("lessons, first page", "/"),
+            ("lessons, last page", f"/?offset={last}"),
+            ("lessons, search 'module 12'", "/?q=module+12"),
+            ("lessons, stale filter (every lesson)", "/?stale=1"),
+            ("lessons, 200 a page", "/?limit=200"),
+            ("/api/lessons?limit=1000", "/api/lessons?limit=1000"),
+            ("a lesson's page (stale)", "/lessons/L-1"),
+        ):
+            ms, size = median_ms(client, path, args.runs)
+            print(f"  {name:<40} {ms:8.1f} ms  {ms / bare:5.2f} x python  "
+                  f"({size / 1024:,.1f} KB)")  # fmt: skip
 
 
 if __name__ == "__main__":

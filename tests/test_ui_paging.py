@@ -121,3 +121,15 @@ def test_search_words_are_marked_and_ids_and_evidence_link_to_their_lessons(
     by_evidence = client.get("/api/lessons?evidence=ev-tf-000000000012", headers=BEARER).json()
     assert _ids(by_evidence) == ["L-12"]
     assert not re.search(r"<mark>[^<]*<mark>", page)
+
+
+def test_a_lesson_written_by_another_process_shows_at_the_next_page(
+    client: TestClient, backend: Backend
+) -> None:
+    before = client.get("/api/lessons", headers=BEARER).json()
+    assert before["total"] == 119
+    publish(backend.location, [_create(121)])  # as a postmortem would, meanwhile
+    after = client.get("/api/lessons?offset=100", headers=BEARER).json()
+    assert after["total"] == 120 and _ids(after)[-1] == "L-121"
+    login(client)
+    assert '<span id="count">120 lessons</span>' in client.get("/").text
