@@ -113,22 +113,30 @@ def _spent(
     bare: Sequence[int], calls: Sequence[Sequence[int]], order: Sequence[int], budget: int
 ) -> dict[int, set[int]]:
     """Which units (an episode, a failure) and which of their calls fit `budget`: first
-    each unit without its calls (`bare` costs), in priority `order`, as many as fit; then
-    their calls (`calls[u]`: costs in display order), shared out smallest need first, each
-    unit given at most an equal share of what is left, its first and latest calls taken in
-    turn. Returns each chosen unit's kept call indices."""
+    each unit with its first call only (`bare` costs and `calls[u][0]`: a failure shown
+    without the call that failed says nothing of what was run), in priority `order`, as
+    many as fit (when not even one does, the first unit that fits without its calls, so
+    that something is shown); then their other calls (`calls[u]`: costs in display
+    order), shared out smallest need first, each unit given at most an equal share of
+    what is left, its latest and next calls taken in turn. Returns each chosen unit's
+    kept call indices."""
     left = budget
     chosen: dict[int, set[int]] = {}
     for unit in order:
-        if bare[unit] <= left:
-            chosen[unit] = set()
-            left -= bare[unit]
+        first = calls[unit][0] if calls[unit] else 0
+        if bare[unit] + first <= left:
+            chosen[unit] = {0} if calls[unit] else set()
+            left -= bare[unit] + first
+    if not chosen:
+        unit = next((u for u in order if bare[u] <= left), None)
+        if unit is not None:
+            return {unit: set()}
     by_need = sorted(chosen, key=lambda u: (sum(calls[u]), u))
     for position, unit in enumerate(by_need):
         share = left // (len(by_need) - position)
         costs = calls[unit]
-        front, back, used = 0, len(costs) - 1, 0
-        take_front = True
+        front, back, used = 1, len(costs) - 1, 0
+        take_front = False  # the first is in: the latest next
         while front <= back:
             index = front if take_front else back
             if used + costs[index] > share:
@@ -384,8 +392,8 @@ def fit(
     """The task `assemble(budgets)` makes, cut until its rendered size is within
     `max_bytes`: first the list of lessons it only names (`others`, or discovery's scope
     lessons: `listed` of them) when even the task without views is over; then the room
-    left goes to the run's failed calls first (what they need, at most half of it), a
-    third of the rest to completions and the remainder to files, which are cut first,
+    left goes to the run's failed calls first (what they need, at most half of it; each
+    shown with at least its first call), a third of the rest to completions and the remainder to files, which are cut first,
     then completions, then failures, until it fits. When even the lessons it must show
     are over the bound, the smallest task. Deterministic: the same inputs always give
     the same budgets."""
@@ -415,7 +423,12 @@ def fit(
     if room <= 0:
         return bare
     needed = size(assemble(Budgets(0, 0, limits.failures_total_bytes, kept))) - size(bare)
+    # A failure budget is spent by the entries' own JSON (`_cost`), which can be a little
+    # more than what they add to the rendered task: when all of them fit, that slack is
+    # theirs too (the rounds below measure the task as rendered).
     failures = min(max(needed, 0), room // 2)
+    if failures == needed > 0:
+        failures += needed // 4 + 64
     rest = room - failures
     completions = min(limits.completions_total_bytes, rest // 3)
     files = min(limits.files_total_bytes, rest - completions)
