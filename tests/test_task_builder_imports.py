@@ -93,6 +93,7 @@ STEPS = {
     "gather_lessons": {"bound", "model"},
     "gather_files": {"bound", "model", "gather_run"},
     "gather_failures": {"model_failures", "gather_run", "gather_lessons"},
+    "gather_failure_context": {"gather_run", "gather_files", "gather_failures"},
     "manifest": {"gather_run"},
     "choose": {
         "bound",
@@ -112,6 +113,7 @@ STEPS = {
         "gather_lessons",
         "gather_files",
         "gather_failures",
+        "gather_failure_context",
         "choose",
     },
 }

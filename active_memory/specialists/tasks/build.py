@@ -39,6 +39,7 @@ from active_memory.specialists.tasks.choose import (
     fit,
     scope_lessons_within,
 )
+from active_memory.specialists.tasks.gather_failure_context import failure_context_files
 from active_memory.specialists.tasks.model import (
     DeferralView,
     DiscoveryName,
@@ -246,10 +247,12 @@ def build_discovery(
     episodes = failures_of.episodes(record, items)
     if name == "repository_discovery":
         # The files of the run's failures and their resolutions (and the files edited
-        # before an episode was resolved), then the root's build files, then what the
+        # before an episode was resolved, and those that explain a failure that names
+        # none: gather_failure_context.py), then the root's build files, then what the
         # evidence touched (the most touched first) or named.
         edited = [p for episode in episodes.values() for p in episode.edited]
-        failed = list(dict.fromkeys([*code.failure_files(record, cache), *edited]))
+        context = failure_context_files(record, items, cache)
+        failed = list(dict.fromkeys([*code.failure_files(record, cache), *edited, *context]))
         touched = code.receipt_paths(items) + code.mentioned_files(record, items, cache)
         groups = (failed, code.manifests(cache, failed), touched)
     scope = [x for x in living if lessons_of.in_run_scope(x, run)]
