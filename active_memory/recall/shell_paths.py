@@ -70,12 +70,15 @@ def is_path_argument(word: str, program: str, exists: Callable[[str], bool]) -> 
 
 
 def has_file_suffix(name: str) -> bool:
-    """`app.css`, `.credo.exs`, `.gitignore`: a name ending in a dot and a suffix that
-    starts with a letter (`spotter-gqc.7`, `v1.2` do not)."""
+    """`app.css`, `.credo.exs`, `.gitignore`, `.dialyzerignore`: a name ending in a dot and
+    a suffix of letters, digits, `_` or `-` that starts with a letter, short unless the
+    name is a dot file (`spotter-gqc.7`, `v1.2`, `a.b..c` are not)."""
     stem, dot, suffix = name.rpartition(".")
-    if not dot or not suffix or len(suffix) > _SUFFIX_MAX or not suffix[0].isalpha():
+    if not dot or not suffix or not suffix[0].isalpha():
         return False
-    return all(ch.isalnum() or ch in "_-" for ch in suffix) and (bool(stem) or len(name) > 2)
+    if stem and len(suffix) > _SUFFIX_MAX:
+        return False
+    return all(ch.isalnum() or ch in "_-" for ch in suffix)
 
 
 def without_verbs(program: str, args: list[str]) -> list[str]:
