@@ -133,9 +133,7 @@ def test_the_task_of_a_session_shows_no_bare_word_and_no_folder_as_a_file(
     record = load_run_record(record_path)
     touched = {p for receipt in record.receipts for p in receipt.paths}
     assert touched and not touched & set(BARE_WORDS)
-    task = build_discovery(
-        "repository_discovery", record, checkout=Checkout(session.checkout)
-    )
+    task = build_discovery("repository_discovery", record, checkout=Checkout(session.checkout))
     shown = {file.path: file.status for file in task.files}
     assert "not_a_file" not in shown.values()
     bare_missing = [p for p, status in shown.items() if status == "missing" and "/" not in p
