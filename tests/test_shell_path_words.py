@@ -104,6 +104,9 @@ def test_the_hook_reads_no_bare_shell_word_as_a_path(sessions: list[PreparedSess
         (".gitignore", "git", False, True),
         ("priv/static/assets", "git", False, True),  # a folder part
         ("../shared/x", "cat", False, True),
+        ("Phoenix.LiveView", "find", False, False),  # a module, looked up: not there
+        ("highlight.js", "npm install", True, False),  # a package
+        ("./vendor/pkg", "npm install", False, True),
     ],
 )  # fmt: skip
 def test_the_rule_for_one_word(word: str, program: str, exists: bool, expected: bool) -> None:
@@ -115,9 +118,16 @@ def test_the_rule_for_one_word(word: str, program: str, exists: bool, expected: 
 
     assert is_path_argument(word, program, lookup) is expected
     # Only a bare word of a program whose arguments are not files is looked up.
-    bare = "/" not in word and not has_file_suffix(word) and program != "mkdir"
+    bare = "/" not in word and not has_file_suffix(word) and program not in ("mkdir", "npm install")
     assert (asked == [word]) is (bare and not word.startswith("+") and ".." not in word
                                  and ":" not in word)  # fmt: skip
+
+
+def test_an_options_value_is_a_path_only_by_the_same_rule() -> None:
+    root = "/work/api"
+    reason = 'bd close x-1 --reason="Rebuilt the panel: rows/columns fixed" --out=build/r.json'
+    found = extract_signals(ToolCall("claude", "Bash", {"command": reason}, cwd=root), root)
+    assert list(found.paths) == ["build/r.json"]
 
 
 def test_the_task_of_a_session_shows_no_bare_word_and_no_folder_as_a_file(

@@ -315,7 +315,8 @@ class _Reader:
             return base
         from active_memory.recall.shell_paths import without_verbs
 
-        self.arguments(without_verbs(program, args), base, program)
+        family, rest = without_verbs(program, args)
+        self.arguments(rest, base, family)
         return base
 
     def git(self, args: list[str], base: str) -> None:
@@ -333,7 +334,7 @@ class _Reader:
         if subcommand == "grep":
             self.search(rest, base)
         else:
-            self.arguments(rest, base, "git")
+            self.arguments(rest, base, f"git {subcommand}")
 
     def redirections(self, words: list[str], base: str) -> list[str]:
         """The arguments without redirections; a redirection's file is a path signal."""
@@ -354,9 +355,10 @@ class _Reader:
             position += 1
         return args
 
-    def arguments(self, args: list[str], base: str, program: str) -> None:
-        """A command's arguments after its verbs: paths by shell_paths' rule, the rest
-        words; an option's `=` value is a path when it has a `/`."""
+    def arguments(self, args: list[str], base: str, family: str) -> None:
+        """A command's arguments after its verbs (`family`: `git add`, `ls`): paths by
+        shell_paths' rule, the rest words; an option's `=` value is one when it has a `/`
+        and passes the same rule (`--out=build/x.json`, not `--reason="fix a/b"`)."""
         from active_memory.recall.shell_paths import is_path_argument
 
         def exists(word: str) -> bool:
@@ -370,10 +372,10 @@ class _Reader:
         for arg in args:
             if arg.startswith("-"):
                 _, equals, value = arg.partition("=")
-                if equals and "/" in value:
+                if equals and "/" in value and is_path_argument(value, family, exists):
                     self.path(value, base)
                 continue
-            if is_path_argument(split_location(arg)[0], program, exists):
+            if is_path_argument(split_location(arg)[0], family, exists):
                 self.path(arg, base)
             else:
                 self.words(arg)

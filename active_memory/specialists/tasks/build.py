@@ -32,8 +32,10 @@ from active_memory.specialists.tasks import gather_run as run_of
 from active_memory.specialists.tasks.bound import DEFAULT_LIMITS, TaskLimits
 from active_memory.specialists.tasks.choose import (
     Budgets,
+    episodes_floor,
     evidence_views,
     failure_views,
+    failures_floor,
     file_costs,
     file_views,
     fit,
@@ -137,7 +139,8 @@ def build_repository_maintenance(
             folders=folders,
         )
 
-    return fit(assemble, rendered_size, max_bytes, limits, len(others))
+    return fit(assemble, rendered_size, max_bytes, limits, len(others),
+               failures_floor(concerning.failures))  # fmt: skip
 
 
 def with_failures(
@@ -291,7 +294,8 @@ def build_discovery(
             lessons_omitted=omitted + len(lessons) - budgets.listed,
         )
 
-    return fit(assemble, rendered_size, max_bytes, limits, len(lessons))
+    floor = episodes_floor(items, episodes)
+    return fit(assemble, rendered_size, max_bytes, limits, len(lessons), floor)
 
 
 REJECTED_SHOWN = 10

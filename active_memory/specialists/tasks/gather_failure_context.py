@@ -1,7 +1,7 @@
 """The files that explain a repeated failure beyond what its calls name: for repository
 discovery, so that a lesson about a command that touches no file (`git push` without an
-upstream, a `git commit` a hook refuses, `git add` of an ignored folder) has something
-current to cite.
+upstream, a `git commit` a hook refuses, `git add` of an ignored folder, `make test`
+refused by the suite's set-up) has something current to cite.
 
 For each repeated-failure item, in the items' order, each file at most once and only
 when it is a current file of the checkout:
@@ -10,11 +10,14 @@ when it is a current file of the checkout:
    test]`), read against the call's working folder, then the root;
 2. the ignore rule's file of every ignored path its failures or their resolutions name
    (`git check-ignore -v`: `.gitignore`, `priv/.gitignore`);
-3. the configuration of its family's hooks (`HOOK_FILES`: `.pre-commit-config.yaml`,
-   `.husky/pre-commit`, `lefthook.yml`, `.claude/settings.json`, …);
-4. when none of the above and none of its calls or its resolution names a current file:
-   the files the run edited before its first failure, the latest first (the work the
-   command acted on: what was committed, pushed or built), at most `EDITED_BEFORE_SHOWN`.
+3. what configures or documents the command (gather_command_files.py): the file that
+   defines it in each folder it and its resolution ran in (`web/package.json` for `cd
+   web && npm run build`), a test run's set-up (`tests/conftest.py`), the hooks and
+   instructions of `git commit` and `git push`, the checkers its errors name
+   (`.credo.exs`);
+4. when none of its calls or its resolution names a current file: the files the run
+   edited before its first failure, the latest first (the work the command acted on:
+   what was committed, pushed or built), at most `EDITED_BEFORE_SHOWN`.
 
 Git is asked through the postmortem's `CodeCache` (verdicts, ignore rules); nothing here
 chooses what fits the bound.
@@ -30,42 +33,13 @@ from active_memory.evidence import EvidenceItem
 from active_memory.evidence.repeated_failures import failures_behind
 from active_memory.runlog.receipts import relative_path
 from active_memory.runlog.record import RunRecord, ToolFailure
+from active_memory.specialists.tasks.gather_command_files import command_files, run_folders
 from active_memory.specialists.tasks.gather_failures import EDIT_TOOLS
 from active_memory.specialists.tasks.gather_files import CodeCache
 from active_memory.specialists.tasks.gather_run import PATH_TOKEN, command_paths
 
 EDITED_BEFORE_SHOWN = 6
 """Files edited before a failure that names none, shown per item at most."""
-
-_COMMIT_HOOKS = (
-    ".pre-commit-config.yaml",
-    "lefthook.yml",
-    "lefthook.yaml",
-    ".lefthook.yml",
-    ".husky/pre-commit",
-    ".husky/commit-msg",
-    ".githooks/pre-commit",
-    ".githooks/commit-msg",
-    ".lintstagedrc",
-    ".lintstagedrc.json",
-    "lint-staged.config.js",
-    "commitlint.config.js",
-    ".commitlintrc.json",
-    ".claude/settings.json",
-)
-HOOK_FILES: dict[str, tuple[str, ...]] = {
-    "git commit": _COMMIT_HOOKS,
-    "git push": (
-        ".husky/pre-push",
-        ".githooks/pre-push",
-        "lefthook.yml",
-        "lefthook.yaml",
-        ".pre-commit-config.yaml",
-        ".claude/settings.json",
-    ),
-}
-"""Per family, the files that configure the hooks that may refuse it (git's own hook
-managers and a harness's project settings, where an agent's hooks are declared)."""
 
 _ERROR_PATHS_MAX = 16
 
@@ -86,10 +60,11 @@ def failure_context_files(
         failures = [f for group in failures_behind(record, item) for f in group]
         if not failures:
             continue
-        hooks = [p for p in HOOK_FILES.get(item.family, ()) if (root / p).is_file()]
+        configs = command_files(item.family, _folders(failures), (f.error for f in failures))
+        present = [p for p in configs if (root / p).is_file()]
         times = [f.at for f in failures if f.at is not None]
         edited = _edited_before(record, min(times)) if times else []
-        named = [*_error_paths(failures, checkout), *hooks]
+        named = [*_error_paths(failures, checkout), *present]
         episodes.append((named, _call_paths(failures, checkout), edited))
     if not episodes:
         return []
@@ -106,11 +81,21 @@ def failure_context_files(
         return []
     found: dict[str, None] = {}
     for named, own, edited in episodes:
-        explaining = [*named, *(sources[p] for p in own if p in sources)]
-        shown = [p for p in explaining if verdicts[p].current]
-        found.update(dict.fromkeys(shown))
-        if not shown and not any(verdicts[p].current for p in own):
+        ignore_rules = [sources[p] for p in own if p in sources]
+        found.update(dict.fromkeys(p for p in [*named, *ignore_rules] if verdicts[p].current))
+        if not any(verdicts[p].current for p in own):
             found.update(dict.fromkeys(p for p in edited if verdicts[p].current))
+    return list(found)
+
+
+def _folders(failures: Sequence[ToolFailure]) -> list[str]:
+    """The folders the failures' commands and their resolutions ran in."""
+    found: dict[str, None] = {}
+    for failure in failures:
+        cwd = failure.cwd or ""
+        found.update(dict.fromkeys(run_folders(failure.command, cwd)))
+        if failure.resolved_by is not None:
+            found.update(dict.fromkeys(run_folders(failure.resolved_by.command, cwd)))
     return list(found)
 
 
