@@ -268,7 +268,9 @@ def build_discovery(
         relevant=relevant,
         failures=run_of.failure_times(record),
     )
-    views = _FileViews(code.read_files(checkout, groups, limits, cache), limits)
+    # Graph tasks get no code view (graph lessons are about a node's procedure).
+    reader = checkout if name == "repository_discovery" else None
+    views = _FileViews(code.read_files(reader, groups, limits, cache), limits)
 
     # Choose, measuring each candidate as rendered.
     lessons, omitted = scope_lessons_within(known, limits)
