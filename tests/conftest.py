@@ -238,7 +238,7 @@ async def store(backend: Backend) -> AsyncIterator[Any]:
 
 
 async def drop_recall_keys(backend: Backend) -> None:
-    """Undo SQLite's schema version 10 (recall keys, docs/store.md); PostgreSQL has none."""
+    """Undo SQLite's schema version 11 (recall keys, docs/store.md); PostgreSQL has none."""
     if backend.name != "sqlite":
         return
     for trigger in ("recall_keys_insert", "recall_keys_update"):
@@ -249,8 +249,9 @@ async def drop_recall_keys(backend: Backend) -> None:
 
 async def drop_effectiveness_events(backend: Backend) -> None:
     """Undo schema version 7 (dated effectiveness events, docs/store.md) and every one
-    after it (8: failure signatures, 9: evidence failures, 10: recall keys)."""
+    after it (8: failure signatures, 9: evidence failures, 10: keeps, 11: recall keys)."""
     await drop_recall_keys(backend)
+    await backend.sql("DROP TABLE IF EXISTS lesson_keeps")
     await backend.sql("DROP TABLE IF EXISTS evidence_failures")
     await backend.sql("DROP TABLE IF EXISTS failure_signatures")
     await backend.sql("DROP TABLE IF EXISTS lesson_effectiveness_events")

@@ -93,7 +93,27 @@ CREATE TABLE evidence_failures (
 ) STRICT;
 """
 
-# Version 10 (docs/store.md, "Recall keys"): what a scope's lessons are recalled by, kept
+# Version 10: a lesson kept without a new revision ("still valid", store/keeps.py).
+KEEPS_MIGRATION = """
+CREATE TABLE lesson_keeps (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    lesson_id  TEXT NOT NULL REFERENCES lessons (id),
+    revision   INTEGER NOT NULL CHECK (revision >= 1),
+    status     TEXT NOT NULL CHECK (status IN ('active', 'deferred')),
+    specialist TEXT NOT NULL,
+    run_id     TEXT,
+    model      TEXT,
+    reason     TEXT NOT NULL,
+    at         TEXT NOT NULL
+) STRICT;
+CREATE INDEX lesson_keeps_by_lesson ON lesson_keeps (lesson_id, seq);
+CREATE TRIGGER lesson_keeps_no_update BEFORE UPDATE ON lesson_keeps
+BEGIN SELECT RAISE(ABORT, 'lesson_keeps is append-only'); END;
+CREATE TRIGGER lesson_keeps_no_delete BEFORE DELETE ON lesson_keeps
+BEGIN SELECT RAISE(ABORT, 'lesson_keeps is append-only'); END;
+"""
+
+# Version 11 (docs/store.md, "Recall keys"): what a scope's lessons are recalled by, kept
 # by triggers so that a hook can answer a scope's first calls with an indexed, bounded
 # query while its first recall generation is built in the background (docs/recall.md,
 # "A run with no generation yet"). SQLite only: a hook never reads a PostgreSQL store.
@@ -315,6 +335,7 @@ MIGRATIONS: tuple[str, ...] = (
     EFFECTIVENESS_EVENTS_MIGRATION,
     FAILURE_SIGNATURES_MIGRATION,
     EVIDENCE_FAILURES_MIGRATION,
+    KEEPS_MIGRATION,
     RECALL_KEYS_MIGRATION,
 )
 
