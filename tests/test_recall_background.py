@@ -337,3 +337,26 @@ def test_the_direct_read_is_index_ranges_never_a_scan(tmp_path: Path) -> None:
     assert any("SEARCH recall_keys USING PRIMARY KEY" in step for step in plan), plan
     assert any(step.startswith("SEARCH l USING INDEX") for step in plan), plan
     assert len(rows) == 100  # 50 by the folder, 50 by the group
+
+
+def test_the_builder_migrates_a_store_an_earlier_version_wrote(tmp_path: Path) -> None:
+    """A store from before recall keys (an upgrade): the builder migrates it, so a run
+    with no generation yet reads its version from the store again."""
+    import sqlite3
+
+    from active_memory.recall.building import migrate
+    from active_memory.store.sqlite_schema import RECALL_KEYS_SCHEMA_VERSION, SCHEMA_VERSION
+
+    world = World(tmp_path)
+    publish(world.store, [repository_lesson("Before the upgrade", folders=["src"])])
+    with sqlite3.connect(world.store) as conn:
+        conn.executescript(
+            "DROP TRIGGER recall_keys_insert; DROP TRIGGER recall_keys_update; "
+            "DROP TABLE recall_keys; DROP TABLE recall_scopes; "
+            f"PRAGMA user_version = {RECALL_KEYS_SCHEMA_VERSION - 1};"
+        )
+    assert migrate(str(world.store)) is True
+    assert migrate(str(world.store)) is False  # nothing left to do
+    with sqlite3.connect(world.store) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT count(*) FROM recall_keys").fetchone()[0] == 1

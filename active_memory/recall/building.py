@@ -359,6 +359,8 @@ def settle(
     from active_memory.recall.generations import sqlite_stamp
 
     stamp = None if "://" in location else (lambda: sqlite_stamp(location))
+    if stamp is not None:
+        migrate(location)
     path = None
     for _round in range(8):
         try:
@@ -374,6 +376,44 @@ def settle(
         if _current(folder, source_for(location, scope)):
             return path
     return path
+
+
+def migrate(location: str) -> bool:
+    """Bring a SQLite store written by an earlier version to this version's schema (the
+    recall keys a hook reads when a run has no generation yet), as any writer's open
+    would; whether it did. A store that cannot be migrated (read-only, busy) is left as
+    it is: generations are still built from it, and runs without one wait for them."""
+    import sqlite3
+
+    from active_memory.store.changes import sqlite_uri
+    from active_memory.store.sqlite_schema import SCHEMA_VERSION
+
+    if not os.path.exists(location):
+        return False
+    try:
+        conn = sqlite3.connect(sqlite_uri(location), uri=True, timeout=5.0)
+        try:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    if version >= SCHEMA_VERSION or version == 0:
+        return False
+    import anyio
+
+    from active_memory.errors import ActiveMemoryError
+    from active_memory.store import open_store
+
+    async def open_once() -> None:
+        async with open_store(location, create=False):
+            pass
+
+    try:
+        _outside_event_loop(lambda: anyio.run(open_once))
+    except (ActiveMemoryError, OSError):
+        return False
+    return True
 
 
 def _current(folder: str, source: Source) -> bool:

@@ -226,9 +226,15 @@ def _pin_without_building(
     if pointer is not None and stamp_holds(pointer, stamp):
         return _pin_generation(context, scope, os.path.join(folder, pointer.generation))
     taken = quiet_stamp(stamp)
-    from active_memory.store.changes import read_sqlite_changes
+    from active_memory.store.changes import OldSchema, read_sqlite_changes
 
-    head = read_sqlite_changes(location, scope, None, limit=0)
+    try:
+        head = read_sqlite_changes(location, scope, None, limit=0)
+    except OldSchema:
+        # A store from before change versions: the builder opens it with the full store
+        # (which migrates it); a hook never does.
+        start_builder(context.recall_dir, location, scope)
+        raise GenerationPending("the store predates change versions: it is being migrated")
     if pointer is not None and pointer.since <= head.latest <= pointer.checked <= head.version:
         advance(folder, pointer.generation, head.version, taken)
         return _pin_generation(context, scope, os.path.join(folder, pointer.generation))
