@@ -234,7 +234,9 @@ def _pin_without_building(
         # A store from before change versions: the builder opens it with the full store
         # (which migrates it); a hook never does.
         start_builder(context.recall_dir, location, scope)
-        raise GenerationPending("the store predates change versions: it is being migrated")
+        raise GenerationPending(
+            "the store predates change versions: it is being migrated"
+        ) from None
     if pointer is not None and pointer.since <= head.latest <= pointer.checked <= head.version:
         advance(folder, pointer.generation, head.version, taken)
         return _pin_generation(context, scope, os.path.join(folder, pointer.generation))
