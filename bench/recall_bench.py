@@ -402,7 +402,8 @@ def bench_hooks(
 
 def serve_only(count: int, work: Path) -> None:
     """The `serve` section alone: a seeded store, its generation built in this process."""
-    from active_memory.recall.building import refresh, source_for
+    from active_memory.recall.building import refresh
+    from active_memory.recall.sources import source_for
     from active_memory.store.changes import ScopeKey
 
     checkout = work / "api"

@@ -216,14 +216,14 @@ _KILLED_BUILDER = textwrap.dedent(
 _RESUMED_BUILDER = textwrap.dedent(
     """
     import sys
-    from active_memory.recall import building, full_build
+    from active_memory.recall import full_build, sources
     full_build.PAGE_ROWS = 40
     pages = []
-    real = building._SqliteReader.page
+    real = sources._SqliteReader.page
     def page(self, after, limit):
         pages.append(after)
         return real(self, after, limit)
-    building._SqliteReader.page = page
+    sources._SqliteReader.page = page
     from active_memory.recall.builder import main
     code = main(sys.argv[1:])
     print(len(pages))
@@ -344,7 +344,7 @@ def test_the_builder_migrates_a_store_an_earlier_version_wrote(tmp_path: Path) -
     with no generation yet reads its version from the store again."""
     import sqlite3
 
-    from active_memory.recall.building import migrate
+    from active_memory.recall.sources import migrate
     from active_memory.store.sqlite_schema import RECALL_KEYS_SCHEMA_VERSION, SCHEMA_VERSION
 
     world = World(tmp_path)

@@ -204,7 +204,7 @@ _RACER = textwrap.dedent(
     """
     import os, sys, time
     sys.path.insert(0, {tests!r})
-    from active_memory.recall import building, snapshot
+    from active_memory.recall import snapshot, sources
     from active_memory.recall.environment import resolve_context
     from active_memory.recall.types import ToolCall
     from active_memory.store.changes import ScopeChanges
@@ -215,8 +215,8 @@ _RACER = textwrap.dedent(
         def read(scope, since):
             row = ("L-" + me, 1, "active", "From racer " + me, "x", '{{"folders": ["src"]}}')
             return ScopeChanges(1, [row], full=since is None)
-        return building.ReadSource(scope, True, read)
-    building.source_for = fake_source
+        return sources.ReadSource(scope, True, read)
+    sources.source_for = fake_source
     while not os.path.exists(sys.argv[2]):
         time.sleep(0.001)
     call = ToolCall("claude", "Read", {{}}, session="s", cwd={root!r})

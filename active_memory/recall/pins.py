@@ -174,8 +174,9 @@ def pin(context: RecallContext, scope: ScopeKey) -> str | Pending:
 
 def _pin_built(context: RecallContext, scope: ScopeKey, location: str) -> str:
     """Build what is missing in this call, then pin the current generation."""
-    from active_memory.recall.building import refresh, source_for
+    from active_memory.recall.building import refresh
     from active_memory.recall.generations import sqlite_stamp
+    from active_memory.recall.sources import source_for
 
     stamp = None if "://" in location else (lambda: sqlite_stamp(location))
     for _attempt in range(3):
