@@ -96,6 +96,12 @@ def test_copilot_writes_its_own_hooks_file_beside_the_users(
         "version": 1,
         "hooks": {
             "preToolUse": [{"type": "command", "bash": f"{HOOK} copilot", "timeoutSec": 10}],
+            **{
+                event: [
+                    {"type": "command", "bash": f"{HOOK} context copilot {event}", "timeoutSec": 5}
+                ]
+                for event in ("userPromptSubmitted", "agentStop", "preCompact")
+            },
             "sessionEnd": [
                 {"type": "command", "bash": f"{HOOK} session-end copilot", "timeoutSec": 5}
             ],

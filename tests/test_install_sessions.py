@@ -117,10 +117,13 @@ def test_codex_install_writes_trust_entries_codex_accepts(
     path = checkout / ".codex" / "hooks.json"
     state = _config(checkout)["hooks"]["state"]
     pre = f"{path}:pre_tool_use:0:0"
+    compact = f"{path}:post_compact:0:0"
     end = f"{path}:session_end:0:0"
-    assert set(state) == {pre, end}
+    assert set(state) == {pre, compact, end}
     handler = {"type": "command", "command": f"{HOOK} codex", "timeout": 10}
     assert state[pre]["trusted_hash"] == codex_trust.hook_hash("PreToolUse", None, handler)
+    context = {"type": "command", "command": f"{HOOK} context codex", "timeout": 5}
+    assert state[compact]["trusted_hash"] == codex_trust.hook_hash("PostCompact", None, context)
     # The project is not trusted yet: said, with the exact entry.
     assert f'[projects."{checkout}"]' in err and "--trust-project" in err
 

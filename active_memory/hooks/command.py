@@ -1,9 +1,9 @@
 """The command hook: one process per tool call, stdin JSON in, stdout JSON out.
 
 `active-memory-hook session-end HARNESS` enqueues a finished session instead
-(`hooks/session_end.py`), and `active-memory-hook context HARNESS` applies a context
-event (a batch handed back, a new prompt, a compaction: `recall/contexts.py`); both
-print nothing.
+(`hooks/session_end.py`), and `active-memory-hook context HARNESS [EVENT]` applies a context
+event (a batch handed back, a new prompt, a compaction: `recall/contexts.py`; EVENT names
+the event when the payload does not, as Copilot CLI's); both print nothing.
 
 Run as `active-memory-hook claude|codex|gemini|copilot|pi|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 USAGE = (
     "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
     "stdin), active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot, "
-    "or active-memory-hook context claude|codex|gemini|pi"
+    "or active-memory-hook context claude|codex|gemini|pi|copilot [EVENT]"
 )
 
 
@@ -78,9 +78,10 @@ def _context_event(arguments: Sequence[str], data: bytes, env: Mapping[str, str]
     from active_memory.recall import jsonio
     from active_memory.recall.contexts import handle_event
 
-    if len(arguments) != 1:
+    if len(arguments) not in (1, 2):
         raise ValueError(USAGE)
-    handle_event(arguments[0], jsonio.loads(data.decode("utf-8")), env)
+    event = arguments[1] if len(arguments) == 2 else None
+    handle_event(arguments[0], jsonio.loads(data.decode("utf-8")), env, event)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
