@@ -14,7 +14,7 @@
   a matching call gets it again.
 - A failing call cancels none of its siblings in 2.1.332: their cards stay charged.
 
-The model requests are told apart by fakes/claude_agents.py; a call's card is in the
+The model requests are told apart by fakes/agent_scripts.py; a call's card is in the
 last message of the request that carries the call's result. The recorded payloads of
 the same binary (sub-agent, batch, refusal, compaction, interruption) are replayed in
 tests/test_context_events.py.
@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from fakes.claude_agents import AgentScripts, last_message
+from fakes.agent_scripts import AgentScripts, last_message
 from fakes.harness import claude_environment, require_harness
 from fakes.model_server import ModelServer, ToolCall, Turn, text, tool
 from recall_support import publish, repository_lesson
