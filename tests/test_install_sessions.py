@@ -244,6 +244,25 @@ def test_doctor_reports_what_is_wrong_and_what_to_do(
     assert "resolvable: does not run: /gone/active-memory-hook not found" in out
 
 
+def test_doctor_names_the_context_hooks_an_older_install_lacks(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(["install", "claude"], capsys)
+    settings = checkout / ".claude" / "settings.json"
+    document = json.loads(settings.read_text())
+    for event in ("PostToolBatch", "UserPromptSubmit", "SessionStart"):
+        del document["hooks"][event]  # what `hook install claude` wrote before issue 26
+    settings.write_text(json.dumps(document))
+    code, out, _ = run(["doctor", "--json"], capsys)
+    assert code == 1
+    [item] = json.loads(out)["installed"]
+    present = next(c for c in item["checks"] if c["name"] == "present")
+    assert present["detail"] == "missing: PostToolBatch, UserPromptSubmit, SessionStart"
+    assert present["fix"] == "run `active-memory hook install claude` again"
+    run(["install", "claude"], capsys)
+    assert run(["doctor"], capsys)[0] == 0
+
+
 def test_doctor_flags_an_invalid_settings_file(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
