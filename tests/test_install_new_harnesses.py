@@ -56,6 +56,11 @@ def test_gemini_merges_into_the_users_settings_and_uninstall_restores_them(
     (end,) = document["hooks"]["SessionEnd"]
     assert end["hooks"] == [{"name": "active-memory-session-end", "type": "command",
                              "command": f"{HOOK} session-end gemini", "timeout": 5000}]  # fmt: skip
+    # `/compress` only: Gemini CLI matches a PreCompress group against the trigger.
+    (compress,) = document["hooks"]["PreCompress"]
+    assert compress == {"matcher": "manual", "hooks": [
+        {"name": "active-memory-context", "type": "command",
+         "command": f"{HOOK} context gemini", "timeout": 5000}]}  # fmt: skip
 
     installed = settings.read_text()
     assert run(["install", "gemini"], capsys)[1].startswith("the Gemini CLI hooks are already")
