@@ -9,6 +9,8 @@ passes; events we do not install reach nothing."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +163,26 @@ def test_pis_extension_sends_session_compact_which_resets(tmp_path: Path) -> Non
     assert CARD not in json.dumps(answer_hook("pi", read, env))  # once per context
     assert handle_event("pi", compact, env) == "reset"
     assert CARD in json.dumps(answer_hook("pi", read, env))
+
+
+def test_a_bad_context_event_prints_nothing_and_leaves_one_log_line(tmp_path: Path) -> None:
+    root, env, _ = _world(tmp_path)
+    log = Path(_recall(env)) / "hook.log"
+    good = json.dumps({"sessionId": "s1", "cwd": str(root)})
+    for arguments, payload, says in (
+        (["context", "copilot", "preCompact"], "{not json", "JSON"),
+        (["context", "copilot", "preCompact"], "[1, 2]", "must be a JSON object"),
+        (["context", "zed"], good, "unknown harness 'zed'"),
+        (["context", "copilot", "preCompact", "extra"], good, "usage:"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "active_memory.hooks.command", *arguments],
+            input=payload.encode(), capture_output=True, env=env, check=False,
+        )  # fmt: skip
+        assert (done.returncode, done.stdout) == (0, b"")
+        last = log.read_text(encoding="utf-8").splitlines()[-1]
+        assert says in last, last
+    # An event the harness's hooks do not send changes nothing and logs nothing.
+    lines = len(log.read_text(encoding="utf-8").splitlines())
+    assert handle_event("copilot", {"sessionId": "s1"}, env, "subagentStop") is None
+    assert len(log.read_text(encoding="utf-8").splitlines()) == lines
