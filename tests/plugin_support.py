@@ -1,0 +1,69 @@
+"""What the real-binary plugin tests share: a local copy of this repository to install
+from, a lesson in the default store of an empty HOME, and what the queue holds."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import anyio
+from recall_support import make_checkout, publish, repository_lesson
+
+from active_memory.store import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+TITLE = "Regenerate the client"
+RECOMMENDATION = "Run make client after editing api/schema.json; never edit client.py by hand."
+SKIPPED = shutil.ignore_patterns(
+    ".git", ".venv", ".ci", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+    ".hypothesis", "*.egg-info", "build", "dist", ".learning-tasks", "example.sqlite3*",
+)  # fmt: skip
+
+
+def copy_repository(target: Path) -> Path:
+    """A copy of this repository (its links kept as links), as a clone would be."""
+    shutil.copytree(ROOT, target, ignore=SKIPPED, symlinks=True)
+    return target
+
+
+def default_store(home: Path) -> Path:
+    """The store a plugin uses when nothing says otherwise (docs/store.md)."""
+    return home / ".local/state/zeroshot/active-memory/lessons.sqlite3"
+
+
+def checkout_with_lesson(root: Path, home: Path) -> Path:
+    """A checkout `root/api` with `client.py`, and the lesson about that file published
+    in HOME's default store."""
+    work = make_checkout(root / "api")
+    (work / "client.py").write_text("CLIENT = 1\n", encoding="utf-8")
+    store = default_store(home)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    publish(store, [repository_lesson(TITLE, RECOMMENDATION, files=["client.py"])])
+    return work
+
+
+def run(command: list[str], env: dict[str, str], cwd: Path, timeout: float = 1200) -> str:
+    """Run a harness command; its stdout, or a failure showing both streams' ends."""
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-3000:])
+    return done.stdout
+
+
+def queued(home: Path) -> list[tuple[str, str]]:
+    """(harness, session ID) of every entry in HOME's default store's queue."""
+
+    async def read() -> list[tuple[str, str]]:
+        async with open_store(str(default_store(home))) as opened:
+            entries = await opened.queue.entries()
+        return [(e.harness, e.session_id) for e in entries]
+
+    return anyio.run(read)
+
+
+def setup_log(data: Path) -> str:
+    """The set-up's log, for a failure message."""
+    log = data / "bootstrap.log"
+    return log.read_text("utf-8") if log.exists() else f"(no {log})"
