@@ -3,6 +3,7 @@ from, a lesson in the default store of an empty HOME, and what the queue holds."
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,3 +68,19 @@ def setup_log(data: Path) -> str:
     """The set-up's log, for a failure message."""
     log = data / "bootstrap.log"
     return log.read_text("utf-8") if log.exists() else f"(no {log})"
+
+
+def skill_command(skill: Path, env: dict[str, str]) -> Path:
+    """The command the init skill at `skill` names, as the shell of a session with `env`
+    expands it."""
+    found = re.search(r"^\s*ACTIVE_MEMORY_COMMAND: (.+)$", skill.read_text("utf-8"), re.M)
+    assert found, skill
+    done = subprocess.run(["sh", "-c", f"printf %s {found.group(1)}"], env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return Path(done.stdout)
+
+
+def setup_folders(home: Path) -> list[Path]:
+    """Every folder under HOME a set-up built in (the hooks and the MCP server of one
+    plugin must agree on one)."""
+    return sorted(log.parent for log in home.rglob("bootstrap.log"))

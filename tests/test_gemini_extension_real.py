@@ -21,6 +21,7 @@ from plugin_support import (
     copy_repository,
     queued,
     run,
+    setup_folders,
     setup_log,
 )
 
@@ -58,6 +59,7 @@ def test_extensions_install_is_the_whole_install(tmp_path: Path) -> None:
         requests = server.model_requests()
     data = home / ".gemini" / "active-memory"
     assert (data / "bin" / "active-memory").exists(), setup_log(data)
+    assert setup_folders(home) == [data]
     after = [r for r in requests if r.tool_results()]
     assert after, [r.dump()[:300] for r in requests]
     assert any(RECOMMENDATION in result for result in after[0].tool_results()), setup_log(data)
