@@ -4,8 +4,9 @@ repository>/plugins/gemini --consent` is the whole install: the first session's
 SessionStart hook sets the package up (plugins/bootstrap.py, a pip install from the
 source the extension links to), the AfterTool hook puts the lesson's card into the read's
 result, the SessionEnd hook queues the session; our MCP server answers for the session's
-repository, and the init skill names the extension's command. Needs the package index for the dependencies, as any `pip install` does. Skips
-without the binary; fails with CI=true."""
+repository, and the init skill names the extension's command. Needs the package index for
+the dependencies, as any `pip install` does. Skips without the binary; fails with
+CI=true."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from plugin_support import (
     setup_folders,
     setup_log,
 )
-
 
 SEARCH = "mcp_active-memory_search_lessons"
 """How Gemini CLI 0.61 names our MCP server's search tool."""
@@ -69,8 +69,11 @@ def test_extensions_install_is_the_whole_install(tmp_path: Path) -> None:
     # Our MCP server came with it, serving the session's repository; and the init skill,
     # naming the extension's own command.
     with ModelServer() as server:
-        server.push(tool(SEARCH, {"query": "client.py"}),
-                    tool("activate_skill", {"name": "active-memory-init"}), text("Ok."))  # fmt: skip
+        server.push(
+            tool(SEARCH, {"query": "client.py"}),
+            tool("activate_skill", {"name": "active-memory-init"}),
+            text("Ok."),
+        )
         session = env | {"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": "fake-key"}
         run([str(gemini), "-p", "Initialise Active Memory", "--yolo", "-m", "gemini-2.5-flash"],
             session, work)  # fmt: skip
