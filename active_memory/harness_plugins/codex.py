@@ -72,7 +72,7 @@ if [ -z "$data" ]; then
     esac
 fi
 if [ -z "$data" ]; then
-    echo "active-memory: $root is not a plugin Codex installed" \
+    echo "active-memory: $root is not a plugin Codex installed" \\
         "(codex plugin add active-memory@active-memory)" >&2
     exit 2
 fi
