@@ -134,6 +134,16 @@ def replace_link(link: Path, target: str) -> None:
     os.replace(temporary, link)
 
 
+_PIP_BOILERPLATE = ("note: This error originates", "See above for output", "[end of output]")
+
+
+def _telling_lines(output: str) -> list[str]:
+    """The lines of pip's output that say what went wrong: not the blank ones, the box
+    drawing around a subprocess's output, or pip's standard notes."""
+    lines = [line.strip(" │╰─>╭") for line in output.splitlines()]
+    return [line for line in lines if line and not any(b in line for b in _PIP_BOILERPLATE)]
+
+
 def build(source: Path, data: Path, print_id: str) -> tuple[bool, str]:
     """Build `venv-<print_id>` and switch to it; (succeeded, what to tell the user)."""
     venv = data / f"venv-{print_id}"
@@ -162,7 +172,7 @@ def build(source: Path, data: Path, print_id: str) -> tuple[bool, str]:
             shutil.rmtree(venv, ignore_errors=True)
             return False, f"{Path(step[0]).name} {step[1]} …: {exc}"
         if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            tail = _telling_lines(done.stderr or done.stdout)[-3:]
             log(data, f"failed: {' '.join(step[:4])} …\n" + (done.stderr or done.stdout)[-4000:])
             shutil.rmtree(venv, ignore_errors=True)
             return False, " / ".join(tail) or f"exit {done.returncode}"
