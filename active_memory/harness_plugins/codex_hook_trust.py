@@ -10,6 +10,11 @@ starts without a trust step) writes the entries for exactly the hooks of the ins
 plugin folder, with their current hashes: the same user-level write newer Codex releases
 make themselves when a plugin is installed.
 
+Codex binds a plugin hook's trust to the installed plugin's files the first time it sees
+it trusted (a fingerprint in `$CODEX_HOME/.hook-trust/`): after an update brings other
+files, Codex lists the hooks as modified until the person trusts them again in `/hooks`,
+whatever this writes. That check is Codex's; nothing here touches it.
+
 It writes them once per version of our hooks: `DATA/codex-hook-trust.json` keeps what it
 trusted, and while the installed hooks are the same, nothing is written again, so a
 person who then distrusts or disables them in Codex (`/hooks`) is not overruled. An entry
