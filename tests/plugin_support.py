@@ -84,3 +84,18 @@ def setup_folders(home: Path) -> list[Path]:
     """Every folder under HOME a set-up built in (the hooks and the MCP server of one
     plugin must agree on one)."""
     return sorted(log.parent for log in home.rglob("bootstrap.log"))
+
+
+GIT_URL = "https://git.invalid/acme/active-memory.git"
+
+
+def as_git_remote(source: Path, env: dict[str, str]) -> str:
+    """Commit the copy at `source` and make the environment's git fetch it for `GIT_URL`
+    (a `url.<copy>.insteadOf` rule in HOME's git config), so a harness that clones a
+    marketplace from a URL clones the copy, offline."""
+    run(["git", "init", "-q", "-b", "main"], env, source)
+    run(["git", "add", "-A"], env, source)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"],
+        env, source)  # fmt: skip
+    run(["git", "config", "--global", f"url.{source}.insteadOf", GIT_URL], env, source)
+    return GIT_URL

@@ -16,12 +16,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 import tomlkit
 from fakes.harness import codex_config, isolated_home, require_harness
 from fakes.model_server import ModelServer, text, tool
 from plugin_support import (
     RECOMMENDATION,
     TITLE,
+    as_git_remote,
     checkout_with_lesson,
     copy_repository,
     queued,
@@ -54,16 +56,22 @@ def _wait_for_setup(data: Path, config: Path) -> None:
     raise AssertionError(f"no set-up and trust after {SETUP_WAIT_SECONDS} s: {setup_log(data)}")
 
 
-def test_marketplace_add_and_plugin_add_are_the_whole_install(tmp_path: Path) -> None:
+@pytest.mark.parametrize("marketplace", ["folder", "git"])
+def test_marketplace_add_and_plugin_add_are_the_whole_install(
+    tmp_path: Path, marketplace: str
+) -> None:
+    # From a Git URL Codex clones the marketplace into $CODEX_HOME/.tmp/marketplaces/,
+    # where the set-up finds the source.
     codex = require_harness("codex")
     source = copy_repository(tmp_path / "clone")
     env = isolated_home(tmp_path) | {"FAKE_OPENAI_KEY": "sk-test"}
+    added = as_git_remote(source, env) if marketplace == "git" else str(source)
     home, codex_home = Path(env["HOME"]), Path(env["CODEX_HOME"])
     work = checkout_with_lesson(tmp_path, home)
     data = codex_home / "plugins" / "data" / "active-memory-active-memory"
     with ModelServer() as server:
         config = codex_config(codex_home, server.openai_url)
-        run([str(codex), "plugin", "marketplace", "add", str(source)], env, work)
+        run([str(codex), "plugin", "marketplace", "add", added], env, work)
         run([str(codex), "plugin", "add", "active-memory@active-memory"], env, work)
 
         server.push(text("Hello."))

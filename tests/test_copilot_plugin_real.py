@@ -20,6 +20,7 @@ from fakes.model_server import ModelServer, Received, text, tool
 from plugin_support import (
     RECOMMENDATION,
     TITLE,
+    as_git_remote,
     checkout_with_lesson,
     copy_repository,
     queued,
@@ -31,7 +32,6 @@ from plugin_support import (
 
 SEARCH = "active-memory-search_lessons"
 """How Copilot CLI 1.0.102 names our MCP server's search tool."""
-GIT_URL = "https://git.invalid/acme/active-memory.git"
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +66,9 @@ def test_marketplace_add_and_install_are_the_whole_install(
     }
     home = Path(env["HOME"])
     work = checkout_with_lesson(tmp_path, home)
-    added = str(source)
-    if marketplace == "git":
-        run(["git", "init", "-q", "-b", "main"], env, source)
-        run(["git", "add", "-A"], env, source)
-        run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"],
-            env, source)  # fmt: skip
-        # The user's git maps the URL to the copy: `marketplace add` clones it as it would
-        # clone from GitHub.
-        run(["git", "config", "--global", f"url.{source}.insteadOf", GIT_URL], env, work)
-        added = GIT_URL
+    # From a Git URL, the user's git maps the URL to the copy: `marketplace add` clones it
+    # as it would clone from GitHub.
+    added = as_git_remote(source, env) if marketplace == "git" else str(source)
 
     run([str(copilot), "plugin", "marketplace", "add", added], env, work)
     run([str(copilot), "plugin", "install", "active-memory@active-memory"], env, work)

@@ -112,8 +112,9 @@ def test_each_marketplace_lists_its_harness_folder() -> None:
 def test_the_codex_mcp_server_starts_this_version_from_codex_s_cache() -> None:
     (server,) = codex.mcp()["mcpServers"].values()
     assert server["command"] == "sh"
-    assert f"/plugins/cache/active-memory/active-memory/{VERSION}/bin/active-memory" in (
-        server["args"][1]
+    assert (
+        f"/plugins/cache/active-memory/active-memory/{VERSION}/bin/active-memory"
+        in (server["args"][1])
     )
     manifest = json.loads((ROOT / "plugins/codex/.codex-plugin/plugin.json").read_text("utf-8"))
     assert manifest["version"] == VERSION  # the cache folder Codex names after it

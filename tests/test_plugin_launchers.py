@@ -47,9 +47,7 @@ def _data(harness: str, home: Path) -> Path:
 
 
 @pytest.mark.parametrize("harness", ["gemini", "codex", "copilot"])
-def test_a_hook_before_the_setup_answers_nothing_and_succeeds(
-    harness: str, tmp_path: Path
-) -> None:
+def test_a_hook_before_the_setup_answers_nothing_and_succeeds(harness: str, tmp_path: Path) -> None:
     payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "read_file"})
     done = _run(PLUGINS / harness / "bin" / "active-memory-hook", harness,
                 env=HOOK_ENV[harness](tmp_path), stdin=payload)  # fmt: skip
