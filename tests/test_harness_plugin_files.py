@@ -15,7 +15,7 @@ from active_memory.harness_plugins import codex, copilot, gemini
 from active_memory.harness_plugins.__main__ import every_entry
 from active_memory.harness_plugins.identity import SOURCE_LINKS, VERSION
 from active_memory.harness_plugins.launchers import COMMAND, HOOK, SETUP
-from active_memory.harness_plugins.rendering import stale
+from active_memory.harness_plugins.rendering import stale, write
 from active_memory.hooks.installers import codex as codex_installer
 from active_memory.hooks.installers import copilot as copilot_installer
 from active_memory.hooks.installers import gemini as gemini_installer
@@ -119,3 +119,18 @@ def test_the_codex_mcp_server_starts_this_version_from_codex_s_cache() -> None:
     manifest = json.loads((ROOT / "plugins/codex/.codex-plugin/plugin.json").read_text("utf-8"))
     assert manifest["version"] == VERSION  # the cache folder Codex names after it
     assert "CODEX_HOME" in server["env_vars"]
+
+
+def test_writing_the_rendering_repairs_a_drifted_tree(tmp_path: Path) -> None:
+    entries = every_entry()
+    assert write(tmp_path, entries) and stale(tmp_path, entries) == []
+    (tmp_path / "plugins/codex/hooks/hooks.json").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "plugins/gemini/bin/active-memory-hook").chmod(0o644)
+    (tmp_path / "plugins/copilot/active_memory").unlink()
+    assert sorted(stale(tmp_path, entries)) == [
+        "plugins/codex/hooks/hooks.json",
+        "plugins/copilot/active_memory",
+        "plugins/gemini/bin/active-memory-hook",
+    ]
+    assert len(write(tmp_path, entries)) == 3
+    assert stale(tmp_path, entries) == []
