@@ -62,12 +62,13 @@ def test_every_hook_of_the_installed_plugin_is_trusted_with_codex_s_hash(tmp_pat
         matcher = hooks["hooks"][event][group].get("matcher")
         assert state[key] == {"trusted_hash": codex_trust.hook_hash(event, matcher, handler)}
     assert {k for k in state if k.startswith("active-memory@")} == {
-        f"{KEY}:session_start:0:0", f"{KEY}:pre_tool_use:0:0", f"{KEY}:session_end:0:0"
+        f"{KEY}:session_start:0:0", f"{KEY}:pre_tool_use:0:0", f"{KEY}:post_compact:0:0",
+        f"{KEY}:session_end:0:0",
     }  # fmt: skip
     # The user's own text and entries are kept as they were.
     text = config.read_text("utf-8")
     assert text.startswith(USER_CONFIG)
-    assert "trusted the plugin's hooks in Codex (3 entries)" in (data / "bootstrap.log").read_text()
+    assert "trusted the plugin's hooks in Codex (4 entries)" in (data / "bootstrap.log").read_text()
 
 
 def test_a_trust_the_user_withdrew_is_not_written_again_for_the_same_hooks(
