@@ -14,7 +14,9 @@ through it, so they cannot disagree. In order:
    told before every step how large a card may still be, so cards that cannot fit are
    skipped inside the posting lists and never looked at; cards already delivered are
    skipped; the admitted cards are framed and charged (ledger.py), one delivery line
-   per card written for the run record.
+   per card written for the run record and flushed to the disk before the ledger moves
+   on and the answer leaves (`answer_with_commit` lets the recall server do that flush
+   in a worker thread while its event loop answers other calls).
 
 A dry-run context (`active-memory recall`) does steps 1, 3 and a read-only 4, and lists
 every match (its report shows each skipped card and why).
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
+    from active_memory.recall.ledger import Commit
     from active_memory.recall.signals import Signals
     from active_memory.recall.snapshot import SnapshotCache
     from active_memory.recall.types import CardHit, RecallContext, ToolCall
@@ -53,13 +56,27 @@ def answer_tool_call(
     at a run's first call, reads the store; an async caller runs it in a worker thread.
     Raises on internal errors; the hook entry points turn any error into "no context".
     """
+    return answer_with_commit(call, context, cache=cache, defer_sync=False)[0]
+
+
+def answer_with_commit(
+    call: ToolCall,
+    context: RecallContext,
+    *,
+    cache: SnapshotCache | None = None,
+    defer_sync: bool = True,
+) -> tuple[RecallAnswer, Commit | None]:
+    """`answer_tool_call`, leaving a delivering call's disk flush to the caller: the
+    answer and, when a card was admitted, the `ledger.Commit` the caller must run (or
+    abandon) before the answer may leave; until then the session stays locked. The
+    recall server answers on its event loop and runs the commit in a worker thread."""
     if "repository" not in context.scopes:
-        return RecallAnswer(budget_left=context.budget_bytes)
+        return RecallAnswer(budget_left=context.budget_bytes), None
     signals = extract_signals(call, context.workspace_root)
     if context.exclude and not _drop_excluded(signals, context.exclude):
         # The call touched only excluded paths: no signal, no receipt, no card.
         state = read_state(ledger_path(context))
-        return RecallAnswer(budget_left=max(0, context.budget_bytes - state.spent))
+        return RecallAnswer(budget_left=max(0, context.budget_bytes - state.spent)), None
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
         record_receipt(context, call.tool, paths, call.agent)
@@ -70,7 +87,7 @@ def answer_tool_call(
     ):
         state = read_state(ledger_path(context))
         left = max(0, context.budget_bytes - state.spent)
-        return RecallAnswer(budget_left=left, paths=paths)
+        return RecallAnswer(budget_left=left, paths=paths), None
     hits: Iterable[CardHit]
     if not isinstance(index, SnapshotIndex):  # a run pinned to a version: the store's cards
         walk = index.walk(signals)
@@ -79,8 +96,10 @@ def answer_tool_call(
         hits, floor = match(index, signals), 0
     else:
         hits, floor = iter_matches(index, signals), index.min_card
-    admitted, skipped, text, left = admit(context, hits, floor=floor, pending=pending_id(call))
-    return RecallAnswer(tuple(admitted), text, left, tuple(skipped), paths)
+    admitted, skipped, text, left, commit = admit(
+        context, hits, floor=floor, pending=pending_id(call), defer_sync=defer_sync
+    )
+    return RecallAnswer(tuple(admitted), text, left, tuple(skipped), paths), commit
 
 
 def answer_hook(
