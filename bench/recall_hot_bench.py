@@ -1,6 +1,7 @@
 """Recall on the hard case, 100k and 1M lessons (issue 28): every file of the hot folder.
 
-    .venv/bin/python bench/recall_hot_bench.py --lessons 100000 --dir /tmp/recall-hot-100k
+    .venv/bin/python bench/recall_hot_bench.py --lessons 100000 --dir /tmp/recall-hot-100k \\
+        --sections build,hooks,serve,engine --rounds 5
     .venv/bin/python bench/recall_hot_bench.py --lessons 1000000 --dir /tmp/recall-hot-1m \\
         --sections build,hooks,rebuild
 
@@ -22,8 +23,14 @@ Sections, each figure next to a baseline measured in the same run:
   the worst file by each, with the worst file's rounds;
 - `serve`: `active-memory serve` over the same store, `--sessions` sessions of
   `--calls-per-session` `Read`s of hot files each, in runs of 10 sessions: p50/p99 of the
-  calls that delivered a card and of those that did not, beside `GET /health`; the
+  calls that delivered a card (a run's first call apart: it pins the run and makes its
+  files) and of those that did not, beside two baselines taken after every session, in
+  the same seconds: `GET /health`, and one line appended and flushed (`fdatasync`) in the
+  recall folder, which is what a delivering call must wait for; plus `GET /health` from
+  a second client every 5 ms during the calls (how long the event loop is held); the
   server's RSS after the first tenth of the calls (warm-up) and at the end;
+- `engine`: the same calls answered in this process as the server answers them, each
+  call's flush timed: a delivering call's whole time, its `fdatasync`, and the rest;
 - `rebuild`: lessons imported with IDs that sort in the middle force a complete build;
   the builder (started here, so its peak RSS is known) rebuilds the scope while hook
   calls run: warm calls of a run pinned before, and first calls of new sessions (which
@@ -45,6 +52,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -211,19 +219,60 @@ def hooks_section(world: World, rounds: int, entry: str) -> None:
     )
 
 
+def disk_sync(descriptor: int, n: int) -> float:
+    """Seconds to append one line to an open file and flush it to the disk (`fdatasync`):
+    what the durability rule costs a delivering call on this disk at this moment."""
+    start = time.perf_counter()
+    os.write(descriptor, f'{{"n": {n}}}\n'.encode())
+    os.fdatasync(descriptor)
+    return time.perf_counter() - start
+
+
+PROBER = """
+import http.client, json, select, sys, time
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=120)
+times = []
+while not select.select([sys.stdin], [], [], 0.005)[0]:
+    start = time.perf_counter()
+    conn.request("GET", "/active-memory/v1/health")
+    conn.getresponse().read()
+    times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+
+class Prober:
+    """A second client, a process of its own, asking `GET /health` every 5 ms while the
+    calls run: how long the server's event loop is held by other calls (a delivering
+    call's flush, say)."""
+
+    def __init__(self, port: int) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", PROBER, str(port)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+
+    def stop(self) -> list[float]:
+        """Its timings, once it stopped."""
+        out, _ = self.process.communicate(b"stop\n", timeout=60)
+        times: list[float] = json.loads(out)
+        return times
+
+
 def serve_section(world: World, sessions: int, per_session: int) -> None:
     server = subprocess.Popen(
         [sys.executable, "-c", "from active_memory.cli import run; run()", "serve", "--port",
          "0", "--store", str(world.store), "--no-ui"], env=world.env, stderr=subprocess.PIPE,
         text=True)  # fmt: skip
+    sync_path = world.recall / f"sync-baseline-{os.getpid()}.jsonl"
+    descriptor = os.open(sync_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         assert server.stderr is not None
         banner = server.stderr.readline()
         found = re.search(r"listening on http://127\.0\.0\.1:(\d+) ", banner)
         if not found:
             raise SystemExit(f"server did not start: {banner}")
+        port = int(found.group(1))
         token = (world.state / "active-memory" / "server.token").read_text().strip()
-        conn = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=120)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         files = hot_corpus.hot_files()
 
         def rss() -> float:
@@ -237,12 +286,19 @@ def serve_section(world: World, sessions: int, per_session: int) -> None:
             conn.getresponse().read()
             return time.perf_counter() - start
 
+        # Per session of the measured part: its calls, then one health request and one
+        # flushed line, so the baselines meet the same machine and disk as the calls.
         delivering: list[float] = []
+        first_of_run: list[float] = []
         quiet: list[float] = []
-        total = sessions * per_session
+        baseline: list[float] = []
+        syncs: list[float] = []
         warm_rss: list[float] = []
-        count = 0
+        prober: Prober | None = None
         for session in range(sessions):
+            measured = session >= sessions // 10  # the first tenth is warm-up
+            if measured and prober is None:
+                prober = Prober(port)
             run = f"serve-{os.getpid()}-{session // 10}"
             for call in range(per_session):
                 body = world.payload(f"s{os.getpid()}-{session}",
@@ -253,36 +309,105 @@ def serve_section(world: World, sessions: int, per_session: int) -> None:
                 conn.request("POST", "/active-memory/v1/hook/claude", body, headers)
                 answer = conn.getresponse().read()
                 seconds = time.perf_counter() - start
-                count += 1
-                if count > total // 10:  # after the warm-up
-                    (delivering if b"additionalContext" in answer else quiet).append(seconds)
-                    if count % 500 == 0:
-                        warm_rss.append(rss())
-        baseline = [health() for _ in range(1000)]
+                if not measured:
+                    continue
+                if b"additionalContext" not in answer:
+                    quiet.append(seconds)
+                elif call == 0 and session % 10 == 0:
+                    first_of_run.append(seconds)  # pins the run, makes its files
+                else:
+                    delivering.append(seconds)
+            if measured:
+                baseline.append(health())
+                syncs.append(disk_sync(descriptor, session))
+                if session % 50 == 0:
+                    warm_rss.append(rss())
+        probes = prober.stop() if prober is not None else []
+        total = sessions * per_session
         print(
             f"\nserve over {world.lessons:,} lessons: {sessions:,} sessions x {per_session} "
-            f"calls on hot files ({total:,}; the first tenth is warm-up)"
+            f"calls on hot files ({total:,}; the first tenth is warm-up), a run per 10 "
+            "sessions; the baselines are taken between sessions, in the same seconds"
         )
-        print(
-            f"  health (baseline)            p50 {pct(baseline, 0.5) * 1000:6.2f} ms   "
-            f"p99 {pct(baseline, 0.99) * 1000:6.2f} ms"
-        )
-        for label, values in (("calls that delivered a card", delivering),
-                              ("calls that delivered none", quiet)):  # fmt: skip
+        rows = [
+            ("health (baseline)", baseline),
+            ("fdatasync of a line (baseline)", syncs),
+            ("health from a second client", probes),
+            ("calls that delivered a card", delivering + first_of_run),
+            ("  of which a run's first call", first_of_run),
+            ("  the others", delivering),
+            ("calls that delivered none", quiet),
+        ]
+        for label, values in rows:
             if values:
                 print(
-                    f"  {label:<28} p50 {pct(values, 0.5) * 1000:6.2f} ms   "
-                    f"p99 {pct(values, 0.99) * 1000:6.2f} ms   ({len(values):,} calls)"
+                    f"  {label:<32} p50 {pct(values, 0.5) * 1000:6.2f} ms   "
+                    f"p99 {pct(values, 0.99) * 1000:6.2f} ms   ({len(values):,})"
                 )
         print(f"  RSS after warm-up: max {max(warm_rss):6.1f} MiB, at the end {rss():6.1f} MiB")
     finally:
+        os.close(descriptor)
+        sync_path.unlink(missing_ok=True)
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
 
 
-def rebuild_section(world: World, calls: int, entry: str) -> None:
-    import threading
+def engine_section(world: World, sessions: int, per_session: int) -> None:
+    """The serve section's calls answered in this process (no HTTP), the way the server
+    answers them, each call's flush timed: where a delivering call's time goes."""
+    from active_memory.hooks.recall_answer import make_answer
 
+    flushes: list[float] = []
+    real_sync = os.fdatasync
+
+    def timed_sync(fd: Any) -> None:
+        start = time.perf_counter()
+        real_sync(fd)
+        flushes.append(time.perf_counter() - start)
+
+    os.fdatasync = timed_sync  # every flush an answer makes is a delivery's
+    answer = make_answer(world.env)
+    files = hot_corpus.hot_files()
+    rows: dict[str, list[tuple[float, float]]] = {"delivered": [], "first": [], "none": []}
+    for session in range(sessions):
+        run = f"engine-{os.getpid()}-{session // 10}"
+        for call in range(per_session):
+            path = files[(session * 7 + call * 13) % len(files)]
+            payload = json.loads(world.payload(f"e{os.getpid()}-{session}", path))
+            forwarded = {"ACTIVE_MEMORY_RUN_ID": run}
+            flushes.clear()
+            start = time.perf_counter()
+            thunk = answer.quick("claude", payload, forwarded)
+            if thunk is None:
+                document = answer("claude", payload, forwarded)
+            else:
+                document, commit = thunk()
+                if commit is not None:
+                    commit()
+            seconds = time.perf_counter() - start
+            if session < sessions // 10:
+                continue
+            if "hookSpecificOutput" not in document:
+                kind = "none"
+            else:
+                kind = "first" if call == 0 and session % 10 == 0 else "delivered"
+            rows[kind].append((seconds, sum(flushes)))
+    os.fdatasync = real_sync
+    print("\nthe same calls answered in-process (no HTTP): where the time goes")
+    for label, values in (("calls that delivered a card", rows["delivered"] + rows["first"]),
+                          ("  of which a run's first call", rows["first"]),
+                          ("  the others", rows["delivered"]),
+                          ("calls that delivered none", rows["none"])):  # fmt: skip
+        if not values:
+            continue
+        parts = (("whole", [v[0] for v in values]), ("its fdatasync", [v[1] for v in values]),
+                 ("the rest", [v[0] - v[1] for v in values]))  # fmt: skip
+        print(f"  {label:<30} " + "; ".join(
+            f"{name} p50 {pct(part, 0.5) * 1000:5.2f} p99 {pct(part, 0.99) * 1000:6.2f} ms"
+            for name, part in parts))  # fmt: skip
+
+
+def rebuild_section(world: World, calls: int, entry: str) -> None:
     import anyio
 
     from active_memory.lessons import Associations, Author, Lesson, RepositoryScope
@@ -358,8 +483,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lessons", type=int, default=100_000)
     parser.add_argument("--dir", type=Path, required=True, help="where the store is kept")
-    parser.add_argument("--sections", default="build,hooks,serve",
-                        help="any of build, hooks, serve, rebuild")  # fmt: skip
+    parser.add_argument("--sections", default="build,hooks,serve,engine",
+                        help="any of build, hooks, serve, engine, rebuild")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--calls-per-session", type=int, default=10)
@@ -384,6 +509,8 @@ def main() -> None:
         hooks_section(world, args.rounds, str(entry))
     if "serve" in sections:
         serve_section(world, args.sessions, args.calls_per_session)
+    if "engine" in sections:
+        engine_section(world, args.sessions, args.calls_per_session)
     if "rebuild" in sections:
         rebuild_section(world, args.rebuild_calls, str(entry))
     print(f"\nload at the end {' '.join(f'{n:.2f}' for n in os.getloadavg())}")
