@@ -8,7 +8,7 @@ from fakes.lanes import BAD, GOOD, Discoveries
 from pydantic import JsonValue
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
-from active_memory.specialists.providers import Message, ProviderSession, Usage
+from active_memory.specialists.providers import Message, ProviderSession, Usage, input_digest
 from active_memory.specialists.providers.base import Request
 from active_memory.specialists.providers.function import FunctionSession
 
@@ -28,7 +28,11 @@ async def test_repair_turn_sees_the_quoted_errors_and_its_previous_answer() -> N
     assert [m.role for m in repair.messages] == ["user", "assistant", "user"]
     assert '"evidence": []' in repair.messages[1].content
     assert repair.messages[2].content.startswith("Your previous answer was not accepted:")
-    assert repair.input == {"task": 1}
+    # The repair's own input: the first input, the refused answer and every failure.
+    assert isinstance(repair.input, dict) and repair.input["task"] == {"task": 1}
+    assert repair.input["answer"] == repair.messages[1].content
+    assert repair.input["failures"] == list(repair.failures) and repair.failures
+    assert repair.repair_of == input_digest({"task": 1})
 
 
 @pytest.mark.asyncio
