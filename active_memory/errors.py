@@ -170,7 +170,9 @@ class SpecialistFailed(ActiveMemoryError):
     `kind` says why, for reports and tests: `invalid_answer` (failed validation after the
     one repair turn), `empty_answer`, `not_json`, `refusal`, `provider` (see
     `ProviderError`), `credentials`, `harness` (a CLI exited badly), `missing_recording`,
-    `malformed_exchange`, `timed_out`. `errors` holds the last validation error lines.
+    `malformed_exchange`, `timed_out`, `unsafe_answer` (refused by a safety rule while
+    its schema failed too: no repair turn, only the rules named). `errors` holds the last
+    validation error lines.
     """
 
     def __init__(
