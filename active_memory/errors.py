@@ -43,6 +43,12 @@ class InvalidRecord(UsageError):
         self.detail = message
 
 
+class RecordTooLarge(InvalidRecord):
+    """A record holds a value past the bounded reader's limits: an integer that does not
+    fit 64 bits, a number out of range, nesting deeper than the reader allows. No writer
+    of ours or of a harness produces one: the file is corrupt or crafted."""
+
+
 class LessonNotFound(UsageError):
     """No lesson, active or retired, has this ID."""
 

@@ -91,7 +91,7 @@ def _ui(args: argparse.Namespace) -> int:
 
     from active_memory.errors import UsageError
     from active_memory.hooks.paths import default_token_path
-    from active_memory.hooks.server import bind_loopback, loopback_host
+    from active_memory.hooks.server import bind_loopback, loopback_host, stop_on_signals
     from active_memory.hooks.token import load_or_create_token
 
     # Checked before anything is created or imported: a bad --host must cost nothing.
@@ -118,18 +118,24 @@ def _ui(args: argparse.Namespace) -> int:
     sock = bind_loopback(host, args.port)
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    print(
-        f"active-memory ui: open http://{shown}:{port}/login?code={gate.new_login_code()} "
-        f"(one-time link, valid 10 minutes; later, log in with the token in {token_file})",
-        file=sys.stderr,
-        flush=True,
-    )
     config = uvicorn.Config(
         app, access_log=False, log_level="warning", server_header=False,
         timeout_graceful_shutdown=5,
     )  # fmt: skip
+    server = uvicorn.Server(config)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        # As `serve`: a SIGTERM or SIGINT, from the moment the link is printed, stops the
+        # server and the command exits 0 (uvicorn alone raises the signal again after its
+        # shutdown: death by -15).
+        with stop_on_signals(server):
+            print(
+                f"active-memory ui: open http://{shown}:{port}/login?code="
+                f"{gate.new_login_code()} (one-time link, valid 10 minutes; later, log in "
+                f"with the token in {token_file})",
+                file=sys.stderr,
+                flush=True,
+            )
+            server.run(sockets=[sock])
     finally:
         sock.close()
     print("active-memory ui: stopped", file=sys.stderr)
