@@ -22,12 +22,12 @@ That keeps prose, commit hashes in paths, UUIDs and short words out of the findi
 
 from __future__ import annotations
 
+import _thread
 import math
 import re
-import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from active_memory.credential_rules import DETECT_SECRETS
 
@@ -272,8 +272,9 @@ _PLACEHOLDER = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Match:
+# NamedTuples, not dataclasses: a hook process that meets a key loads this module, and
+# `dataclasses` (with `inspect`) costs it more than a bare interpreter's start-up.
+class Match(NamedTuple):
     """One credential-shaped span of a text: `text[start:end]` is the secret."""
 
     start: int
@@ -281,8 +282,7 @@ class Match:
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """A secret found in a named field; `excerpt` is masked and safe to print."""
 
     field: str
@@ -340,7 +340,7 @@ with a finding is never kept: no secret outlives the screen in a cache."""
 
 _CLEAN_MAX = 8192
 _CLEAN: dict[str, None] = {}
-_CLEAN_LOCK = threading.Lock()
+_CLEAN_LOCK = _thread.allocate_lock()  # `threading` would cost a hook process its import
 
 
 def find_secrets(text: str) -> list[Match]:

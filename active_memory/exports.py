@@ -199,6 +199,11 @@ def _read(path: Path) -> str | None:
 
 
 def _write(path: Path, before: str | None, after: str) -> Written:
+    from active_memory.credential_gate import mask
+
+    # Lessons are screened when published; the one screen again where they leave the
+    # store (one written before the screen existed may hold a credential).
+    after = mask(after)
     if before == after:
         return Written(path, "unchanged")
     from active_memory.atomic_files import write_output_file

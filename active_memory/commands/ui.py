@@ -192,7 +192,9 @@ def _link(args: argparse.Namespace) -> int:
         ) from None
     link = f"http://{host}:{running.port}{path}?code={code}"
     if args.json:
-        print(json.dumps({"link": link, "valid_seconds": seconds, "pid": running.pid}))
+        from active_memory.commands.common import print_json
+
+        print_json({"link": link, "valid_seconds": seconds, "pid": running.pid})
     else:
         print(link)
     return 0

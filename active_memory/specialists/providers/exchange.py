@@ -36,6 +36,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from active_memory.atomic_files import write_atomically
+from active_memory.credential_gate import mask_value
 from active_memory.errors import SpecialistFailed
 from active_memory.reader import MAX_DOCUMENT_BYTES, NotReadable, read_file_bytes
 from active_memory.specialists.providers.base import (
@@ -249,6 +250,11 @@ class FileExchangeSession(BaseSession):
         document = task.model_dump(by_alias=True, mode="json")
         if request.repair_of is None:
             del document["repair_of"], document["failures"]
+        # No credential at rest in a task file (the prompt is screened where it is built;
+        # this is the one screen again at the writer). Digests and names stay as they are.
+        for key in ("instructions", "messages", "failures"):
+            if key in document:
+                document[key] = mask_value(document[key])
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         await anyio.to_thread.run_sync(write_atomically, task_file, text)
 

@@ -14,6 +14,7 @@ as its JSON value, or as its text when it is not JSON (replayed as text).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Final, Literal
@@ -23,6 +24,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from active_memory.atomic_files import write_atomically
+from active_memory.credential_gate import mask_value
 from active_memory.errors import InvalidRecord, SpecialistFailed
 from active_memory.specialists.providers.base import (
     AnswerT,
@@ -87,8 +89,10 @@ async def load_recordings(path: Path, *, missing_ok: bool = False) -> Recordings
 
 
 async def save_recordings(path: Path, recordings: Recordings) -> None:
-    """Write a recordings file atomically (a temporary file, then a rename)."""
-    text = recordings.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
+    """Write a recordings file atomically (a temporary file, then a rename), every
+    credential in it masked (an answer may quote one)."""
+    document = mask_value(recordings.model_dump(mode="json", by_alias=True, exclude_none=True))
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     await anyio.to_thread.run_sync(write_atomically, path, text)
 
 
