@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from active_memory.commands.common import add_json_option, add_store_option, print_json
+from active_memory.commands.postmortem_view import Display, render
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from anyio import CancelScope
 
     from active_memory.checkout import Checkout
@@ -26,10 +29,10 @@ if TYPE_CHECKING:
     from active_memory.orchestrator import (
         ChosenLane,
         PostmortemReport,
-        ProgressEvent,
         SessionFactory,
     )
     from active_memory.runlog.record import RunRecord
+    from active_memory.specialists.providers.exchange import Pending
     from active_memory.store import LessonStore
 
 # After the first SIGINT/SIGTERM the postmortem gets this long to stop its specialists
@@ -127,18 +130,27 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
             raise UsageError("--show-tasks asks no model: drop --lane, --replay and --exchange-dir")
         sessions = capture = CaptureSessions()
         args.dry_run = True  # no model answers: nothing may be published
+    shown: list[Display] = []  # the display, once made: the exchange lane tells it of tasks
     if sessions is None:
-        chosen = _lane(args, config, checkout)
+        chosen = _lane(args, config, checkout, lambda task: shown[0].waiting(task))
         sessions, lane = chosen.sessions, chosen.to_json()
-    display = _Display(json_mode=args.json)
+    display = Display(json_mode=args.json)
+    shown.append(display)
     if lane is not None and not args.json:
         display.console.print(f"postmortem: lane {lane['name']} ({lane['reason']})")
+        if lane["name"] == "exchange":
+            display.console.print(
+                f"postmortem: task and answer files in {args.exchange_dir}: answer each "
+                "task by writing the answer file it names",
+                soft_wrap=True,
+                markup=False,
+            )
     outcome = anyio.run(_run, args, record, config, checkout, sessions, display)
     display.close()
     if capture is not None and not isinstance(outcome, int):
-        from active_memory.commands.show_tasks import shown
+        from active_memory.commands.show_tasks import shown as show_tasks
 
-        return shown(args, outcome, capture, config)
+        return show_tasks(args, outcome, capture, config)
     if isinstance(outcome, int):
         print(
             "active-memory: postmortem interrupted; it stopped before publishing, "
@@ -149,13 +161,8 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     if args.json:
         print_json(outcome.to_json() | ({"lane": lane} if lane is not None else {}))
     else:
-        from active_memory.commands.postmortem_table import render_report
-
-        render_report(outcome)
+        render(outcome)
     return 0 if outcome.ok else 1
-
-
-# --- inputs ----------------------------------------------------------------------
 
 
 def _with_graph(record: RunRecord, graph_path: Path | None) -> RunRecord:
@@ -236,9 +243,15 @@ def _checkout(record: RunRecord, directory: Path | None) -> Checkout | None:
         raise UsageError(f"--checkout {directory}: not a git checkout ({exc})") from None
 
 
-def _lane(args: argparse.Namespace, config: RuntimeConfig, checkout: Checkout | None) -> ChosenLane:
+def _lane(
+    args: argparse.Namespace,
+    config: RuntimeConfig,
+    checkout: Checkout | None,
+    waiting: Callable[[Pending], None],
+) -> ChosenLane:
     """The specialists' lane (`--lane`, else the plan's); an impossible one exits 2 now,
-    and a recordings file is read now, so a bad one exits 2 too."""
+    and a recordings file is read now, so a bad one exits 2 too. `waiting` is told where
+    each exchange task is."""
     from active_memory.orchestrator import LaneOptions, choose_lane
 
     chosen = choose_lane(
@@ -247,6 +260,7 @@ def _lane(args: argparse.Namespace, config: RuntimeConfig, checkout: Checkout | 
         LaneOptions(
             recordings=args.replay,
             exchange_dir=args.exchange_dir,
+            exchange_waiting=waiting,
             checkout=checkout.root if checkout is not None else None,
         ),
     )
@@ -268,7 +282,7 @@ async def _run(
     config: RuntimeConfig,
     checkout: Checkout | None,
     sessions: SessionFactory | None,
-    display: _Display,
+    display: Display,
 ) -> PostmortemReport | int:
     """The postmortem under a signal watcher; an int is the exit code of an interruption."""
     import anyio
@@ -361,58 +375,3 @@ def _open_store(option: str | None, *, dry_run: bool) -> Any:
             yield store
 
     return opened()
-
-
-# --- progress ------------------------------------------------------------------------
-
-
-class _Display:
-    """Progress on stderr: a live rich display on a terminal, plain lines otherwise."""
-
-    def __init__(self, *, json_mode: bool) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True, highlight=False)
-        self.live = self.console.is_terminal and not os.environ.get("CI")
-        self._tasks: dict[str, Any] = {}
-        self._progress: Any = None
-        if self.live:
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
-
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description:<24}"),
-                BarColumn(bar_width=20),
-                TextColumn("{task.fields[status]}"),
-                console=self.console,
-                transient=False,
-            )
-            self._progress.start()
-
-    def event(self, event: ProgressEvent) -> None:
-        """One orchestrator progress event (runs on the event loop: never blocks long)."""
-        name = event.specialist or "postmortem"
-        if event.done is not None and event.total is not None:
-            text = f"{event.stage} {event.done}/{event.total}"
-        else:
-            text = event.stage
-        if event.detail:
-            text += f": {event.detail}"
-        if not self.live:
-            self.console.print(f"postmortem: {name}: {text}", soft_wrap=True)
-            return
-        task = self._tasks.get(name)
-        if task is None:
-            task = self._progress.add_task(name, total=None, status="")
-            self._tasks[name] = task
-        if event.stage in ("finished", "published"):
-            self._progress.update(task, total=1, completed=1, status=event.detail or event.stage)
-        elif event.total:
-            self._progress.update(task, total=event.total, completed=event.done or 0, status=text)
-        else:
-            self._progress.update(task, status=text)
-
-    def close(self) -> None:
-        """Stop the live display."""
-        if self._progress is not None:
-            self._progress.stop()

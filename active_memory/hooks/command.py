@@ -5,6 +5,8 @@
 event (a batch handed back, a new prompt, a compaction: `recall/contexts.py`); both
 print nothing.
 
+OpenCode's and Hermes' plugins call `after-tool` (with `harness` in the payload).
+
 Run as `active-memory-hook claude|codex|gemini|copilot|pi|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
@@ -33,8 +35,8 @@ if TYPE_CHECKING:
 
 USAGE = (
     "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
-    "stdin), active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot, "
-    "or active-memory-hook context claude|codex|gemini|pi"
+    "stdin), active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot|hermes, "
+    "or active-memory-hook context claude|codex|gemini|pi|opencode"
 )
 
 
@@ -80,6 +82,11 @@ def _context_event(arguments: Sequence[str], data: bytes, env: Mapping[str, str]
 
     if len(arguments) != 1:
         raise ValueError(USAGE)
+    from active_memory.hooks import compaction
+
+    if compaction.handles(arguments[0]):
+        compaction.handle(arguments[0], jsonio.loads(data.decode("utf-8")), env)
+        return
     handle_event(arguments[0], jsonio.loads(data.decode("utf-8")), env)
 
 

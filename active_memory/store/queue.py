@@ -7,9 +7,10 @@ workers of many machines agree on when a lease expires). A backend reads `now` o
 transaction and hands it to the functions here.
 
 - An end event (`SessionEnd`) inserts or refreshes the one entry of (harness, session).
-  A *final* event (Claude Code / Codex `SessionEnd`, OpenCode's session end) makes the
-  entry claimable at once; a *turn* event (Codex `Stop`, after every turn) only once no
-  other end arrived for the worker's settle delay.
+  A *final* event (Claude Code / Codex `SessionEnd`, OpenCode's `session.end` at exit,
+  Hermes' `on_session_finalize`) makes the entry claimable at once; a *turn* event
+  (Codex `Stop`, OpenCode's `session.idle`, Hermes' `on_session_end`, after every turn)
+  only once no other end arrived for the worker's settle delay.
 - A claim moves `pending` → `running` with a lease (`lease_owner`, `lease_expires`) and
   counts an attempt. A `running` entry whose lease expired is claimable by any worker
   (its worker died); past `MAX_CLAIMS` claims it is `failed` instead (a poisoned entry
@@ -46,7 +47,9 @@ DEFAULT_LEASE = 60.0
 DEFAULT_SETTLE = 120.0
 """Quiet time after a turn event (Codex `Stop`) before the session counts as settled."""
 
-FINAL_EVENTS = frozenset({"SessionEnd", "session.end", "session.deleted", "session.idle.final"})
+FINAL_EVENTS = frozenset(
+    {"SessionEnd", "session.end", "session.deleted", "session.idle.final", "on_session_finalize"}
+)
 
 QUEUE_COLUMNS = (
     "id, harness, session_id, transcript, cwd, model, event, final, size, processed_size, "

@@ -18,14 +18,15 @@
   repair task's own `digest`. A safety refusal gets no repair file.
 
 An absent answer file is *pending* (`submit` returns `Pending`; `ask` waits for it until
-the deadline). A present but malformed one fails the specialist naming the file.
+the deadline, telling `waiting` once per task where the files are, for a progress
+display). A present but malformed one fails the specialist naming the file.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -138,10 +139,12 @@ class FileExchangeSession(BaseSession):
         directory: Path,
         deadline: float | None = None,
         poll_interval: float = 0.5,
+        waiting: Callable[[Pending], None] | None = None,
     ) -> None:
         super().__init__(specialist, "exchange", model, deadline=deadline)
         self._directory = directory
         self._poll = poll_interval
+        self._waiting = waiting
         self._wait = True
         self._written: set[str] = set()  # digests whose task file this session wrote
 
@@ -165,12 +168,16 @@ class FileExchangeSession(BaseSession):
             self._wait = True
 
     async def _turn(self, request: Request) -> TurnOutput:
+        told = False
         while True:
             turn = await self._read_or_write(request)
             if not isinstance(turn, Pending):
                 return turn
             if not self._wait:
                 raise _NotYet(turn)
+            if not told and self._waiting is not None:
+                told = True
+                self._waiting(turn)  # where the task is, for whoever shows progress
             await anyio.sleep(self._poll)
 
     def _where(self, request: Request) -> str:
