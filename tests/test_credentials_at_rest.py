@@ -35,7 +35,6 @@ from active_memory.specialists.providers.base import Request
 from active_memory.specialists.providers.exchange import FileExchangeSession, Pending
 from active_memory.specialists.providers.function import FunctionSession
 from active_memory.specialists.providers.replay import RecordingSession
-from active_memory.specialists.tasks.render import numbered_lines
 from active_memory.store import SessionEnd, open_store
 from active_memory.store.sqlite import SqliteStore
 
@@ -283,13 +282,6 @@ async def test_a_recordings_file_keeps_no_credential_a_model_answered(tmp_path: 
     recorder = RecordingSession(FunctionSession("repository_discovery", model), path)
     await recorder.ask("prompt", Discoveries, input={"task": 1})
     assert clean(path.read_text(encoding="utf-8"))
-
-
-def test_a_checkout_file_reaches_a_task_with_its_credentials_masked() -> None:
-    data = f'aws_key = "{AWS}"\nstore = "{URL}"\nretries = 3\n'.encode()
-    lines, _, cut, _ = numbered_lines(data, final=True, budget=10_000)
-    assert not cut and len(lines) == 3 and lines[2] == "3: retries = 3"
-    assert clean("\n".join(lines))
 
 
 @pytest.mark.asyncio

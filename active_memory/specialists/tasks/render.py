@@ -5,7 +5,7 @@ order (run first, lessons after the evidence): a model reads it as well as inden
 which costs about 40% more bytes (`bench/task_size_bench.py`). `rendered_size(task)` is
 its UTF-8 bytes, which is what every bound on a task measures. `numbered_lines` renders a
 file's first bytes as `"N: text"` entries within a budget of rendered bytes (`line_cost`
-each), every credential in them masked (`credential_gate.mask`, the one screen).
+each).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import codecs
 from json.encoder import encode_basestring
 
-from active_memory.credential_gate import mask
 from active_memory.specialists.tasks.bound import cut_utf8
 from active_memory.specialists.tasks.model import DiscoveryTask, MaintenanceTask
 
@@ -71,14 +70,12 @@ def numbered_lines(data: bytes, *, final: bool, budget: int) -> tuple[list[str],
     for number, line in enumerate(raw, start=1):
         if partial_last and number == len(raw) and number > 1:
             break
-        # A file's credentials never reach a model or a task file: masked line by line
-        # (the lean gate first: a clean line costs a few substring tests).
-        entry = f"{number}: {mask(line)}"
+        entry = f"{number}: {line}"
         cost = line_cost(entry)
         if used + cost > budget:
             if number == 1:  # cut the first line itself rather than show nothing
                 room = max(0, budget - _LINE_OVERHEAD - 16)
-                kept, _ = cut_utf8(mask(line), room // 2)  # escapes may double a character
+                kept, _ = cut_utf8(line, room // 2)  # escapes may double a character
                 lines.append(f"1: {kept}")
                 shown = len(kept.encode("utf-8"))
                 used = line_cost(lines[0])
