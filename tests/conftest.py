@@ -239,7 +239,8 @@ async def store(backend: Backend) -> AsyncIterator[Any]:
 
 async def drop_effectiveness_events(backend: Backend) -> None:
     """Undo schema version 7 (dated effectiveness events, docs/store.md) and every one
-    after it (8: failure signatures, 9: evidence failures)."""
+    after it (8: failure signatures, 9: evidence failures, 10: keeps)."""
+    await backend.sql("DROP TABLE IF EXISTS lesson_keeps")
     await backend.sql("DROP TABLE IF EXISTS evidence_failures")
     await backend.sql("DROP TABLE IF EXISTS failure_signatures")
     await backend.sql("DROP TABLE IF EXISTS lesson_effectiveness_events")

@@ -176,8 +176,12 @@ def _export_rules(args: argparse.Namespace) -> int:
         return living, await store.effectiveness([lesson.id for lesson in living])
 
     lessons, counters = run_or_empty(args, job) or ([], {})
-    # Staleness is judged against this checkout, when it is the exported repository's.
-    stale = _stale(root, lessons) if root is not None and here == namespace else None
+    # Staleness is judged against the exported repository's own checkout: this one when
+    # it is that repository's, else the one this machine knows (known_checkouts).
+    from active_memory.known_checkouts import KnownCheckouts
+
+    judged_in = KnownCheckouts([root] if root is not None else []).root(namespace)
+    stale = _stale(str(judged_in), lessons) if judged_in is not None else None
     result = export(
         args.format,
         lessons,
@@ -260,7 +264,8 @@ def _say(args: argparse.Namespace, namespace: str, result: Any, checked: bool) -
         print(f"{len(result.stale_marked)} exported lessons are marked as possibly outdated")
     if not checked:
         print(
-            f"staleness not checked: run it inside a checkout of {namespace}",
+            f"staleness not checked: no checkout of {namespace} known here; run it inside "
+            "one, or pass --dir DIR inside it",
             file=sys.stderr,
         )
     if result.size > result.budget:

@@ -17,6 +17,7 @@ Failures are sorted once:
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from collections.abc import Callable, Mapping
@@ -36,6 +37,7 @@ from active_memory.errors import (
     StoreTooNew,
     UsageError,
 )
+from active_memory.known_checkouts import remember
 from active_memory.orchestrator import (
     PostmortemReport,
     SessionFactory,
@@ -91,6 +93,10 @@ async def attempt(
             return Attempt("waiting", f"{scope} is in another postmortem")
         checkout = open_checkout(record)
         root = Path(checkout.root) if checkout is not None else None
+        if root is not None and record.repository is not None:  # known_checkouts.py
+            learn = functools.partial(remember, record.repository.namespace, root, "session",
+                                      settings.env)  # fmt: skip
+            await anyio.to_thread.run_sync(learn)
         config = session_runtime(
             record, model=settings.model, fallback_model=entry.model,
             overrides=settings.overrides, active_memory=_settings_section(root, settings),
