@@ -178,3 +178,7 @@ def _exit_now(code: int) -> None:
         pass
     logging.shutdown()
     os._exit(code)
+
+
+if __name__ == "__main__":  # `python -m active_memory.cli`: how a hook starts the worker
+    run()

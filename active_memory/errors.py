@@ -43,6 +43,10 @@ class InvalidRecord(UsageError):
         self.detail = message
 
 
+class EmptySession(InvalidRecord):
+    """A session log holds no turn to learn from (no user turn, or nothing at all)."""
+
+
 class LessonNotFound(UsageError):
     """No lesson, active or retired, has this ID."""
 

@@ -133,8 +133,9 @@ def test_a_broken_store_exits_0_silently_with_one_log_line(tmp_path: Path, kind:
             raw.execute("CREATE TABLE other (x)")
     done = run_hook(["claude", "--store", str(store)], claude_end("s", None, "/w"), tmp_path / "st")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    (line,) = log_lines(tmp_path / "st")
+    line = log_lines(tmp_path / "st")[-1]
     assert "session-end claude" in line and str(store) in line
+    assert "waits in the spool (1 waiting)" in line  # kept, not lost
 
 
 def test_an_unreachable_postgres_store_exits_0_with_one_log_line(tmp_path: Path) -> None:

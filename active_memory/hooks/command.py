@@ -91,6 +91,11 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 
     previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
     harness = arguments[0] if arguments else ""
+    if environment.get("ACTIVE_MEMORY_HOOK_PROBE"):  # `hook doctor` runs us as a harness would
+        from active_memory.hooks.hook_probe import probe_answer
+
+        sys.stdout.write(f"{probe_answer(environment, ' '.join(arguments[:2]))}\n")
+        return 0
     if harness == "session-end":
         from active_memory.hooks import session_end
 

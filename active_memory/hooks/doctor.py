@@ -10,10 +10,16 @@ For every harness and place (project, user) whose configuration holds a hook of 
 - `trusted` (Copilot CLI, project): the repository is in Copilot's `trustedFolders`;
 - `trusted` (Codex): each hook of ours has a `[hooks.state]` entry whose hash matches,
   and a project install's project is trusted (codex_trust.py);
+- `trusted` (Gemini CLI, project): Gemini CLI's own trust rules would run the folder's
+  hooks (hooks/hook_probe.py);
+- `runs`: each command of ours, started as its harness starts it (a shell in the
+  project folder; the Pi and OpenCode plugins spawn it directly), answers a probe;
 - `server` (Claude Code HTTP hook): the recall server answers its health check;
 - `settings`: the settings files that apply here are valid (settings.py);
 - `store`: the lesson store can be opened and read (a missing SQLite store is fine: the
-  first postmortem creates it).
+  first postmortem creates it);
+- `worker`: whether and where this machine's worker of the store runs, whether a
+  session end starts one, and the lane it would run on (a problem when there is none).
 
 Each failed check says what to do. The command exits 1 when any check fails, or when no
 hook of ours is installed anywhere.
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,15 +101,19 @@ def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]
             item = inspect(harness, where, path, environment)
             if item is not None:
                 found.append(item)
-    shared = [_settings_check(cwd, environment), _store_check(environment)]
+    shared = [_settings_check(cwd, environment), _store_check(environment),
+              _worker_check(environment)]  # fmt: skip
     for item in found:
         item.checks.extend(shared)
     return found
 
 
-def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Installed | None:
+def inspect(
+    harness: str, where: str, path: Path, env: Mapping[str, str], *, run: bool = True
+) -> Installed | None:
     """The checks of one hooks file (None: no hook of ours in it); settings and store
-    are checked by `diagnose` once for all."""
+    are checked by `diagnose` once for all. `run`: also start each command as its harness
+    would (`hook install` reads its file back without)."""
     text = read_text(path)
     if text is None:
         return None
@@ -114,6 +124,8 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
         command = opencode.plugin_command(text) or "active-memory-hook"
         item.checks.append(Check("present", True, "plugin file (tool.execute.after)"))
         item.checks.append(_resolvable([command], env))
+        if run:
+            item.checks.append(_runs([[command, "after-tool"]], path, env))
         return item
     if harness == "pi":
         if not text.startswith(pi.MARKER):
@@ -121,10 +133,12 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
         command = pi.extension_command(text) or "active-memory-hook"
         item.checks.append(Check("present", True, "extension file (tool_result, session_shutdown)"))
         item.checks.append(_resolvable([command], env))
+        if run:
+            item.checks.append(_runs([[command, "pi"], [command, "session-end", "pi"]], path, env))
         return item
     document = parse_json_object(path, text)
     if harness in ("gemini", "copilot"):
-        return _inspect_single(item, harness, document, env)
+        return _inspect_single(item, harness, document, env, run)
     pre, end = _ours(harness, document)
     if not pre and not end:
         return None
@@ -139,6 +153,8 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
     )
     commands = [h["command"] for h in pre + end if h.get("type") == "command"]
     item.checks.append(_resolvable(commands, env))
+    if run:
+        item.checks.append(_runs(commands, path, env))
     if harness == "codex":
         item.checks.append(_trusted(path, document, where, env))
     http = [h for h in pre if h.get("type") == "http"]
@@ -148,7 +164,7 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
 
 
 def _inspect_single(
-    item: Installed, harness: str, document: dict[str, Any], env: Mapping[str, str]
+    item: Installed, harness: str, document: dict[str, Any], env: Mapping[str, str], run: bool
 ) -> Installed | None:
     # Gemini CLI (AfterTool + SessionEnd) and Copilot CLI (preToolUse + sessionEnd).
     found: dict[str, list[Any]] = {}
@@ -180,6 +196,10 @@ def _inspect_single(
     )
     commands = [h[key] for handlers in found.values() for h in handlers]
     item.checks.append(_resolvable(commands, env))
+    if run:
+        item.checks.append(_runs(commands, item.path, env))
+    if harness == "gemini" and item.where == "project":
+        item.checks.append(_gemini_trusted(item.path.parent.parent, env))
     if harness == "copilot" and item.where == "project":
         root = item.path.parent.parent.parent
         if installers.copilot_trusted(root, env):
@@ -196,6 +216,58 @@ def _inspect_single(
                 )
             )
     return item
+
+
+def _runs(commands: Sequence[str | list[str]], path: Path, env: Mapping[str, str]) -> Check:
+    """Each command, started as its harness starts it, answers the probe (hook_probe.py)."""
+    from active_memory.hooks.hook_probe import probe
+    from active_memory.hooks.installers import find_project_root
+
+    folder = find_project_root(path.parent)
+    seen: list[str] = []
+    for command in commands:
+        ok, said = probe(command, folder, env)
+        if not ok:
+            return Check("runs", False, said, "run `active-memory hook install …` again with "
+                         "the active-memory you use, or fix what the error says")  # fmt: skip
+        seen.append(said)
+    return Check("runs", True, f"{len(seen)} command(s) answer as the harness runs them")
+
+
+def _gemini_trusted(root: Path, env: Mapping[str, str]) -> Check:
+    from active_memory.hooks.hook_probe import gemini_trusted
+
+    trusted, why = gemini_trusted(root, env)
+    if trusted:
+        return Check("trusted", True, why)
+    return Check(
+        "trusted", False, f"Gemini CLI blocks this folder's project hooks: {why}",
+        f"start `gemini` in {root} and trust the folder, or set GEMINI_CLI_TRUST_WORKSPACE="
+        "true where Gemini CLI runs (its --skip-trust does not run hooks), or "
+        "`active-memory hook install gemini --user`",
+    )  # fmt: skip
+
+
+def _worker_check(env: Mapping[str, str]) -> Check:
+    from active_memory.store.location import resolve_store_location
+    from active_memory.worker_state import worker_report
+
+    report = worker_report(resolve_store_location(None, env), env)
+    status = report["status"]
+    if status["running"]:
+        detail = (f"running, pid {status.get('pid')} on {status.get('host')} since "
+                  f"{status.get('started_at')}; {status.get('lane')}")  # fmt: skip
+    elif report["auto_start"]:
+        detail = f"not running; the next session end starts one on lane {report['lane']}"
+    else:
+        detail = f"not running, and session ends start none ({report['auto_start_off']})"
+    lane = str(report["lane"])
+    if lane.startswith("none") and not status["running"] and report["auto_start"]:
+        return Check("worker", False, f"{detail}", "set the worker's lane in the settings "
+                     "file (docs/queue.md, \"The automatic worker\")")  # fmt: skip
+    if report.get("cap_reached"):
+        return Check("worker", True, f"{detail}; {report['cap_reached']}")
+    return Check("worker", True, detail)
 
 
 def _ours(harness: str, document: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:

@@ -8,7 +8,14 @@ from typing import Any
 
 from active_memory.worker.engine import WorkerEvent
 
-_DONE_STYLE = {"done": "green", "failed": "red", "lost": "yellow", "error": "red"}
+_DONE_STYLE = {
+    "done": "green",
+    "failed": "red",
+    "lost": "yellow",
+    "error": "red",
+    "retry": "yellow",
+    "released": "yellow",
+}
 
 
 class WorkerDisplay:
@@ -30,13 +37,20 @@ class WorkerDisplay:
             )  # fmt: skip
             self._progress.start()
 
+    def say(self, text: str) -> None:
+        """One line of the worker's own (its start, the store away, the daily cap)."""
+        self.console.print(f"worker: {text}", soft_wrap=True, markup=False)
+
     def event(self, event: WorkerEvent) -> None:
         """Show one step."""
         entry = event.entry
         if entry is None:
-            self.console.print(f"worker: {event.detail}", soft_wrap=True, markup=False)
+            self.say(event.detail)
             return
         name = f"#{entry.id} {entry.harness} {entry.session_id[:12]}"
+        if event.stage == "retrying":
+            self.console.print(f"{name}: {event.detail}", soft_wrap=True, markup=False)
+            return
         if event.stage == "claimed" and self.live:
             self._tasks[entry.id] = self._progress.add_task(f"{name}: postmortem", total=None)
             return

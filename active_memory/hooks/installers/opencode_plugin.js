@@ -7,8 +7,13 @@
 // recall must never break a tool call.
 
 import { spawn } from "node:child_process";
+import { homedir } from "node:os";
+import { join } from "node:path";
 
 const COMMAND = process.env.ACTIVE_MEMORY_HOOK_COMMAND || "active-memory-hook";
+// A project install names the command from the home folder ("~/…"): nothing of one
+// user in a file a team commits.
+const EXECUTABLE = COMMAND.startsWith("~/") ? join(homedir(), COMMAND.slice(2)) : COMMAND;
 const TIMEOUT_MS = 5000;
 const MAX_PENDING = 1000;
 
@@ -16,7 +21,7 @@ function askActiveMemory(payload, cwd) {
   return new Promise((resolve) => {
     let child;
     try {
-      child = spawn(COMMAND, ["after-tool"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
+      child = spawn(EXECUTABLE, ["after-tool"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
     } catch {
       resolve("");
       return;
