@@ -157,12 +157,12 @@ def _plan_hooks(
     if harness == "claude":
         changes = [claude.plan(path, install, http, port, script)]
         if where == "project":
-            root = path.parent.parent
+            checkout = path.parent.parent
             # Ours in the committed file (written there by earlier versions) go away.
-            legacy = claude.plan(claude.settings_path(root), False, http, port, None)
+            legacy = claude.plan(claude.settings_path(checkout), False, http, port, None)
             if legacy.changed:
                 changes.append(legacy)
-            exclude = claude.git_exclude_change(root, path) if install else None
+            exclude = claude.git_exclude_change(checkout, path) if install else None
             if exclude is not None:
                 changes.append(exclude)
         return Plan(changes)
