@@ -37,7 +37,12 @@ from active_memory.errors import (
 from active_memory.private import create_private
 from active_memory.store.dialect import Dialect, Row, Tx
 from active_memory.store.lesson_store import LessonStore
-from active_memory.store.sqlite_file import backup_destination, checked_path, release_claim
+from active_memory.store.sqlite_file import (
+    backup_destination,
+    checked_path,
+    count_open,
+    release_claim,
+)
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -85,6 +90,7 @@ class SqliteDialect(Dialect):
         self._conn = conn
         self._tx = _Connection(conn)
         self._turn = anyio.Lock()
+        self._counted = False  # counted in sqlite_file.OPEN_IN_THIS_PROCESS
 
     def among(self, column: str, values: Iterable[str]) -> tuple[str, Any]:
         return f"{column} IN (SELECT value FROM json_each(?))", json.dumps(list(values))
@@ -122,9 +128,16 @@ class SqliteDialect(Dialect):
         except sqlite3.Error as exc:
             raise StoreUnavailable(location, f"cannot open the store: {exc}") from None
         dialect = cls(location, conn, busy_timeout, read_only=read_only)
-        return await dialect.started(dialect._migrate)
+        started = await dialect.started(dialect._migrate)
+        if target != ":memory:":
+            count_open(location, +1)
+            dialect._counted = True
+        return started
 
     async def _close(self) -> None:
+        if self._counted:
+            count_open(self.location, -1)
+            self._counted = False
         await self._conn.close()
 
     async def _configure(self) -> None:

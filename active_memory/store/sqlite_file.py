@@ -5,6 +5,7 @@ takes on its destination."""
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 from active_memory.errors import StoreCorrupt, StoreMissing, StoreUnavailable, UsageError
@@ -21,11 +22,38 @@ def _note(message: str) -> None:
     print(f"active-memory: note: {message}", file=sys.stderr)
 
 
+OPEN_IN_THIS_PROCESS: dict[str, int] = {}
+"""Store files this process holds SQLite connections to, by real path, and how many.
+
+Reading such a file's header here would cost those connections their locks: closing any
+descriptor of a file drops every POSIX lock this process holds on it, SQLite's included,
+and another process may then take the store for unused and delete its WAL under them
+(every later statement of theirs: "disk I/O error"). A file SQLite already has open here
+was checked when it was first opened."""
+
+
+def held(path: Path) -> bool:
+    """This process has the store at `path` open through SQLite."""
+    return OPEN_IN_THIS_PROCESS.get(os.path.realpath(path), 0) > 0
+
+
+def count_open(path: str, change: int) -> None:
+    """A connection to the store file at `path` opened (+1) or closed (-1) here."""
+    key = os.path.realpath(path)
+    left = OPEN_IN_THIS_PROCESS.get(key, 0) + change
+    if left > 0:
+        OPEN_IN_THIS_PROCESS[key] = left
+    else:
+        OPEN_IN_THIS_PROCESS.pop(key, None)
+
+
 def checked_path(location: str | Path, create: bool) -> Path:
     """Refuse a path that is not a SQLite file before SQLite touches it."""
     path = Path(location).expanduser()
     if path.is_dir():
         raise StoreUnavailable(str(path), "is a folder; give the path of a store file")
+    if path.exists() and held(path):
+        return path
     if path.exists():
         try:
             with path.open("rb") as handle:
