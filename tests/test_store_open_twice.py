@@ -8,10 +8,10 @@ of the first connection failed with "disk I/O error"."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from active_memory.store import SessionEnd, open_store
@@ -37,7 +37,7 @@ async def test_a_second_connection_in_one_process_keeps_the_first_one_working(
             async with open_store(store) as second:
                 assert len(await second.queue.entries()) == index + 1
             # Another process comes and goes (a hook, `queue`, a reader).
-            subprocess.run([sys.executable, "-c", WRITE_AND_LEAVE, store], check=True)
+            await anyio.run_process([sys.executable, "-c", WRITE_AND_LEAVE, store])
             end = SessionEnd("claude", f"s-{index + 2}", "", "/w", "SessionEnd")
             await first.queue.enqueue(end)
         assert len(await first.queue.entries()) == 4

@@ -204,3 +204,28 @@ async def test_a_failed_specialists_reason_is_in_the_queue_and_the_journal(
     assert journal is not None and journal.reason == entry.reason
     (line,) = Path(files.spend).read_text().splitlines()  # what it cost, for the daily cap
     assert json.loads(line)["run_id"] == "claude-c-1" and json.loads(line)["requests"] >= 1
+
+
+def test_a_library_warning_with_a_traceback_is_one_line_on_the_worker_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    from active_memory.worker.display import WorkerDisplay
+
+    display = WorkerDisplay()
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
+        except ConnectionRefusedError:
+            # What asyncpg's pool logs while the server is down (pool.py, min-size upkeep).
+            logging.getLogger("asyncpg.pool").warning(
+                "Failed to restore the pool connection floor; retrying", exc_info=True
+            )
+    finally:
+        display.close()
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "worker: asyncpg.pool: Failed to restore the pool connection floor; retrying "
+        "(ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 5432))"
+    ]

@@ -40,10 +40,8 @@ SESSIONS = 10
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[dict[str, Path]]:
     state = tmp_path / "state"
-    folder = state / "active-memory" / "worker"
     yield {"root": tmp_path, "state": state, "store": state / "lessons.sqlite3",
            "workers": state / "worker"}  # fmt: skip
-    stop_workers(folder)
     stop_workers(state / "worker")
 
 
