@@ -410,3 +410,35 @@ async def test_a_broken_settings_file_fails_the_entry_and_collects_nothing(
     assert item.state == "failed"
     assert ".active-memory.toml" in item.reason and "repositry" in item.reason
     assert sessions.opened == []
+
+
+@pytest.mark.asyncio
+async def test_a_store_away_inside_a_claim_is_waited_for_and_each_wait_is_said(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from active_memory.errors import StoreUnavailable
+    from active_memory.worker import WorkerEvent
+    from active_memory.worker import entry as entry_module
+
+    real = entry_module.run_postmortem  # type: ignore[attr-defined]
+    calls: list[int] = []
+
+    async def away(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) <= 3:  # more than `retries`: the store's absence is not counted
+            raise StoreUnavailable(str(store_path), "cannot reach the PostgreSQL server")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(entry_module, "run_postmortem", away)
+    transcript = quiet_transcript(tmp_path / "t.jsonl", "t-1", "/w/t")
+    await enqueue(str(store_path), session_end("t-1", transcript))
+    said: list[WorkerEvent] = []
+    worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05, retries=1, backoff=0.01),
+                    sessions=fake(FakeSessions()), progress=said.append)  # fmt: skip
+    async with open_store(str(store_path)) as store:
+        processed = await worker.run(store.queue)
+    assert [p.state for p in processed] == ["done"]
+    waits = [e.detail for e in said if e.stage == "retrying"]
+    assert len(waits) == 3, said
+    assert all(w.startswith("store unreachable (") and w.endswith(" s") for w in waits)
+    assert "retrying in" in waits[0]
