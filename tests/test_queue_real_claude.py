@@ -107,8 +107,10 @@ def test_a_claude_p_that_stops_before_its_first_turn_is_done_with_nothing_to_lea
         hooks = {"SessionEnd": [{"hooks": [{"type": "command", "command": command}]}]}
         settings.write_text(json.dumps({"hooks": hooks}))
         env = environment | {"ZEROSHOT_STATE_DIR": str(tmp_path / "state")}
-        done = subprocess.run([str(claude), "-p"], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=120, env=env, check=False)  # fmt: skip
+        done = subprocess.run(
+            [str(claude), "-p"], cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=120, env=env, check=False,
+        )  # fmt: skip
         assert "Input must be provided" in done.stderr
         worker = subprocess.run(
             [str(BIN / "active-memory"), "worker", "--once", "--store", str(store), "--json"],
