@@ -46,7 +46,11 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "postmortem queue (see docs/queue.md). Never fails the session: errors are logged "
         "and the exit code is 0.",
     )
-    end.add_argument("harness", choices=("claude", "codex", "opencode"))
+    end.add_argument(
+        "harness",
+        type=str.lower,
+        choices=("claude", "codex", "opencode", "pi", "gemini", "copilot"),
+    )
     add_store_option(end)
     end.set_defaults(handler=_session_end)
     # The installers live beside the server; registered here when present.

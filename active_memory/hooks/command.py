@@ -80,7 +80,7 @@ def _context_event(arguments: Sequence[str], data: bytes, env: Mapping[str, str]
 
     if len(arguments) != 1:
         raise ValueError(USAGE)
-    handle_event(arguments[0], jsonio.loads(data.decode("utf-8")), env)
+    handle_event(arguments[0].lower(), jsonio.loads(data.decode("utf-8")), env)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -90,7 +90,13 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     from active_memory.private import use_private_umask
 
     previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
-    harness = arguments[0] if arguments else ""
+    harness = (arguments[0] if arguments else "").lower()  # `Claude` is claude
+    if harness in ("-h", "--help", "--version"):  # a person, not a harness, is asking
+        from active_memory import __version__
+
+        sys.stdout.write(f"active-memory-hook {__version__}\n{USAGE}\n" if harness != "--version"
+                         else f"active-memory-hook {__version__}\n")  # fmt: skip
+        return 0
     if environment.get("ACTIVE_MEMORY_HOOK_PROBE"):  # `hook doctor` runs us as a harness would
         from active_memory.hooks.hook_probe import probe_answer
 

@@ -81,7 +81,7 @@ def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("harness", choices=tuple(_NAMES), help="which harness")
+    parser.add_argument("harness", type=str.lower, choices=tuple(_NAMES), help="which harness")
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--project",

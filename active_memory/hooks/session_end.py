@@ -60,8 +60,8 @@ def parse_arguments(arguments: Sequence[str]) -> tuple[str, str | None]:
             store = rest.pop(0)
         elif item.startswith("--store="):
             store = item.split("=", 1)[1]
-        elif not harness and item in HARNESSES:
-            harness = item
+        elif not harness and item.lower() in HARNESSES:
+            harness = item.lower()
         else:
             raise ValueError(f"unexpected argument {item!r}; {USAGE}")
     if not harness:

@@ -69,6 +69,11 @@ def checked_path(location: str | Path, create: bool) -> Path:
         _tighten_store(path)
         return path
     if not create:
+        if not path.parent.is_dir() and path.absolute() != default_store_path().absolute():
+            # Not a store not made yet: a path that cannot be one (a typo, a missing mount).
+            raise StoreUnavailable(
+                str(path), f"no such folder {path.parent}; check --store or ACTIVE_MEMORY_STORE"
+            )
         raise StoreMissing(str(path))
     try:
         path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
