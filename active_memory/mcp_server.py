@@ -1,49 +1,65 @@
 """`active-memory mcp`: lessons as read-only Model Context Protocol tools (docs/mcp.md).
 
-A stdio MCP server on the maintained SDK (`mcp`, the `mcp` extra). Two tools:
+A stdio MCP server on the maintained SDK (`mcp`, the `mcp` extra). Two tools, each with
+a description for every parameter and a typed output schema (mcp_models.py); answers
+are compact JSON, validated against that schema:
 
 - `search_lessons(query, scope)`: a short index of the active lessons that match, best
-  first: `id`, `title`, `score`, `match` (what matched: `file:…`, `folder:…`,
-  `identifier:…`, `command:…` (every word of the family in the query), `keyword:…`,
-  `title`, `recommendation`).
-- `get_lesson(id)`: the lesson's card (title, recommendation, associations) and why it
-  exists (its citations, the runs it came from, its revision); when the cited code
-  changed since (checked as a hook delivery checks it, recall/stale.py) also `stale`: the
-  changed ranges and the line a hook frames the card with. A card handed out here is
-  recorded like a hook delivery (recall/records.py), so the postmortem knows the session
-  received it.
+  first (mcp_search.py: recall's score table).
+- `get_lesson(id, include_recorded_code)`: the lesson's card (title, recommendation,
+  associations) and why it exists (its citations, the runs it came from, its revision);
+  when the cited code changed since (checked as a hook delivery checks it,
+  recall/stale.py) also `stale`. The code as it was when the lesson was written (its
+  fingerprint and recorded text) only when asked: it costs tokens and misleads where
+  the code changed. A card handed out here is recorded like a hook delivery
+  (recall/records.py), so the postmortem knows the session received it.
 
 The repository is the one holding the server's working directory (the harness starts
 it in the session's cwd): a lesson of another repository is neither listed nor shown,
 whatever ID is asked for. Nothing is written to the store; with Active Memory off here
 (settings.py) both tools answer that it is off. Excluded paths (`exclude`) never match.
+`serverInfo` carries the package's version.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import anyio
 
-from active_memory.lessons import Lesson
+# The `mcp` extra: this module is imported only to serve (commands/mcp.py says how to
+# install it when missing). The tools' annotations name its types at module level.
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
 
-Scope = Literal["repository", "graph", "all"]
-MAX_RESULTS = 10
+from active_memory.lessons import Lesson
+from active_memory.mcp_models import LessonCard, SearchResult, Stale, lesson_card
+from active_memory.mcp_search import Scope, in_scope, search
+
 SESSION_VARIABLES = ("ACTIVE_MEMORY_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
 """Where the server learns the client's session (first set wins)."""
-_WORD = re.compile(r"[A-Za-z0-9_./-]+")
-_WEIGHTS = {
-    "file": 8,
-    "folder": 6,
-    "identifier": 6,
-    "command": 5,
-    "keyword": 4,
-    "title": 3,
-    "recommendation": 1,
-}
+INSTRUCTIONS = (
+    "Lessons learned from this repository's costly mistakes, each with what to do "
+    "instead. Search them before changing unfamiliar code or after a command fails "
+    "(search_lessons); read one with get_lesson."
+)
+QUERY = (
+    "what you are about to touch or what failed: paths (src/api/client.ts), file or folder "
+    "names, identifiers (regenerate_client), a command (mix test) or plain words"
+)
+SCOPE = (
+    "which lessons: repository (default): lessons about this repository's code; graph: "
+    "lessons for orchestrator graph nodes, bound to this repository or to none; "
+    "repository_and_graph: both; all: the same as repository_and_graph (older name)"
+)
+LESSON_ID = "a lesson ID from search_lessons, e.g. L-12"
+RECORDED = (
+    "also return the cited code as it was when the lesson was written (fingerprint and "
+    "text); off by default: it costs tokens, and where the code changed it can mislead"
+)
 
 
 class Place:
@@ -64,98 +80,9 @@ class Place:
         self.settings = effective_settings(self.root, env)
 
 
-def score_lesson(lesson: Lesson, words: Sequence[str], exclude: tuple[str, ...]) -> tuple[int, str]:
-    """How well `words` (lowercase) match `lesson`, and the best thing that matched."""
-    from active_memory.exclusion import is_excluded
-
-    hits: list[tuple[int, str]] = []
-    card = lesson.associations
-    for word in words:
-        for path in card.files:
-            if not is_excluded(path, exclude) and (word == path.lower() or word in path.lower()):
-                hits.append((_WEIGHTS["file"], f"file:{path}"))
-        for folder in card.folders:
-            if not is_excluded(folder, exclude) and word.startswith(folder.lower().rstrip("/")):
-                hits.append((_WEIGHTS["folder"], f"folder:{folder}"))
-        for identifier in card.identifiers:
-            if word == identifier.lower():
-                hits.append((_WEIGHTS["identifier"], f"identifier:{identifier}"))
-        for group in card.keywords:
-            if word in (k.lower() for k in group):
-                hits.append((_WEIGHTS["keyword"], f"keyword:{' '.join(group)}"))
-        if word in _words(lesson.title):
-            hits.append((_WEIGHTS["title"], "title"))
-        if word in _words(lesson.recommendation):
-            hits.append((_WEIGHTS["recommendation"], "recommendation"))
-    given = set(words)
-    for family in card.commands:
-        # A family counts once, when the query holds each of its words (`mix test`).
-        if all(part.lower() in given for part in family.split(" ")):
-            hits.append((_WEIGHTS["command"], f"command:{family}"))
-    if not hits:
-        return 0, ""
-    best = max(hits, key=lambda hit: hit[0])
-    return sum(weight for weight, _ in hits), best[1]
-
-
-def _words(text: str) -> set[str]:
-    return {word.lower() for word in _WORD.findall(text)}
-
-
-def search(
-    lessons: Sequence[Lesson], query: str, exclude: tuple[str, ...], limit: int = MAX_RESULTS
-) -> list[dict[str, Any]]:
-    """The short index of `lessons` matching `query`, best first (score, then ID)."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
-    scored = []
-    for lesson in lessons:
-        score, match = score_lesson(lesson, words, exclude)
-        if score:
-            scored.append((score, lesson.id, lesson.title, match))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [
-        {"id": lesson_id, "title": title, "score": score, "match": match}
-        for score, lesson_id, title, match in scored[:limit]
-    ]
-
-
-def in_scope(lesson: Lesson, namespace: str | None, scope: Scope) -> bool:
-    """Whether `lesson` belongs to this repository and the asked scope."""
-    if namespace is None:
-        return False
-    kind = lesson.scope.kind
-    if scope != "all" and kind != scope:
-        return False
-    # A graph lesson bound to no repository is the graph's, for every repository.
-    return lesson.scope.repository == namespace or (
-        kind == "graph" and lesson.scope.repository is None
-    )
-
-
-def lesson_view(lesson: Lesson, stale: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What `get_lesson` answers: the card and why the lesson exists (and `stale`, when
-    its cited code changed)."""
-    evidence = lesson.evidence
-    view = {
-        "id": lesson.id,
-        "revision": lesson.revision,
-        "title": lesson.title,
-        "recommendation": lesson.recommendation,
-        "associations": lesson.associations.model_dump(mode="json"),
-        "why": {
-            "citations": [c.model_dump(mode="json", exclude_none=True) for c in evidence.citations],
-            "runs": list(evidence.run_ids),
-            "evidence": list(evidence.evidence_ids),
-        },
-    }
-    if stale is not None:
-        view["stale"] = stale
-    return view
-
-
-def stale_view(lesson: Lesson, root: str | None, date: str) -> dict[str, Any] | None:
-    """`{"cited_code_changed", "note"}` when cited code changed under `root` since the
-    lesson's revision of `date` (`YYYY-MM-DD`); None when not, or when nothing can tell."""
+def stale_view(lesson: Lesson, root: str | None, date: str) -> Stale | None:
+    """What changed, when cited code changed under `root` since the lesson's revision
+    of `date` (`YYYY-MM-DD`); None when not, or when nothing can tell."""
     from active_memory.recall import stale
 
     citations = [c.model_dump(mode="json") for c in lesson.evidence.citations]
@@ -163,7 +90,7 @@ def stale_view(lesson: Lesson, root: str | None, date: str) -> dict[str, Any] | 
     ranges = stale.changed(cited, root or "") if cited is not None else []
     if cited is None or not ranges:
         return None
-    return {"cited_code_changed": ranges, "note": stale.note(cited, ranges).rstrip("\n")}
+    return Stale(cited_code_changed=ranges, note=stale.note(cited, ranges).rstrip("\n"))
 
 
 async def _revision_date(env: Mapping[str, str], lesson: Lesson) -> str:
@@ -203,42 +130,59 @@ def _record_delivery(place: Place, lesson: Lesson) -> None:
     record_deliveries(context, [hit])
 
 
+def compact(answer: BaseModel) -> CallToolResult:
+    """A tool result: the answer as structured content and as compact JSON text (the
+    SDK would indent it; a client's model reads every byte)."""
+
+    data = answer.model_dump(mode="json", exclude_none=True)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
 def build_server(cwd: str | None = None, env: Mapping[str, str] | None = None) -> Any:
     """The MCP server, its tools bound to the checkout holding `cwd`."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
+    from active_memory import __version__
+
     environment = dict(os.environ if env is None else env)
     folder = cwd or os.getcwd()
     server: MCPServer[Any] = MCPServer(
-        "active-memory",
-        instructions="Lessons learned from this repository's costly mistakes. Search them "
-        "before changing unfamiliar code; read one with get_lesson.",
+        "active-memory", version=__version__, instructions=INSTRUCTIONS
     )
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
-    async def search_lessons(query: str, scope: Scope = "repository") -> dict[str, Any]:
-        """Search this repository's lessons: a short index (id, title, score, match)."""
+    async def search_lessons(
+        query: Annotated[str, Field(description=QUERY, min_length=1)],
+        scope: Annotated[Scope, Field(description=SCOPE)] = "repository",
+    ) -> Annotated[CallToolResult, SearchResult]:
+        """Search this repository's lessons: a short index (id, title, score, match), best
+        first. Read a lesson with get_lesson."""
         place = Place(folder, environment)
         if not place.settings.scopes:
-            return {"results": [], "note": "Active Memory is off here (settings)"}
+            return compact(SearchResult(results=[], note="Active Memory is off here (settings)"))
         if place.namespace is None:
-            return {"results": [], "note": "not inside a git checkout: no repository lessons"}
+            note = "not inside a git checkout: no repository lessons"
+            return compact(SearchResult(results=[], note=note))
         mine = [
             lesson
             for lesson in await _lessons(environment)
             if in_scope(lesson, place.namespace, scope)
         ]
-        return {
-            "repository": place.namespace,
-            "results": search(mine, query, place.settings.exclude),
-        }
+        found = search(mine, query, place.settings.exclude)
+        return compact(SearchResult.model_validate({"repository": place.namespace,
+                                                    "results": found}))  # fmt: skip
 
     @server.tool(annotations=read_only)
-    async def get_lesson(id: str) -> dict[str, Any]:
-        """One lesson of this repository: its card and why it exists."""
+    async def get_lesson(
+        id: Annotated[str, Field(description=LESSON_ID, min_length=1)],
+        include_recorded_code: Annotated[bool, Field(description=RECORDED)] = False,
+    ) -> Annotated[CallToolResult, LessonCard]:
+        """One lesson of this repository: its card, why it exists, and whether the code it
+        cites changed since."""
         place = Place(folder, environment)
         if not place.settings.scopes:
             raise ToolError("Active Memory is off here (settings)")
@@ -246,7 +190,7 @@ def build_server(cwd: str | None = None, env: Mapping[str, str] | None = None) -
             (
                 item
                 for item in await _lessons(environment)
-                if item.id == id and in_scope(item, place.namespace, "all")
+                if item.id == id and in_scope(item, place.namespace, "repository_and_graph")
             ),
             None,
         )
@@ -256,7 +200,7 @@ def build_server(cwd: str | None = None, env: Mapping[str, str] | None = None) -
         stale = None
         if any(c.sha256 for c in lesson.evidence.citations):
             stale = stale_view(lesson, place.root, await _revision_date(environment, lesson))
-        return lesson_view(lesson, stale)
+        return compact(lesson_card(lesson, stale, with_code=include_recorded_code))
 
     return server
 

@@ -13,7 +13,7 @@ import yaml
 from recall_support import make_checkout, publish, repository_lesson
 
 from active_memory.cli import main
-from active_memory.exports import BEGIN, END, read_section
+from active_memory.exports import BEGIN, END, globs_of, read_section
 from active_memory.lessons import AdaptLesson, Author, Card, Lesson, RetireLesson
 from active_memory.store.sqlite import SqliteStore
 
@@ -143,51 +143,90 @@ def _front_matter(path: Path) -> tuple[dict[str, Any], str]:
     return yaml.safe_load(header), body.strip()
 
 
-def test_cursor_rules_carry_globs_from_the_associations(
+def test_cursor_rules_are_grouped_by_folder_with_the_globs_of_their_lessons(
     world: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     rules = world["checkout"] / ".cursor" / "rules"
     rules.mkdir(parents=True)
     own = rules / "style.mdc"
     own.write_text("---\ndescription: house style\nalwaysApply: true\n---\nTabs.\n")
-    _export("cursor-rules", capsys)
+    # A rule of an older export (one file per lesson) is ours and goes away.
+    legacy = rules / "active-memory-L-9.mdc"
+    legacy.write_text('---\ndescription: "old"\nlesson: "L-9"\nrevision: 1\n---\nOld.\n')
+    publish(
+        world["store"],
+        [repository_lesson("Handlers stay thin", folders=["src/handlers"], namespace=NS),
+         repository_lesson("Generated code is rebuilt", files=["src/generated/x.ts"])],
+    )  # fmt: skip
+    result = _export("cursor-rules", capsys)
     store = {lesson.id: lesson for lesson in _active(world["store"])}
-    found = {}
+    found: dict[str, tuple[dict[str, Any], str]] = {}
     for path in sorted(rules.glob("active-memory-*.mdc")):
-        header, body = _front_matter(path)
-        found[header["lesson"]] = (header, body)
-    assert set(found) == set(store)
-    for lesson_id, (header, body) in found.items():
-        lesson = store[lesson_id]
-        assert header["description"] == lesson.title  # quotes in the title survive
-        assert header["revision"] == lesson.revision and body == lesson.recommendation
-        paths = [*lesson.associations.files, *(f"{f}/**" for f in lesson.associations.folders)]
-        if paths:
-            assert header["globs"] == ", ".join(paths) and header["alwaysApply"] is False
-        else:
-            assert header["globs"] is None and header["alwaysApply"] is True
-    # A retired lesson's rule goes away on the next export; the user's rule stays.
+        found[path.name] = _front_matter(path)
+    # One rule per top folder: api/, src/ (two lessons), and the lessons with no path.
+    assert set(found) == {"active-memory-api.mdc", "active-memory-src.mdc",
+                          "active-memory-general.mdc"}  # fmt: skip
+    held: dict[str, str] = {}
+    for name, (header, body) in found.items():
+        assert header["alwaysApply"] is False and isinstance(header["description"], str)
+        marks = read_section(body)
+        assert header["lessons"] == ", ".join(f"{i} r{r}" for i, r, _ in marks)
+        globs = [g for i, _, _ in marks for g in globs_of(store[i])]
+        assert (header["globs"] or "") == ", ".join(dict.fromkeys(globs))
+        for lesson_id, revision, title in marks:
+            assert (revision, title) == (store[lesson_id].revision, store[lesson_id].title)
+            assert store[lesson_id].recommendation in body
+            held[lesson_id] = name
+    assert set(held) == set(store)  # every active lesson, once
+    assert found["active-memory-general.mdc"][0]["globs"] is None
+    assert {"path": str(legacy), "action": "removed"} in result["files"] and not legacy.exists()
+    # A retired lesson leaves its rule; a rule left with no lesson goes away.
     retired = next(lesson for lesson in store.values() if lesson.associations.identifiers)
     _retire(world["store"], retired)
     result = _export("cursor-rules", capsys)
-    assert {"path": str(rules / f"active-memory-{retired.id}.mdc"), "action": "removed"} in (
-        result["files"]
-    )
+    general = rules / "active-memory-general.mdc"
+    assert {"path": str(general), "action": "removed"} in result["files"]
     assert own.read_text() == "---\ndescription: house style\nalwaysApply: true\n---\nTabs.\n"
 
 
-def test_skill_folder_has_valid_front_matter_and_every_lesson(
-    world: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+def test_the_skill_lands_where_claude_code_loads_skills_with_short_skill_md(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = world["checkout"] / ".claude" / "skills"
-    out.mkdir(parents=True)
-    _export("skill", capsys, "--dir", str(out))
-    path = out / "active-memory-lessons" / "SKILL.md"
-    header, _ = _front_matter(path)
+    # An older export left the skill at the checkout root, where no client looks.
+    legacy = world["checkout"] / "active-memory-lessons" / "SKILL.md"
+    legacy.parent.mkdir()
+    legacy.write_text(f"---\nname: active-memory-lessons\ndescription: old\n---\n{BEGIN}\n{END}\n")
+    result = _export("skill", capsys)
+    folder = world["checkout"] / ".claude" / "skills" / "active-memory-lessons"
+    header, body = _front_matter(folder / "SKILL.md")
     assert header["name"] == "active-memory-lessons"
-    assert isinstance(header["description"], str) and NS in header["description"]
+    assert NS in header["description"] and len(header["description"]) <= 500
+    assert "\n" not in header["description"]
+    assert len((folder / "SKILL.md").read_text().splitlines()) < 100
+    # SKILL.md points at reference files; they hold every lesson, with its mark.
+    references = sorted((folder / "references").glob("*.md"))
+    assert references and all(f"(references/{p.name})" in body for p in references)
+    marks = [m for p in references for m in read_section(p.read_text(encoding="utf-8"))]
     expected = [(lesson.id, lesson.revision, lesson.title) for lesson in _active(world["store"])]
-    assert read_section(path.read_text(encoding="utf-8")) == sorted(expected)
+    assert sorted(marks) == sorted(expected)
+    assert not legacy.exists() and {"path": str(legacy), "action": "removed"} in result["files"]
+    # Codex reads .agents/skills.
+    _export("skill", capsys, "--client", "codex")
+    assert (
+        world["checkout"] / ".agents" / "skills" / "active-memory-lessons" / "SKILL.md"
+    ).is_file()
+
+
+def test_a_skill_folder_we_did_not_write_is_left_alone(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    theirs = world["checkout"] / ".claude" / "skills" / "active-memory-lessons" / "SKILL.md"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("---\nname: active-memory-lessons\ndescription: mine\n---\nMine.\n")
+    assert main(["lessons", "export", "--format", "skill"]) == 2
+    assert "did not write" in capsys.readouterr().err
+    assert theirs.read_text().endswith("Mine.\n")
+    assert not (theirs.parent / "references").exists()
 
 
 def test_bad_uses_are_clear_errors(
@@ -223,7 +262,7 @@ def test_jsonl_export_of_a_scope_imports_back_into_another_store(
 
 
 def test_a_markdown_entry_names_the_commands_it_applies_to() -> None:
-    from active_memory.exports import markdown_section
+    from active_memory.exports import Candidate, markdown_section
     from active_memory.lessons import Associations, Lesson, RepositoryScope
 
     lesson = Lesson(
@@ -231,5 +270,5 @@ def test_a_markdown_entry_names_the_commands_it_applies_to() -> None:
         title="Start the database first", recommendation="Run `docker compose up -d db`.",
         associations=Associations(files=["config/test.exs"], commands=["mix test", "git push"]),
     )  # fmt: skip
-    section = markdown_section([lesson], "repo:github.com/acme/api")
+    section = markdown_section([Candidate(lesson)], "repo:github.com/acme/api")
     assert "Applies to: `config/test.exs`, `mix test`, `git push`" in section

@@ -46,11 +46,14 @@ LAYERS: dict[str, int] = {
     "runlog": 5,
     "hooks": 5,
     "mcp_server": 5,
+    "mcp_models": 5,
+    "mcp_search": 5,
     "exports": 5,
     # 6.
     "evidence": 6,
     "config": 6,
     "skills": 6,
+    "harness_plugins": 6,  # not named: the harnesses' plugin files (hooks + skills)
     # 7. to 10.
     "quality": 7,
     "specialists": 8,

@@ -4,9 +4,11 @@ configuration, next to the hooks, and removed again without touching anything el
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from install_support import run
@@ -135,3 +137,64 @@ def test_codex_gets_the_store_and_state_dir_pinned(
     }
     code, out, _ = run(["install", "codex", "--user", "--mcp"], capsys)
     assert code == 0 and "nothing changed" in out
+
+
+def _doctor(capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]]]:
+    code, out, err = run(["doctor", "--json"], capsys)
+    assert out, err
+    return code, json.loads(out)["installed"]
+
+
+def _mcp_checks(installed: list[dict[str, Any]], harness: str) -> dict[str, dict[str, Any]]:
+    [item] = [i for i in installed if i["kind"] == "mcp" and i["harness"] == harness]
+    return {check["name"]: check for check in item["checks"]}
+
+
+def test_doctor_checks_the_claude_registration_approval_trust_and_a_real_start(
+    checkout: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("ACTIVE_MEMORY_STORE", str(tmp_path / "lessons.sqlite3"))
+    monkeypatch.setenv("ZEROSHOT_STATE_DIR", str(tmp_path / "state"))
+    assert run(["install", "claude", "--mcp"], capsys)[0] == 0
+    code, installed = _doctor(capsys)
+    checks = _mcp_checks(installed, "claude")
+    assert checks["present"]["ok"] and checks["resolvable"]["detail"] == SERVER
+    # Approved by the installer, but Claude Code starts nothing before the folder's trust.
+    assert not checks["approved"]["ok"] and "trust dialog" in checks["approved"]["fix"]
+    assert checks["starts"]["ok"], checks["starts"]
+    assert "search_lessons, get_lesson" in checks["starts"]["detail"] and code == 1
+    home = Path(os.environ["HOME"])
+    write_json(
+        home / ".claude.json", {"projects": {str(checkout): {"hasTrustDialogAccepted": True}}}
+    )
+    checks = _mcp_checks(_doctor(capsys)[1], "claude")
+    assert checks["approved"]["ok"]
+    # A server that cannot start is a finding with a way forward.
+    broken = tmp_path / "broken-active-memory"
+    broken.write_text("#!/bin/sh\necho 'No module named mcp' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    document = json.loads((checkout / ".mcp.json").read_text())
+    document["mcpServers"]["active-memory"]["command"] = str(broken)
+    write_json(checkout / ".mcp.json", document)
+    checks = _mcp_checks(_doctor(capsys)[1], "claude")
+    assert not checks["starts"]["ok"] and "No module named mcp" in checks["starts"]["detail"]
+    assert "active-memory mcp" in checks["starts"]["fix"]
+
+
+def test_doctor_finds_a_codex_registration_that_reads_another_store(
+    checkout: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("ACTIVE_MEMORY_STORE", str(tmp_path / "lessons.sqlite3"))
+    assert run(["install", "codex", "--user", "--mcp"], capsys)[0] == 0
+    checks = _mcp_checks(_doctor(capsys)[1], "codex")
+    assert checks["same store"]["ok"] and checks["starts"]["ok"], checks
+    monkeypatch.setenv("ACTIVE_MEMORY_STORE", str(tmp_path / "elsewhere.sqlite3"))
+    code, installed = _doctor(capsys)
+    checks = _mcp_checks(installed, "codex")
+    assert not checks["same store"]["ok"], checks
+    assert "lessons.sqlite3" in checks["same store"]["detail"]
+    assert "codex --user --mcp` again" in checks["same store"]["fix"] and code == 1
+    out = run(["doctor"], capsys)[1]
+    assert "Codex MCP server (user)" in out

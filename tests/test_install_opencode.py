@@ -178,3 +178,42 @@ def test_plugin_leaves_the_output_alone_when_the_hook_fails(tmp_path: Path) -> N
     output, _ = _run_plugin(tmp_path, 'echo \'{"append": "x"}\'\nexit 1\n')
 
     assert output["output"] == "file contents"
+
+
+_SESSIONS_DRIVER = """
+const { ActiveMemory } = await import(process.argv[2]);
+const hooks = await ActiveMemory({ directory: process.argv[3], worktree: process.argv[3] });
+const created = (id, parentID) => ({ type: "session.created", properties: { sessionID: id,
+  info: parentID ? { id, parentID } : { id } } });
+await hooks.event({ event: created("ses_root") });
+await hooks.event({ event: created("ses_child", "ses_root") });
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses_child" } } });
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses_root" } } });
+await hooks.event({ event: { type: "session.compacted", properties: { sessionID: "ses_root" } } });
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_plugin_queues_root_sessions_when_idle_and_at_exit(tmp_path: Path) -> None:
+    # The order of events the real binary sends (tests/fixtures/harness_payloads/
+    # opencode-1.18.33.jsonl); a sub-agent's session is never queued on its own.
+    calls = tmp_path / "calls.jsonl"
+    fake = tmp_path / "active-memory-hook"
+    fake.write_text('#!/bin/sh\nprintf \'{"args": "%s", "input": %s}\\n\' "$*" "$(cat)" >> '
+                    f'"{calls}"\n')  # fmt: skip
+    fake.chmod(0o755)
+    plugin = tmp_path / "plugin.mjs"
+    plugin.write_text(plugin_source(fake))
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(_SESSIONS_DRIVER)
+    assert NODE is not None
+    subprocess.run([NODE, str(driver), plugin.as_uri(), str(tmp_path)], capture_output=True,
+                   timeout=30, check=True)  # fmt: skip
+
+    made = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert [(c["args"], c["input"]["sessionID"], c["input"]["event"]) for c in made] == [
+        ("session-end opencode", "ses_root", "session.idle"),
+        ("context opencode", "ses_root", "session.compacted"),
+        ("session-end opencode", "ses_root", "session.end"),
+    ]
+    assert {c["input"]["cwd"] for c in made} == {str(tmp_path)}

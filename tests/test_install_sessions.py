@@ -261,7 +261,8 @@ def test_opencode_plugin_runs_the_absolute_script(
     run(["install", "opencode"], capsys)
     text = (checkout / ".opencode" / "plugins" / "active-memory.js").read_text()
     assert opencode.plugin_command(text) == str(HOOK)
-    assert "session-end" not in text  # no OpenCode importer: no session-end hook (docs)
+    # The same command queues the session (docs/harnesses.md, "OpenCode").
+    assert '["session-end", "opencode"]' in text
 
 
 def test_a_trust_file_that_cannot_be_written_leaves_the_hooks_file_as_it_was(

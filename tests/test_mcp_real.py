@@ -123,7 +123,11 @@ def test_codex_calls_search_lessons_and_get_lesson(tmp_path: Path) -> None:
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         done = subprocess.run(
-            [str(codex), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access",
+            # Codex 0.171 starts its first turn without an MCP server still starting (ours
+            # answers in about a second, more under load); the grace makes it wait, as
+            # docs/mcp.md tells users to set.
+            [str(codex), "exec", "-c", "mcp_optional_startup_grace_ms=30000",
+             "--skip-git-repo-check", "--sandbox", "danger-full-access",
              "--model", "gpt-5-codex", "What do we know about the API client?"],
             cwd=checkout, env=env, capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip

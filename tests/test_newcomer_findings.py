@@ -170,8 +170,9 @@ def test_list_all_includes_retired_lessons_and_sort_labels_its_counts(
 
     async def retire() -> None:
         async with open_store(str(store)) as opened:
+            person = Author(specialist="person:test")
             await opened.publish([RetireLesson(id="L-2", base_revision=1, reason="gone",
-                                               author=Author(specialist="person:test"))])  # fmt: skip
+                                               author=person)])  # fmt: skip
 
     anyio.run(retire, backend="asyncio")
     assert main(["lessons", "list", "--store", str(store), "--json"]) == 0
@@ -180,8 +181,10 @@ def test_list_all_includes_retired_lessons_and_sort_labels_its_counts(
     assert [x["id"] for x in json.loads(capsys.readouterr().out)["lessons"]] == ["L-1", "L-2"]
     assert main(["lessons", "list", "--store", str(store), "--sort", "effectiveness"]) == 0
     first = capsys.readouterr().out.splitlines()[0].split("\t")
-    assert first[3:7] == ["runs_delivered=0", "recurred_when_delivered=0",
-                          "runs_touched_not_delivered=0", "recurred_when_not_delivered=0"]  # fmt: skip
+    assert first[3:7] == [
+        "runs_delivered=0", "recurred_when_delivered=0", "runs_touched_not_delivered=0",
+        "recurred_when_not_delivered=0",
+    ]  # fmt: skip
 
 
 def test_deferred_list_says_what_deferred_an_imported_lesson(

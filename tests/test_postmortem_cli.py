@@ -11,6 +11,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -117,7 +118,9 @@ def test_json_report_is_the_spec_document_and_progress_goes_to_stderr(
         "kept": 1,
         "proposed": 0,
     }
-    assert "postmortem: repository_discovery: finished: reconciled" in err
+    assert "postmortem: repository_discovery: finished: reconciled (at " in err
+    # Every progress line says how long the postmortem has run.
+    assert all(re.search(r" \(at \d+\.\ds\)$", line) for line in err.splitlines() if line)
 
 
 def test_table_shows_decisions_proposals_and_what_was_published(

@@ -139,3 +139,26 @@ def test_rejections_of_a_scope_reach_its_next_discovery_task_only(
     elsewhere = [p.model_copy(update={"scope_key": ("repository", "repo:other/x", "", "")})
                  for p in rejected]  # fmt: skip
     assert with_rejected(build_discovery("repository_discovery", record), elsewhere).rejected == ()
+
+
+def test_a_manual_review_summary_lists_its_proposals(
+    state: Path,  # noqa: F811
+    checkout: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    code, out, err = postmortem(checkout, run=_manual_run(tmp_path))
+    assert code == 0, err
+    location = _store_location(state)
+    _, proposals = _lessons(location)
+    waiting = [p for p in proposals if p.state == "proposed"]
+    assert waiting
+    assert "Proposed for review" in out
+    section = out[out.index("Proposed for review") :]
+    for proposal in waiting:
+        row = next(line for line in section.splitlines() if f"#{proposal.seq} " in line)
+        # The title's first words (a long one wraps in its column).
+        assert " ".join(proposal.mutation.card.title.split()[:2]) in row
+    assert f"{len(waiting)} proposed for review" in out and "page Review" in out
+    # What was proposed is not listed as published (only the retirement was).
+    published = out[out.index("Published") : out.index("Proposed for review")]
+    assert "retire" in published and "create" not in published and "adapt" not in published

@@ -127,7 +127,7 @@ def test_a_dry_run_prints_the_diff_and_writes_nothing(
 def test_the_skill_names_what_init_prints_and_the_files_it_exchanges() -> None:
     text = render_skill("/opt/bin/active-memory")
     assert "ACTIVE_MEMORY_COMMAND: /opt/bin/active-memory\n" in text
-    assert "/opt/bin/active-memory init --directory SESSION\n" in text
+    assert "/opt/bin/active-memory init --json --directory SESSION\n" in text
     for specialist in SPECIALISTS:
         assert f"`{specialist}`" in text
     for kind in get_args(ExclusionKind):
@@ -139,4 +139,4 @@ def test_the_skill_names_what_init_prints_and_the_files_it_exchanges() -> None:
     assert TASK_SCHEMA in text and ANSWER_SCHEMA in text
     assert "answer_file" in ANSWER_ACTION  # the command's own next_action names the same file
     spaced = render_skill("/opt/my tools/active-memory")
-    assert "    '/opt/my tools/active-memory' init --directory SESSION\n" in spaced
+    assert "    '/opt/my tools/active-memory' init --json --directory SESSION\n" in spaced

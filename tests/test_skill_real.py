@@ -165,10 +165,10 @@ class SkillFollower:
             found = re.search(r"ACTIVE_MEMORY_COMMAND: ([^\s\\]+)", received.dump())
             assert found is not None, "the skill's text never reached the model"
             self.command = found.group(1)
-            start = f"{self.command} init --directory {self.session} --runs {self.runs}"
+            start = f"{self.command} init --json --directory {self.session} --runs {self.runs}"
             return tool("Bash", {"command": start, "description": "Start the init session"})
         if document is None:  # the subagents reported: advance with --directory alone
-            advance = f"{self.command} init --directory {self.session}"
+            advance = f"{self.command} init --json --directory {self.session}"
             return tool("Bash", {"command": advance, "description": "Advance the session"})
         self.outputs.append(document)
         if document["phase"] == "complete":

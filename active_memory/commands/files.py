@@ -28,15 +28,19 @@ def read_lesson_lines(source: str) -> list[Lesson | Tombstone]:
     return records
 
 
-def check_lesson_lines(source: str, label: str | None = None) -> int:
+def check_lesson_lines(
+    source: str, label: str | None = None, tick: Callable[[], None] | None = None
+) -> int:
     """Pass 1 of an import: validate and screen every line, keeping no record; any bad
     line refuses the whole file (`InvalidRecord`, naming `label` or `source`). Returns
-    how many records it holds."""
+    how many records it holds; `tick` is called after each valid one (progress)."""
     count = 0
 
     def counted(_record: Lesson | Tombstone) -> None:
         nonlocal count
         count += 1
+        if tick is not None:
+            tick()
 
     _refuse(label or source, _validated(source, counted))
     return count

@@ -42,20 +42,19 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     end = hooks.add_parser(
         "session-end",
         help="enqueue a finished harness session for a postmortem (stdin: its end payload)",
-        description="Put a finished Claude Code / Codex / OpenCode session in the store's "
-        "postmortem queue (see docs/queue.md). Never fails the session: errors are logged "
-        "and the exit code is 0.",
+        description="Put a finished harness session in the store's postmortem queue (see "
+        "docs/queue.md). Never fails the session: errors are logged and the exit code is 0.",
     )
-    end.add_argument(
-        "harness",
-        type=str.lower,
-        choices=("claude", "codex", "opencode", "pi", "gemini", "copilot"),
-    )
+    end.add_argument("harness", type=str.lower, choices=SESSION_END_HARNESSES)
     add_store_option(end)
     end.set_defaults(handler=_session_end)
     # The installers live beside the server; registered here when present.
     if importlib.util.find_spec(INSTALL_MODULE) is not None:
         importlib.import_module(INSTALL_MODULE).register(hooks)
+
+
+SESSION_END_HARNESSES = ("claude", "codex", "opencode", "pi", "gemini", "copilot", "hermes")
+"""`hooks/session_end.py` HARNESSES (repeated: the parser must not import the hook)."""
 
 
 def _session_end(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
-"""`active-memory import zeroshot|claude|codex|pi|gemini|copilot PATH`: run records from
-other tools' logs."""
+"""`active-memory import zeroshot|claude|codex|pi|gemini|copilot|opencode|hermes PATH`: run
+records from other tools' logs and session databases."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from active_memory.commands.common import add_json_option, print_json
 if TYPE_CHECKING:
     from active_memory.runlog.importers.common import ImportResult
 
-KINDS = ("zeroshot", "claude", "codex", "pi", "gemini", "copilot")
-SESSIONS = ("claude", "codex", "pi", "gemini", "copilot")
+KINDS = ("zeroshot", "claude", "codex", "pi", "gemini", "copilot", "opencode", "hermes")
+SESSIONS = ("claude", "codex", "pi", "gemini", "copilot", "opencode", "hermes")
+DATABASES = ("opencode", "hermes")
+"""The kinds whose PATH is a database of many sessions (`--session` picks one)."""
 """The kinds that are one harness session (joined with what its hooks recorded)."""
 
 
@@ -29,8 +31,10 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "Code transcript (JSONL), `codex` a Codex rollout-*.jsonl, `pi` a Pi session "
             "(~/.pi/agent/sessions/…/*.jsonl), `gemini` a Gemini CLI session "
             "(~/.gemini/tmp/…/chats/session-*.jsonl), `copilot` a Copilot CLI session "
-            "(~/.copilot/session-state/<id>/ or its events.jsonl). Each run is written "
-            "to <run_id>.run.json."
+            "(~/.copilot/session-state/<id>/ or its events.jsonl), `opencode` OpenCode's "
+            "database (~/.local/share/opencode/opencode.db, or its folder), `hermes` Hermes' "
+            "(~/.hermes/state.db, or ~/.hermes): every root session, or --session ID's. "
+            "Each run is written to <run_id>.run.json."
         ),
     )
     parser.add_argument("kind", choices=KINDS, help="what PATH is")
@@ -50,6 +54,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--force", action="store_true", help="replace record files that already exist"
     )
     parser.add_argument(
+        "--session",
+        metavar="ID",
+        default=None,
+        help="opencode, hermes: import only this session (with its sub-agents and, for "
+        "Hermes, its continuations after compression)",
+    )
+    parser.add_argument(
         "--repository",
         metavar="NS",
         default=None,
@@ -65,10 +76,14 @@ IMPORTS_FOLDER = "imports"
 
 
 def _import(args: argparse.Namespace) -> int:
+    from active_memory.errors import UsageError
     from active_memory.runlog.importers import write
 
     namespace = checked_namespace(args.repository) if args.repository is not None else None
-    result = _read(args.kind, args.path)
+    if args.session is not None and args.kind not in DATABASES:
+        raise UsageError(f"--session: only for {' and '.join(DATABASES)} (a database of "
+                         f"many sessions); a {args.kind} log is one session")  # fmt: skip
+    result = _read(args.kind, args.path, args.session)
     if namespace is not None:
         _file_under(result, namespace)
     if args.kind in SESSIONS:
@@ -126,7 +141,11 @@ def _import(args: argparse.Namespace) -> int:
     return 1 if not runs and result.skipped else 0
 
 
-def _read(kind: str, path: str) -> ImportResult:
+def _read(kind: str, path: str, session: str | None = None) -> ImportResult:
+    if kind in DATABASES:
+        from active_memory.runlog.importers.harness_session import import_session_database
+
+        return import_session_database(kind, path, session)
     if kind == "zeroshot":
         from active_memory.runlog.importers.zeroshot import import_ledger
 
@@ -186,7 +205,7 @@ def _join_hooks(result: ImportResult, harness: str) -> None:
     from active_memory.runlog.importers.harness_session import join_hook_records
 
     for run in result.runs:
-        run.record = join_hook_records(run.record, harness, env=os.environ)
+        run.record = join_hook_records(run.record, harness, env=os.environ, linked=run.linked)
         if "deliveries" not in run.record:
             run.warnings.append(
                 "no hook records for this session under the state dir: `deliveries` left "

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def list_deferred(args: argparse.Namespace, run: Any) -> int:
     """`lessons list --deferred`: each deferred lesson and its latest deferral; `run`
-    runs a store job (`lessons._run_or_empty`)."""
+    runs a store job (`lessons_store.run_or_empty`)."""
     from datetime import UTC, datetime
 
     from active_memory.lessons import Lesson

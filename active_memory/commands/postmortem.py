@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from active_memory.commands.common import add_json_option, add_store_option, print_json
+from active_memory.commands.postmortem_view import Display, render
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from anyio import CancelScope
 
     from active_memory.checkout import Checkout
@@ -26,11 +29,11 @@ if TYPE_CHECKING:
     from active_memory.orchestrator import (
         ChosenLane,
         PostmortemReport,
-        ProgressEvent,
         SessionFactory,
     )
     from active_memory.orchestrator.preview import CaptureSessions
     from active_memory.runlog.record import RunRecord
+    from active_memory.specialists.providers.exchange import Pending
     from active_memory.store import LessonStore
 
 # After the first SIGINT/SIGTERM the postmortem gets this long to stop its specialists
@@ -128,12 +131,21 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
             raise UsageError("--show-tasks asks no model: drop --lane, --replay and --exchange-dir")
         sessions = capture = CaptureSessions()
         args.dry_run = True  # no model answers: nothing may be published
+    shown: list[Display] = []  # the display, once made: the exchange lane tells it of tasks
     if sessions is None:
-        chosen = _lane(args, config, checkout)
+        chosen = _lane(args, config, checkout, lambda task: shown[0].waiting(task))
         sessions, lane = chosen.sessions, chosen.to_json()
-    display = _Display(json_mode=args.json)
+    display = Display(json_mode=args.json)
+    shown.append(display)
     if lane is not None and not args.json:
         display.console.print(f"postmortem: lane {lane['name']} ({lane['reason']})")
+        if lane["name"] == "exchange":
+            display.console.print(
+                f"postmortem: task and answer files in {args.exchange_dir}: answer each "
+                "task by writing the answer file it names",
+                soft_wrap=True,
+                markup=False,
+            )
     outcome = anyio.run(_run, args, record, config, checkout, sessions, display)
     display.close()
     if capture is not None and not isinstance(outcome, int):
@@ -148,7 +160,7 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     if args.json:
         print_json(outcome.to_json() | ({"lane": lane} if lane is not None else {}))
     else:
-        _render(outcome)
+        render(outcome)
     return 0 if outcome.ok else 1
 
 
@@ -262,9 +274,15 @@ def _checkout(record: RunRecord, directory: Path | None) -> Checkout | None:
         raise UsageError(f"--checkout {directory}: not a git checkout ({exc})") from None
 
 
-def _lane(args: argparse.Namespace, config: RuntimeConfig, checkout: Checkout | None) -> ChosenLane:
+def _lane(
+    args: argparse.Namespace,
+    config: RuntimeConfig,
+    checkout: Checkout | None,
+    waiting: Callable[[Pending], None],
+) -> ChosenLane:
     """The specialists' lane (`--lane`, else the plan's); an impossible one exits 2 now,
-    and a recordings file is read now, so a bad one exits 2 too."""
+    and a recordings file is read now, so a bad one exits 2 too. `waiting` is told where
+    each exchange task is."""
     from active_memory.errors import UsageError
     from active_memory.orchestrator import LaneOptions, choose_lane
 
@@ -275,6 +293,7 @@ def _lane(args: argparse.Namespace, config: RuntimeConfig, checkout: Checkout | 
             LaneOptions(
                 recordings=args.replay,
                 exchange_dir=args.exchange_dir,
+                exchange_waiting=waiting,
                 checkout=checkout.root if checkout is not None else None,
             ),
         )
@@ -305,7 +324,7 @@ async def _run(
     config: RuntimeConfig,
     checkout: Checkout | None,
     sessions: SessionFactory | None,
-    display: _Display,
+    display: Display,
 ) -> PostmortemReport | int:
     """The postmortem under a signal watcher; an int is the exit code of an interruption."""
     import anyio
@@ -398,155 +417,3 @@ def _open_store(option: str | None, *, dry_run: bool) -> Any:
             yield store
 
     return opened()
-
-
-# --- progress ------------------------------------------------------------------------
-
-
-class _Display:
-    """Progress on stderr: a live rich display on a terminal, plain lines otherwise."""
-
-    def __init__(self, *, json_mode: bool) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True, highlight=False)
-        self.live = self.console.is_terminal and not os.environ.get("CI")
-        self._tasks: dict[str, Any] = {}
-        self._progress: Any = None
-        if self.live:
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
-
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description:<24}"),
-                BarColumn(bar_width=20),
-                TextColumn("{task.fields[status]}"),
-                console=self.console,
-                transient=False,
-            )
-            self._progress.start()
-
-    def event(self, event: ProgressEvent) -> None:
-        """One orchestrator progress event (runs on the event loop: never blocks long)."""
-        name = event.specialist or "postmortem"
-        if event.done is not None and event.total is not None:
-            text = f"{event.stage} {event.done}/{event.total}"
-        else:
-            text = event.stage
-        if event.detail:
-            text += f": {event.detail}"
-        if not self.live:
-            who = f"{event.specialist}: " if event.specialist else ""
-            self.console.print(f"postmortem: {who}{text}", soft_wrap=True)
-            return
-        task = self._tasks.get(name)
-        if task is None:
-            task = self._progress.add_task(name, total=None, status="")
-            self._tasks[name] = task
-        if event.stage in ("finished", "published"):
-            self._progress.update(task, total=1, completed=1, status=event.detail or event.stage)
-        elif event.total:
-            self._progress.update(task, total=event.total, completed=event.done or 0, status=text)
-        else:
-            self._progress.update(task, status=text)
-
-    def close(self) -> None:
-        """Stop the live display."""
-        if self._progress is not None:
-            self._progress.stop()
-
-
-# --- the report ------------------------------------------------------------------------
-
-_STATUS_STYLE = {
-    "reconciled": "green",
-    "abstained": "yellow",
-    "disabled": "dim",
-    "failed": "red",
-    "timed_out": "red",
-}
-
-
-def _render(report: PostmortemReport) -> None:
-    """The report as tables on stdout."""
-    from rich.console import Console
-    from rich.table import Table
-
-    # Piped output gets room for the reasons instead of rich's 80-column default.
-    console = Console(soft_wrap=False, highlight=False)
-    if not console.is_terminal:
-        console.width = max(console.width, 120)
-    dry = " (dry run)" if report.dry_run else ""
-    console.print(f"Postmortem of {report.run_id} ({report.outcome}){dry}", style="bold")
-    table = Table(title="Specialists", title_justify="left")
-    for column in ("specialist", "status", "supplied", "decided / proposed", "accepted", "notes"):
-        table.add_column(column, overflow="fold", no_wrap=column != "notes")
-    for name, entry in report.specialists.items():
-        if entry.decisions is not None or entry.manifest is not None:
-            supplied = str(entry.manifest) if entry.manifest is not None else "-"
-            decided = str(len(entry.decisions)) if entry.decisions is not None else "-"
-            accepted = "-"
-        else:
-            supplied = "-"
-            decided = str(entry.proposals) if entry.proposals is not None else "-"
-            accepted = str(len(entry.accepted)) if entry.accepted is not None else "-"
-        style = _STATUS_STYLE.get(entry.status, "")
-        table.add_row(
-            name, f"[{style}]{entry.status}[/]", supplied, decided, accepted, entry.reason or ""
-        )
-    console.print(table)
-    decisions = [(n, d) for n, e in report.specialists.items() for d in e.decisions or ()]
-    if decisions:
-        table = Table(title="Maintenance decisions", title_justify="left")
-        for column in ("lesson", "action", "reason"):
-            table.add_column(column, overflow="fold", no_wrap=column != "reason")
-        for _name, decision in decisions:
-            action: str = decision.action
-            if decision.canonical:
-                action += f" → {decision.canonical}"
-            table.add_row(f"{decision.id} r{decision.revision}", action, decision.reason)
-        console.print(table)
-    proposals = [
-        (name, item.index, item.title, "accepted", "")
-        for name, entry in report.specialists.items()
-        for item in entry.accepted or ()
-    ] + [
-        (name, item.index, item.title, "rejected", "; ".join(item.reasons) or item.reason)
-        for name, entry in report.specialists.items()
-        for item in entry.rejected or ()
-    ]
-    if proposals:
-        table = Table(title="Discovery proposals", title_justify="left")
-        for column in ("specialist", "#", "title", "verdict", "reason"):
-            table.add_column(column, overflow="fold")
-        for name, index, title, verdict, reason in sorted(proposals, key=lambda p: (p[0], p[1])):
-            colour = "green" if verdict == "accepted" else "red"
-            table.add_row(name, str(index), title, f"[{colour}]{verdict}[/]", reason)
-        console.print(table)
-    heading = "Would publish (dry run)" if report.dry_run else "Published"
-    if report.mutations:
-        table = Table(title=heading, title_justify="left")
-        for column in ("action", "lesson", "title", "by"):
-            table.add_column(column, overflow="fold")
-        for mutation in report.mutations:
-            lesson = mutation.id or "(new)"
-            if mutation.revision is not None:
-                lesson += f" r{mutation.revision}"
-            elif mutation.base_revision is not None:
-                lesson += f" from r{mutation.base_revision}"
-            title = mutation.title or (f"→ {mutation.canonical}" if mutation.canonical else "")
-            table.add_row(mutation.action, lesson, title, mutation.specialist)
-        console.print(table)
-    counts = report.published
-    console.print(
-        f"{heading}: {counts.created} created, {counts.adapted} adapted, "
-        f"{counts.retired} retired, {counts.deferred} deferred; {counts.kept} kept."
-    )
-    for conflict in report.conflicts:
-        now = "gone" if conflict.current_revision is None else f"now r{conflict.current_revision}"
-        console.print(
-            f"[red]conflict[/]: {conflict.id} was decided on r{conflict.expected_revision}, "
-            f"{now}; not published"
-        )
-    if report.publish_error:
-        console.print(f"[red]publish failed[/]: {report.publish_error}; nothing was written")

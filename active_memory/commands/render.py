@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -46,41 +47,89 @@ def scope_label(lesson: Lesson | Tombstone | LessonSummary) -> str:
     return scope.repository
 
 
+@dataclass(frozen=True, slots=True)
+class StaleColumn:
+    """What the table's stale column knows: whether staleness was checked (a checkout
+    was found), and how many citations of each stale lesson changed."""
+
+    checked: bool
+    changed: Mapping[str, int] = field(default_factory=dict)
+    checkout: str | None = None
+
+    def cell(self, lesson: Lesson | Tombstone | LessonSummary) -> Text:
+        """`stale (2)`, `no`, `?` (not checked) or `-` (retired)."""
+        if lesson.status == "retired":
+            return Text("-", style="dim")
+        if not self.checked:
+            return Text("?", style="dim")
+        count = self.changed.get(lesson.id)
+        return Text(f"stale ({count})", style="yellow") if count else Text("no")
+
+    def caption(self) -> str:
+        """What the column compared with."""
+        if not self.checked:
+            return "stale ?: not checked (not inside a checkout; pass --checkout DIR)"
+        return f"stale (n): n cited ranges changed in {self.checkout}"
+
+
+def _rate(count: int, runs: int) -> str:
+    return f"{count} ({count / runs:.0%})" if runs else "-"
+
+
 def lesson_table(
     lessons: Sequence[Lesson | Tombstone | LessonSummary],
     counters: Mapping[str, Effectiveness] | None = None,
     *,
     total: int | None = None,
+    stale: StaleColumn | None = None,
 ) -> Table:
-    """One row per lesson: ID, revision, status, scope, title; with `counters`, also the
-    effectiveness counts (delivered / recurred, touched without delivery / recurred)."""
+    """One row per lesson: ID, revision, status, [stale,] [effectiveness: runs that
+    delivered it and how many of them its evidence recurred in, runs that touched it
+    without delivering it and how many recurred,] scope, title."""
     count = len(lessons) if total is None else total
     table = Table(title=f"{count} lessons", title_justify="left")
     table.add_column("ID", no_wrap=True)
     table.add_column("rev", justify="right")
     table.add_column("status")
+    if stale is not None:
+        table.add_column("stale", no_wrap=True)
     if counters is not None:
-        for column in ("delivered", "recurred", "touched, no card", "recurred, no card"):
-            table.add_column(column, justify="right", no_wrap=True)
+        # Two pairs: delivered in N runs → recurred in k; touched only in M → recurred in j.
+        for column in ("delivered", "then recurred", "touched only", "then recurred"):
+            table.add_column(column, justify="right")
     table.add_column("scope", overflow="fold")
     table.add_column("title", overflow="fold")
+    notes = []
+    if stale is not None:
+        notes.append(stale.caption())
+    if counters is not None:
+        notes.append(
+            "delivered: runs that delivered the lesson, then recurred: in how many its "
+            "evidence came back; touched only: runs that touched its files or node without "
+            "it, then recurred: in how many it came back"
+        )
+    if notes:
+        table.caption = "; ".join(notes)
+        table.caption_justify = "left"
     for lesson in lessons:
         title: str | Text = Text("(retired)", style="dim")
         if isinstance(lesson, Lesson) or (isinstance(lesson, LessonSummary) and lesson.title):
             title = lesson.title or ""
-        counts: list[str] = []
+        cells: list[str | Text] = []
+        if stale is not None:
+            cells.append(stale.cell(lesson))
         if counters is not None:
             c = counters.get(lesson.id)
-            counts = [
-                str(n)
-                for n in (
-                    (c.runs_delivered, c.recurred_when_delivered,
-                     c.runs_touched_not_delivered, c.recurred_when_not_delivered)
-                    if c else (0, 0, 0, 0)
-                )
-            ]  # fmt: skip
+            delivered = c.runs_delivered if c else 0
+            touched = c.runs_touched_not_delivered if c else 0
+            cells += [
+                f"{delivered} runs",
+                _rate(c.recurred_when_delivered if c else 0, delivered),
+                f"{touched} runs",
+                _rate(c.recurred_when_not_delivered if c else 0, touched),
+            ]
         table.add_row(
-            lesson.id, str(lesson.revision), lesson.status, *counts, scope_label(lesson), title
+            lesson.id, str(lesson.revision), lesson.status, *cells, scope_label(lesson), title
         )
     return table
 

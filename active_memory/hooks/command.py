@@ -5,6 +5,8 @@
 event (a batch handed back, a new prompt, a compaction: `recall/contexts.py`); both
 print nothing.
 
+OpenCode's and Hermes' plugins call `after-tool` (with `harness` in the payload).
+
 Run as `active-memory-hook claude|codex|gemini|copilot|pi|after-tool`, `python -m
 active_memory.hooks.command claude`, or `active-memory hook claude` (the same code behind
 the full CLI). The first two import only what answering needs: the standard library and
@@ -33,8 +35,8 @@ if TYPE_CHECKING:
 
 USAGE = (
     "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
-    "stdin), active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot, "
-    "or active-memory-hook context claude|codex|gemini|pi"
+    "stdin), active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot|hermes, "
+    "or active-memory-hook context claude|codex|gemini|pi|opencode"
 )
 
 
@@ -80,28 +82,34 @@ def _context_event(arguments: Sequence[str], data: bytes, env: Mapping[str, str]
 
     if len(arguments) != 1:
         raise ValueError(USAGE)
-    handle_event(arguments[0].lower(), jsonio.loads(data.decode("utf-8")), env)
+    from active_memory.hooks import compaction
+
+    client = arguments[0].lower()  # `Claude` is claude
+    if compaction.handles(client):
+        compaction.handle(client, jsonio.loads(data.decode("utf-8")), env)
+        return
+    handle_event(client, jsonio.loads(data.decode("utf-8")), env)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Answer one hook call from stdin; always 0 (errors are logged, never raised)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = os.environ if env is None else env
-    from active_memory.private import use_private_umask
-
-    previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
     harness = (arguments[0] if arguments else "").lower()  # `Claude` is claude
     if harness in ("-h", "--help", "--version"):  # a person, not a harness, is asking
         from active_memory import __version__
 
-        sys.stdout.write(f"active-memory-hook {__version__}\n{USAGE}\n" if harness != "--version"
-                         else f"active-memory-hook {__version__}\n")  # fmt: skip
+        usage = "" if harness == "--version" else f"{USAGE}\n"
+        sys.stdout.write(f"active-memory-hook {__version__}\n{usage}")
         return 0
     if environment.get("ACTIVE_MEMORY_HOOK_PROBE"):  # `hook doctor` runs us as a harness would
         from active_memory.hooks.hook_probe import probe_answer
 
         sys.stdout.write(f"{probe_answer(environment, ' '.join(arguments[:2]))}\n")
         return 0
+    from active_memory.private import use_private_umask
+
+    previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
     if harness == "session-end":
         from active_memory.hooks import session_end
 

@@ -1,10 +1,13 @@
 """`active-memory hook doctor`: is each installed hook present, runnable, trusted, served?
+(And each MCP registration: hooks/mcp_doctor.py.)
 
 For every harness and place (project, user) whose configuration holds a hook of ours:
 
 - `present`: our recall hook (PreToolUse; Gemini CLI AfterTool; Copilot CLI preToolUse;
-  the OpenCode plugin; the Pi extension) and, except for OpenCode, our session-end hook
-  (enqueue the session) are in the file;
+  the OpenCode and Hermes plugins; the Pi extension) and our session-end hook (enqueue
+  the session; the plugins and the extension hold both) are in the file;
+- `enabled` (Hermes): the plugin is in `plugins.enabled` of Hermes' `config.yaml`, and
+  for a project install Hermes loads project plugins (`HERMES_ENABLE_PROJECT_PLUGINS`);
 - `resolvable`: every command of ours names an executable that exists (an absolute path
   that is an executable file, or a name on PATH);
 - `trusted` (Copilot CLI, project): the repository is in Copilot's `trustedFolders`;
@@ -30,12 +33,22 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from active_memory.hooks import installers
-from active_memory.hooks.installers import claude, codex, codex_trust, copilot, gemini, opencode, pi
+from active_memory.hooks.doctor_checks import Check as Check
+from active_memory.hooks.doctor_checks import Installed as Installed
+from active_memory.hooks.installers import (
+    claude,
+    codex,
+    codex_trust,
+    copilot,
+    gemini,
+    hermes,
+    opencode,
+    pi,
+)
 from active_memory.hooks.installers.command_path import command_executable, resolves
 from active_memory.hooks.installers.files import parse_json_object, read_text
 
@@ -46,53 +59,15 @@ NAMES = {
     "pi": "Pi",
     "gemini": "Gemini CLI",
     "copilot": "Copilot CLI",
+    "hermes": "Hermes",
 }
 
 
-@dataclass(slots=True)
-class Check:
-    """One check: its name, whether it passed, what was found, and the fix."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """`{"name", "ok", "detail", "fix"?}`."""
-        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail}
-        if self.fix:
-            out["fix"] = self.fix
-        return out
-
-
-@dataclass(slots=True)
-class Installed:
-    """One installed hook configuration and its checks."""
-
-    harness: str
-    where: str
-    path: Path
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Every check passed."""
-        return all(check.ok for check in self.checks)
-
-    def to_json(self) -> dict[str, Any]:
-        """`{"harness", "where", "path", "ok", "checks"}`."""
-        return {
-            "harness": self.harness,
-            "where": self.where,
-            "path": str(self.path),
-            "ok": self.ok,
-            "checks": [check.to_json() for check in self.checks],
-        }
-
-
 def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]:
-    """Every installed hook configuration reachable from `cwd`, checked."""
+    """Every installed hook configuration and MCP registration reachable from `cwd`,
+    checked."""
+    from active_memory.hooks.mcp_doctor import inspect_mcp
+
     environment = os.environ if env is None else env
     found: list[Installed] = []
     for harness in installers.HARNESSES:
@@ -101,6 +76,10 @@ def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]
             item = inspect(harness, where, path, environment)
             if item is not None:
                 found.append(item)
+            if harness in ("claude", "codex"):
+                registered = inspect_mcp(harness, where, cwd, environment)
+                if registered is not None:
+                    found.append(registered)
     shared = [_settings_check(cwd, environment), _store_check(environment),
               _worker_check(environment)]  # fmt: skip
     for item in found:
@@ -122,11 +101,16 @@ def inspect(
         if not text.startswith(opencode.MARKER):
             return None
         command = opencode.plugin_command(text) or "active-memory-hook"
-        item.checks.append(Check("present", True, "plugin file (tool.execute.after)"))
+        detail = "plugin file (tool.execute.after, session.idle, exit)"
+        item.checks.append(Check("present", True, detail))
         item.checks.append(_resolvable([command], env))
         if run:
             item.checks.append(_runs([[command, "after-tool"]], path, env))
         return item
+    if harness == "hermes":
+        if not text.startswith(hermes.MARKER):
+            return None
+        return _inspect_hermes(item, text, env)
     if harness == "pi":
         if not text.startswith(pi.MARKER):
             return None
@@ -268,6 +252,35 @@ def _worker_check(env: Mapping[str, str]) -> Check:
     if report.get("cap_reached"):
         return Check("worker", True, f"{detail}; {report['cap_reached']}")
     return Check("worker", True, detail)
+
+
+def _inspect_hermes(item: Installed, text: str, env: Mapping[str, str]) -> Installed:
+    manifest = read_text(item.path.parent / hermes.MANIFEST_FILE)
+    present = manifest is not None and manifest.startswith(hermes.MARKER)
+    item.checks.append(
+        Check(
+            "present",
+            present,
+            "plugin (transform_tool_result, on_session_end, on_session_finalize)"
+            if present
+            else f"{hermes.MANIFEST_FILE} is missing next to {item.path.name}",
+            None if present else "run `active-memory hook install hermes` again",
+        )
+    )
+    item.checks.append(_resolvable([hermes.plugin_command(text) or "active-memory-hook"], env))
+    config = hermes.config_path(env)
+    problems, fixes = [], []
+    if not hermes.is_enabled(env):
+        problems.append(f"not in plugins.enabled of {config} (Hermes loads no plugin that is not)")
+        fixes.append("run `active-memory hook install hermes` again")
+    if item.where == "project" and not hermes.project_plugins_enabled(env):
+        problems.append(f"{hermes.PROJECT_PLUGINS_ENV} is not set (Hermes ignores "
+                        f"{item.path.parent.parent}/)")  # fmt: skip
+        fixes.append(f"export {hermes.PROJECT_PLUGINS_ENV}=1 (or put it in "
+                     f"{hermes.hermes_home(env)}/.env), or install with --user")  # fmt: skip
+    detail = "; ".join(problems) or f"enabled in {config}"
+    item.checks.append(Check("enabled", not problems, detail, "; ".join(fixes) or None))
+    return item
 
 
 def _ours(harness: str, document: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:

@@ -1,4 +1,4 @@
-"""`active-memory hook install|uninstall claude|codex|opencode|pi|gemini|copilot` and
+"""`active-memory hook install|uninstall claude|codex|opencode|pi|gemini|copilot|hermes` and
 `hook doctor`
 (standard library at import).
 
@@ -20,6 +20,7 @@ _NAMES = {
     "pi": "Pi",
     "gemini": "Gemini CLI",
     "copilot": "Copilot CLI",
+    "hermes": "Hermes",
 }
 
 
@@ -70,11 +71,14 @@ def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
     doctor = hook_subparsers.add_parser(
         "doctor",
-        help="check each installed hook: present, runnable, trusted, server, store",
+        help="check each installed hook and MCP registration: present, runnable, trusted, "
+        "server, store",
         description="For every harness whose project or user configuration holds our "
         "hooks: are they present, does their command run, are they trusted (Codex), does "
         "the recall server answer (HTTP hooks), are the settings valid, can the store be "
-        "read. Exit 1 when something is wrong (each problem says what to do).",
+        "read. For each MCP registration (Claude Code, Codex): is it approved or trusted, "
+        "does it read this store, does the server start and list its tools. Exit 1 when "
+        "something is wrong (each problem says what to do).",
     )
     doctor.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     doctor.set_defaults(handler=_doctor)
@@ -96,7 +100,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const="user",
         help="your user config (~/.claude, ~/.codex, ~/.config/opencode, ~/.pi/agent, "
-        "~/.gemini, ~/.copilot)",
+        "~/.gemini, ~/.copilot, ~/.hermes)",
     )
     parser.set_defaults(where="project")
     parser.add_argument(
@@ -242,12 +246,13 @@ def _doctor(args: argparse.Namespace) -> int:
     if not found:
         print(
             "no Active Memory hook is installed for this checkout or your user; run "
-            "`active-memory hook install claude|codex|opencode|pi|gemini|copilot`"
+            "`active-memory hook install claude|codex|opencode|pi|gemini|copilot|hermes`"
         )
         return 1
     for item in found:
         mark = "ok" if item.ok else "PROBLEM"
-        print(f"{_NAMES[item.harness]} ({item.where}) {item.path}: {mark}")
+        what = " MCP server" if item.kind == "mcp" else ""
+        print(f"{_NAMES[item.harness]}{what} ({item.where}) {item.path}: {mark}")
         for check in item.checks:
             print(f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail}")
             if check.fix:
@@ -269,8 +274,13 @@ def _next_steps(harness: str, http: bool, path: Path) -> list[str]:
         return ["Codex trusts the hooks through the entries written in its config.toml; "
                 "`active-memory hook doctor` checks them."]  # fmt: skip
     if harness == "opencode":
-        return ["OpenCode loads the plugin at its next start (recall only: there is no "
-                "OpenCode session importer, so its sessions are not queued)."]  # fmt: skip
+        return ["OpenCode loads the plugin at its next start: lessons follow each tool's "
+                "result, and each session is queued for its postmortem when it goes idle "
+                "and when OpenCode exits."]  # fmt: skip
+    if harness == "hermes":
+        return ["Hermes loads the plugin at its next start (it is enabled in its "
+                "config.yaml): lessons follow each tool's result, and each session is "
+                "queued for its postmortem."]  # fmt: skip
     if harness == "pi":
         return ["Pi loads the extension at its next start. In contained mode "
                 "(`pi --no-extensions`) load it explicitly:",

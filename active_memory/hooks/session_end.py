@@ -1,4 +1,4 @@
-"""`active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot [--store
+"""`active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot|hermes [--store
 PATH_OR_URL]`: put a finished harness session in the store's postmortem queue.
 
 Stdin is the harness's own end-of-session payload:
@@ -9,8 +9,13 @@ Stdin is the harness's own end-of-session payload:
   null), `cwd`, `model`, `turn_id`, `last_assistant_message`, `stop_hook_active`,
   `permission_mode`; and `SessionEnd`: `session_id`, `transcript_path` (may be null),
   `cwd`, `reason`. A `Stop` is a turn end: the worker waits for the session to settle.
-- OpenCode (our plugin): `sessionID`, `cwd`, and when known `transcriptPath`, `event`,
-  `model`.
+- OpenCode (our plugin, 1.18): `sessionID`, `cwd`, `event` (`session.idle` when a turn
+  is over, `session.end` when OpenCode exits); the session lives in OpenCode's database,
+  `$OPENCODE_DB` or `$XDG_DATA_HOME/opencode/opencode.db` (default
+  `~/.local/share/opencode/opencode.db`), which the entry names as its transcript.
+- Hermes (our plugin, 0.19): `sessionID`, `cwd`, `event` (`on_session_end` after every
+  turn, `on_session_finalize` when the session is over); the session lives in
+  `$HERMES_HOME/state.db` (default `~/.hermes/state.db`).
 - Pi (our extension's `session_shutdown`): `sessionID`, `cwd`, `transcriptPath` (the
   session file), `event`.
 - Gemini CLI `SessionEnd` (0.61, captured): `session_id`, `transcript_path`, `cwd`,
@@ -42,9 +47,9 @@ if TYPE_CHECKING:
 
     from active_memory.store.queue import SessionEnd
 
-HARNESSES = ("claude", "codex", "opencode", "pi", "gemini", "copilot")
+HARNESSES = ("claude", "codex", "opencode", "pi", "gemini", "copilot", "hermes")
 USAGE = (
-    "usage: active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot "
+    "usage: active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot|hermes "
     "[--store PATH_OR_URL] "
     "(session-end JSON on stdin)"
 )
@@ -72,26 +77,31 @@ def parse_arguments(arguments: Sequence[str]) -> tuple[str, str | None]:
 def session_end(harness: str, payload: Any, env: Mapping[str, str] | None = None) -> SessionEnd:
     """The end event a payload describes; raises ValueError naming what is wrong.
 
-    `env` locates Copilot CLI's session folder (`COPILOT_HOME`, `HOME`): its hook names
-    no transcript.
+    `env` locates the session store of a client whose hook names no transcript: Copilot
+    CLI's session folder (`COPILOT_HOME`), OpenCode's database (`OPENCODE_DB`,
+    `XDG_DATA_HOME`), Hermes' (`HERMES_HOME`); `HOME` otherwise.
     """
     from active_memory.store.queue import SessionEnd
 
     if not isinstance(payload, dict):
         raise ValueError("the session-end payload is not a JSON object")
-    if harness in ("opencode", "pi"):
+    environment = os.environ if env is None else env
+    if harness in ("opencode", "pi", "hermes"):
         session_id = payload.get("sessionID") or payload.get("session_id")
         transcript = payload.get("transcriptPath") or payload.get("transcript_path")
-        event = payload.get("event") or ("session.end" if harness == "opencode" else
-                                         "session_shutdown")  # fmt: skip
+        if not transcript and harness != "pi":
+            transcript = session_database(harness, environment)
+        event = payload.get("event") or DEFAULT_EVENTS[harness]
     elif harness == "copilot":
         session_id = payload.get("sessionId")
-        transcript = _copilot_events(session_id, os.environ if env is None else env)
+        transcript = _copilot_events(session_id, environment)
         event = "sessionEnd"
     else:
         session_id = payload.get("session_id")
         transcript = payload.get("transcript_path")
         event = payload.get("hook_event_name") or "SessionEnd"
+    if harness == "hermes" and isinstance(session_id, str) and isinstance(transcript, str):
+        session_id = _hermes_root(transcript, session_id)
     cwd = payload.get("cwd")
     model = payload.get("model")
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_ID:
@@ -109,6 +119,9 @@ def session_end(harness: str, payload: Any, env: Mapping[str, str] | None = None
         size: int | None = os.stat(path).st_size if path else None
     except OSError:
         size = None  # not written yet, or gone: the worker reports it
+    if harness in SESSION_SIZE_QUERIES and size is not None:
+        # One database holds every session: the session's own size says whether it grew.
+        size = _session_size(harness, path, session_id.strip())
     from active_memory.processes import host_name
 
     return SessionEnd(
@@ -121,6 +134,87 @@ def session_end(harness: str, payload: Any, env: Mapping[str, str] | None = None
         size=size,
         host=host_name(),
     )
+
+
+DEFAULT_EVENTS = {"opencode": "session.end", "pi": "session_shutdown", "hermes": "on_session_end"}
+"""The event a payload that names none stands for (a final one for OpenCode, whose
+plugin always names it; a turn end for Hermes, the safe choice)."""
+
+
+def session_database(harness: str, env: Mapping[str, str]) -> str:
+    """Where OpenCode 1.18 (`opencode.db`) or Hermes 0.19 (`state.db`) keeps sessions."""
+    home = env.get("HOME") or "~"
+    if harness == "opencode":
+        # OpenCode's own rule: OPENCODE_DB absolute, or a name in its data folder.
+        data = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+        name = env.get("OPENCODE_DB") or "opencode.db"
+        return os.path.join(os.path.expanduser(data), "opencode", os.path.expanduser(name))
+    hermes_home = env.get("HERMES_HOME") or os.path.join(home, ".hermes")
+    return os.path.join(os.path.expanduser(hermes_home), "state.db")
+
+
+SESSION_SIZE_QUERIES = {
+    "opencode": (
+        "SELECT (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM message WHERE session_id = ?1)"
+        " + (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM part WHERE session_id = ?1)"
+    ),
+    "hermes": (
+        "WITH RECURSIVE chain(id) AS (SELECT ?1 UNION SELECT s.id FROM sessions s"
+        " JOIN chain c ON s.parent_session_id = c.id)"
+        " SELECT COALESCE(SUM(LENGTH(COALESCE(content, '')) + LENGTH(COALESCE(tool_calls, ''))),"
+        " 0) FROM messages WHERE session_id IN (SELECT id FROM chain)"
+    ),
+}
+"""The bytes of one session in a client's database (Hermes: with the sessions that
+continue it or work for it), the queue's measure of whether a session grew since its
+postmortem: the database's own size grows with every other session too."""
+
+
+def _session_size(harness: str, database: str, session_id: str) -> int | None:
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.5)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute(SESSION_SIZE_QUERIES[harness], (session_id,)).fetchone()
+    except sqlite3.Error:
+        return None  # unknown: a later end cannot re-open a finished entry by mistake
+    finally:
+        conn.close()
+    return int(row[0]) if row and isinstance(row[0], int) else None
+
+
+def _hermes_root(database: str, session_id: str) -> str:
+    """The conversation a Hermes session ID belongs to: the session it continues after
+    compression (Hermes goes on under a new ID whose parent ended for `compression`), or
+    the one a sub-agent (`_delegate_from`) works for; so one conversation is one queue
+    entry. `session_id` itself when nothing says otherwise."""
+    import sqlite3
+
+    path = os.path.abspath(os.path.expanduser(database))
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.5)
+    except sqlite3.Error:
+        return session_id
+    current = session_id
+    try:
+        for _ in range(100):
+            row = conn.execute(
+                "SELECT p.id, p.end_reason, "
+                "json_extract(COALESCE(s.model_config, '{}'), '$._delegate_from') "
+                "FROM sessions s JOIN sessions p ON p.id = s.parent_session_id WHERE s.id = ?",
+                (current,),
+            ).fetchone()
+            if row is None or (row[1] != "compression" and not row[2]):
+                break
+            current = str(row[0])
+    except sqlite3.Error:
+        return session_id
+    finally:
+        conn.close()
+    return current
 
 
 def _copilot_events(session_id: Any, env: Mapping[str, str]) -> str | None:

@@ -18,6 +18,7 @@ from active_memory.init.ignore import parse_list
 from active_memory.init.inventory import candidate_roots, take_inventory
 from active_memory.init.maintenance import maintain
 from active_memory.init.phases import Discovery, discover
+from active_memory.init.progress import Silent, Steps
 from active_memory.init.publish import publish_session, verify_checkouts
 from active_memory.init.session import STATE_SCHEMA, Options, Requested, Session, open_session
 from active_memory.runlog.record import RunRecord, load_run_record
@@ -45,13 +46,16 @@ def advance(
     ignore_graphs: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
     checkouts: Sequence[str | Path] | None = None,
+    steps: Steps | None = None,
 ) -> dict[str, Any]:
     """Advance the session at `directory` as far as it can go; the JSON to print.
 
     An option left as None is omitted: a new session takes its default, a resume its
     saved value. `checkouts` are candidate checkouts for runs that recorded no
-    workspace; a folder that is not a git working tree is a UsageError.
+    workspace; a folder that is not a git working tree is a UsageError. `steps` is told
+    each stage (reading the run history, discovery tasks, maintenance, publishing).
     """
+    steps = steps or Silent()
     requested = Requested(
         parse_list(ignore_repos) if ignore_repos is not None else None,
         parse_list(ignore_graphs) if ignore_graphs is not None else None,
@@ -61,7 +65,9 @@ def advance(
     with open_session(directory, requested) as (session, new):
         receipt = session.read("receipt.json")
         state: dict[str, Any] | None = (
-            _start(session, requested.defaults(), environ) if new else session.read("session.json")
+            _start(session, requested.defaults(), environ, steps)
+            if new
+            else session.read("session.json")
         )
         assert state is not None
         head = {"session": str(session.path), "inventory": state["inventory"]}
@@ -77,11 +83,11 @@ def advance(
             return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}
         if session.read("publishing.json") is not None:
             # Every answer was in and checked: only the publication is left (or recovered).
-            return anyio.run(_publish, session, state, store, None, head)
-        found = discover(_selected(session, state), session.exchange)
+            return anyio.run(_publish, session, state, store, None, head, steps)
+        found = discover(_selected(session, state), session.exchange, steps)
         if found.pending:
             return _waiting("discovery", found, head)
-        return anyio.run(_publish, session, state, store, found, head)
+        return anyio.run(_publish, session, state, store, found, head, steps)
 
 
 def _waiting(phase: str, found: Discovery, head: dict[str, Any]) -> dict[str, Any]:
@@ -97,11 +103,19 @@ def _waiting(phase: str, found: Discovery, head: dict[str, Any]) -> dict[str, An
     return {"phase": phase, "next_action": ANSWER_ACTION, **head, "tasks": tasks}
 
 
-def _start(session: Session, options: Options, environ: Mapping[str, str] | None) -> dict[str, Any]:
+def _start(
+    session: Session, options: Options, environ: Mapping[str, str] | None, steps: Steps
+) -> dict[str, Any]:
     """The first call: take the inventory, keep the selected records, save the state."""
     runs_dir = Path(options.runs_dir) if options.runs_dir is not None else None
+    steps.stage("reading the run history")
     inventory = take_inventory(
-        runs_dir, options.ignore_repos, options.ignore_graphs, environ, options.checkouts
+        runs_dir,
+        options.ignore_repos,
+        options.ignore_graphs,
+        environ,
+        options.checkouts,
+        tick=steps.advance,
     )
     shutil.rmtree(session.runs, ignore_errors=True)
     session.runs.mkdir(mode=0o700)
@@ -139,6 +153,7 @@ async def _publish(
     location: str,
     found: Discovery | None,
     head: dict[str, Any],
+    steps: Steps,
 ) -> dict[str, Any]:
     """Maintenance (when `found` is given), then the one publication."""
 
@@ -147,9 +162,11 @@ async def _publish(
 
     async with open_store(location) as store:
         if found is not None:
+            steps.stage("maintenance tasks")
             await maintain(_selected(session, state), store, session.exchange, found)
             if found.pending:
                 return _waiting("maintenance", found, head)
+        steps.stage("publishing")
         receipt = await publish_session(
             session,
             store,

@@ -16,7 +16,7 @@ recorded `source.revision` as a commit; two such candidates exclude the run as
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -180,14 +180,18 @@ def take_inventory(
     ignore_graphs: Sequence[str],
     environ: Mapping[str, str] | None = None,
     checkouts: Sequence[str] = (),
+    tick: Callable[[], None] | None = None,
 ) -> Inventory:
     """Find every run and select or exclude it; `checkouts` are candidate working-tree
-    tops (see `candidate_roots`) for runs that recorded no workspace."""
+    tops (see `candidate_roots`) for runs that recorded no workspace. `tick` is called
+    once per run found (progress)."""
     env = os.environ if environ is None else environ
     candidates = _candidates_of(checkouts)
     selected: list[Selected] = []
     excluded: list[Excluded] = []
     for found in _candidates(runs_dir, env):
+        if tick is not None:
+            tick()
         if isinstance(found, Excluded):
             excluded.append(found)
             continue

@@ -18,6 +18,7 @@ import anyio
 from active_memory.checkout import Checkout
 from active_memory.errors import SpecialistFailed
 from active_memory.init.errors import InitRefused
+from active_memory.init.progress import Silent, Steps
 from active_memory.prompts import load_prompts
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.answers import (
@@ -43,15 +44,22 @@ class Discovery:
     results: list[dict[str, Any]] = field(default_factory=list)
 
 
-def discover(runs: Sequence[tuple[RunRecord, Path]], exchange: Path) -> Discovery:
-    """Write every discovery task not written yet; check every answer present."""
-    return anyio.run(_discover, runs, exchange)
+def discover(
+    runs: Sequence[tuple[RunRecord, Path]], exchange: Path, steps: Steps | None = None
+) -> Discovery:
+    """Write every discovery task not written yet; check every answer present (`steps`
+    advances once per run)."""
+    return anyio.run(_discover, runs, exchange, steps or Silent())
 
 
-async def _discover(runs: Sequence[tuple[RunRecord, Path]], exchange: Path) -> Discovery:
+async def _discover(
+    runs: Sequence[tuple[RunRecord, Path]], exchange: Path, steps: Steps
+) -> Discovery:
     prompts = load_prompts()
     out = Discovery()
+    steps.stage("discovery tasks", total=len(runs))
     for record, root in runs:
+        steps.advance()
         for name in get_args(DiscoveryName):
             task = build_discovery(name, record)
             if not task.evidence:

@@ -20,10 +20,10 @@ both call `choose_lane`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Literal, TypeAlias, get_args
 
 from active_memory.config import RuntimeConfig, SpecialistLane
 from active_memory.errors import UsageError
@@ -33,6 +33,9 @@ from active_memory.specialists.providers.credentials import declared_names
 from active_memory.worker_settings import BINARY_VARIABLES as BINARY_VARIABLES
 from active_memory.worker_settings import INSTALL_HINTS, PROVIDER_KEYS, PROVIDER_SDKS, sdk_installed
 from active_memory.worker_settings import find_executable as find_executable
+
+if TYPE_CHECKING:
+    from active_memory.specialists.providers.exchange import Pending
 
 LaneName: TypeAlias = Literal["api", "claude", "codex", "replay", "exchange"]
 LANE_NAMES: tuple[LaneName, ...] = get_args(LaneName)
@@ -46,6 +49,7 @@ class LaneOptions:
 
     recordings: Path | None = None  # replay
     exchange_dir: Path | None = None  # exchange
+    exchange_waiting: Callable[[Pending], None] | None = None  # exchange: where a task is
     checkout: Path | None = None  # the CLI lanes run (and read) there
     investigate: bool = True  # the CLI lanes may read the checkout with read-only tools
     environ: Mapping[str, str] | None = None  # default: os.environ
@@ -111,7 +115,9 @@ def choose_lane(
             raise UsageError(
                 "--lane exchange needs --exchange-dir DIR for its task and answer files"
             )
-        session_options = SessionOptions(mode="exchange", exchange_dir=opts.exchange_dir)
+        session_options = SessionOptions(
+            mode="exchange", exchange_dir=opts.exchange_dir, exchange_waiting=opts.exchange_waiting
+        )
         return ChosenLane(name, chosen_by, reason, lane_sessions(lane, session_options, environ))
     if name == "api":
         _require_api_key(lane, environ)

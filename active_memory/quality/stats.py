@@ -95,8 +95,13 @@ def scope_text(item: Lesson | Tombstone) -> str:
 
 async def lesson_counts(store: LessonStore) -> list[ScopeCount]:
     """Lessons per scope and status (tombstones as `retired`), sorted by scope."""
+    return count_lessons(await store.select(LessonQuery(include_retired=True)))
+
+
+def count_lessons(items: Sequence[Lesson | Tombstone]) -> list[ScopeCount]:
+    """`items` counted per scope and status (tombstones as `retired`), sorted by scope."""
     counts: Counter[tuple[str, str, str]] = Counter()
-    for item in await store.select(LessonQuery(include_retired=True)):
+    for item in items:
         counts[(item.scope.kind, scope_text(item), item.status)] += 1
     order = {"active": 0, "deferred": 1, "retired": 2}
     keys = sorted(counts, key=lambda k: (k[0], k[1], order.get(k[2], 3)))

@@ -7,10 +7,11 @@ after-tool callbacks (OpenCode, Pi).
   Answer: `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
   "additionalContext": "<framed cards>"}}`, or nothing when no card is delivered.
 - `after-tool`: harnesses that can only append to a tool's result (OpenCode's
-  `tool.execute.after`, Pi). Input: `{"tool", "args", "sessionID", "cwd"}` (OpenCode's
-  names; `tool_name` / `tool_input` / `session_id` / `directory` are accepted too, and
-  `harness` names the caller, default `opencode`). Answer: `{"append": "\\n\\n<framed
-  cards>"}`, the exact text to add at the end of the tool's output, or nothing.
+  `tool.execute.after`, Hermes' `transform_tool_result`: our plugins send `harness`).
+  Input: `{"tool", "args", "sessionID", "cwd"}` (OpenCode's names; `tool_name` /
+  `tool_input` / `session_id` / `directory` are accepted too, and `harness` names the
+  caller, default `opencode`). Answer: `{"append": "\\n\\n<framed cards>"}`, the exact
+  text to add at the end of the tool's output, or nothing.
 - `pi`: our Pi extension's `tool_result` handler, the after-tool shape above (caller
   `pi`), answered the same way.
 - `gemini`: Gemini CLI's `AfterTool` hook input (`session_id`, `cwd`, `tool_name`,

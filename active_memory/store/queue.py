@@ -8,10 +8,11 @@ transaction and hands it to the functions here.
 
 - An end event (`SessionEnd`) inserts or refreshes the one entry of (harness, session).
   A *final* event (`FINAL_EVENTS`: Claude Code, Codex and Gemini CLI `SessionEnd`,
-  Copilot CLI `sessionEnd`, Pi's `session_shutdown` but a reload, OpenCode's session
-  end) makes the entry claimable at once; a *turn* event (Codex `Stop`, after every
-  turn; Pi's reload) only once no
-  other end arrived for the worker's settle delay.
+  Copilot CLI `sessionEnd`, Pi's `session_shutdown` but a reload, OpenCode's
+  `session.end` at exit, Hermes' `on_session_finalize`) makes the entry claimable at
+  once; a *turn* event (Codex `Stop`, OpenCode's `session.idle`, Hermes'
+  `on_session_end`, Pi's reload, after every turn) only once no other end arrived for
+  the worker's settle delay.
 - An entry records the machine it ended on (`host`); a worker claims only entries of
   its own machine (and older ones that name none), whose transcripts it can read.
 - A claim moves `pending` → `running` with a lease (`lease_owner`, `lease_expires`) and
@@ -50,6 +51,7 @@ FINAL_EVENTS = frozenset({
     "SessionEnd",  # Claude Code, Codex, Gemini CLI
     "sessionEnd",  # Copilot CLI
     "session.end", "session.deleted", "session.idle.final",  # OpenCode
+    "on_session_finalize",  # Hermes
     # Pi's session_shutdown, by its reason: the session is over (quit) or replaced by
     # another (new, resume, fork). A reload keeps the session going: a turn end.
     "session_shutdown", "session_shutdown:quit", "session_shutdown:new",

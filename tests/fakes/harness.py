@@ -1,8 +1,9 @@
 """The real harness binaries for tests, and the isolated environment they run in.
 
 A binary is found through `ACTIVE_MEMORY_TEST_CLAUDE`, `_CODEX`, `_PI`, `_GEMINI`,
-`_COPILOT` (a path; `.ci/run` sets them) or else on PATH. Without it a test skips with
-the reason; in CI (`CI=true`) it fails instead, so a broken install cannot pass as a skip.
+`_COPILOT`, `_OPENCODE`, `_HERMES` (a path; `.ci/run` sets them) or else on PATH.
+Without it a test skips with the reason; in CI (`CI=true`) it fails instead, so a broken
+install cannot pass as a skip.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ ENV_VARS = {
     "pi": "ACTIVE_MEMORY_TEST_PI",
     "gemini": "ACTIVE_MEMORY_TEST_GEMINI",
     "copilot": "ACTIVE_MEMORY_TEST_COPILOT",
+    "opencode": "ACTIVE_MEMORY_TEST_OPENCODE",
+    "hermes": "ACTIVE_MEMORY_TEST_HERMES",
 }
 
 # Claude Code's switches that keep a test run off the network: no update check, no

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Literal
 
 from active_memory.errors import UsageError
-from active_memory.hooks.installers import claude, codex, copilot, gemini, opencode, pi
+from active_memory.hooks.installers import claude, codex, copilot, gemini, hermes, opencode, pi
 from active_memory.hooks.installers.files import FileChange as FileChange
 from active_memory.hooks.paths import DEFAULT_PORT
 
-Harness = Literal["claude", "codex", "opencode", "pi", "gemini", "copilot"]
-HARNESSES: tuple[Harness, ...] = ("claude", "codex", "opencode", "pi", "gemini", "copilot")
+Harness = Literal["claude", "codex", "opencode", "pi", "gemini", "copilot", "hermes"]
+HARNESSES: tuple[Harness, ...] = (
+    "claude", "codex", "opencode", "pi", "gemini", "copilot", "hermes"
+)  # fmt: skip
 Where = Literal["project", "user"]
 
 
@@ -57,6 +59,10 @@ def target_path(
             return copilot.hooks_path(find_project_root(cwd) / ".github" / "hooks")
         copilot_home = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
         return copilot.hooks_path(copilot_home / "hooks")
+    if harness == "hermes":
+        if where == "project":
+            return hermes.plugin_path(find_project_root(cwd) / ".hermes" / "plugins")
+        return hermes.plugin_path(hermes.hermes_home(env) / "plugins")
     if harness == "pi":
         if where == "project":
             return pi.extension_path(find_project_root(cwd) / ".pi" / "extensions")
@@ -74,6 +80,9 @@ class Plan:
 
     changes: list[FileChange]
     notes: list[str] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+    """Folders of ours that an uninstall leaves empty: removed after the files (with the
+    bytecode the harness wrote there), never while anything else is in them."""
 
     @property
     def changed(self) -> bool:
@@ -103,6 +112,21 @@ class Plan:
             if isinstance(exc, OSError) and exc.filename is None and current is not None:
                 raise OSError(exc.errno, exc.strerror, str(current.path)) from exc
             raise
+        for folder in self.folders:
+            _remove_if_empty(folder)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    # Hermes compiles our plugin into its own __pycache__: that goes with it, nothing else.
+    import contextlib
+
+    cache = folder / "__pycache__"
+    with contextlib.suppress(OSError):
+        for item in cache.glob("__init__.*.pyc"):
+            item.unlink()
+        cache.rmdir()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def plan(
@@ -170,6 +194,8 @@ def _plan_hooks(
         return Plan([opencode.plan(path, install, script)])
     if harness == "pi":
         return Plan([pi.plan(path, install, script)])
+    if harness == "hermes":
+        return _hermes_plan(path, install, script, env, where)
     if harness == "gemini":
         return Plan([gemini.plan(path, install, script)])
     if harness == "copilot":
@@ -197,6 +223,24 @@ def _plan_hooks(
                 f"--trust-project, or add to {config}:\n" + codex_trust.project_entry_text(root)
             )
     return Plan([hooks, trust], notes)
+
+
+def _hermes_plan(
+    path: Path, install: bool, script: Path | None, env: Mapping[str, str] | None, where: Where
+) -> Plan:
+    environment = os.environ if env is None else env
+    other = target_path("hermes", "user" if where == "project" else "project", Path.cwd(),
+                        environment)  # fmt: skip
+    built = Plan(hermes.plan(path, install, script, environment, other if other != path else None))
+    if not install:
+        built.folders.append(path.parent)
+    elif where == "project" and not hermes.project_plugins_enabled(environment):
+        built.notes.append(
+            f"Hermes loads {path.parent.parent}/ only with {hermes.PROJECT_PLUGINS_ENV}=1 "
+            f"in its environment (or in {hermes.hermes_home(environment)}/.env); set it, or "
+            "install with --user"
+        )
+    return built
 
 
 def _copilot_notes(

@@ -55,8 +55,10 @@ class LogReader:
             reason = "other entries"
         ignored[reason] += 1
 
-    def call(self, call_id: str, tool: str, arguments: Any, at: str | None) -> None:
-        """One tool call with its arguments (an object)."""
+    def call(
+        self, call_id: str, tool: str, arguments: Any, at: str | None, agent: str | None = None
+    ) -> None:
+        """One tool call with its arguments (an object); `agent`: the sub-agent's ID."""
         assert self.run is not None
         if call_id in self.calls:
             return  # written again when the log rewrites a message
@@ -64,8 +66,8 @@ class LogReader:
         args = arguments if isinstance(arguments, dict) else {}
         paths, base = _function_paths(args, self.run.cwd)
         paths += [args[key] for key in EXTRA_PATH_KEYS if isinstance(args.get(key), str)]
-        self.run.said("", at)
-        self.run.tool_call(tool, at, paths, base, call_id=call_id, tool_input=args)
+        self.run.said("", at, agent)
+        self.run.tool_call(tool, at, paths, base, agent, call_id=call_id, tool_input=args)
 
     def result(
         self,
@@ -76,14 +78,16 @@ class LogReader:
         detail: str,
         declined: bool = False,
         exit_code: int | None = None,
+        agent: str | None = None,
     ) -> None:
         """The outcome of a tool call: `detail` is its output (or error message) when it
-        failed; `declined` a person's "no" (also read from `detail`)."""
+        failed; `declined` a person's "no" (also read from `detail`); `agent` as for
+        `call`."""
         assert self.run is not None
         tool = self.calls.get(call_id, "tool")
         if declined or (failed and _DECLINED.search(detail[:500])):
             self.run.tool_abandoned(call_id)
-            self.run.tool_succeeded(at)
+            self.run.tool_succeeded(at, agent)
         elif failed:
             if exit_code is None and (found := _EXIT_CODE.search(detail[:2000])):
                 exit_code = int(found.group(1))
@@ -92,12 +96,13 @@ class LogReader:
                 at,
                 timed_out="timed out" in detail.lower(),
                 detail=" ".join(detail.split())[:200],
+                agent=agent,
                 call_id=call_id,
                 output=detail,
                 exit_code=exit_code,
             )
         else:
-            self.run.tool_succeeded(at, call_id=call_id)
+            self.run.tool_succeeded(at, agent, call_id=call_id)
 
 
 def adopt_cwd(run: SessionRun, cwd: str) -> None:

@@ -27,6 +27,10 @@ class ImportedRun:
     private: tuple[str, ...] = ()
     """Session importers: the `<private>` passages the prompts held, kept in memory only
     (never written), so that what is joined later (hook receipts) is masked too."""
+    linked: dict[str, str] = field(default_factory=dict)
+    """Session importers: other provider sessions of the same run (OpenCode's sub-agent
+    sessions, Hermes' continuations and sub-agents), each with the node its hook records
+    are filed under; their hooks' receipts and deliveries are joined too."""
 
     @property
     def events(self) -> int:

@@ -51,7 +51,7 @@ from active_memory.runlog.record import RunRecord, parse_run_record
 from active_memory.settings import SettingsError, effective_settings
 from active_memory.store.location import state_dir
 
-Harness = Literal["claude", "codex", "pi", "gemini", "copilot"]
+Harness = Literal["claude", "codex", "pi", "gemini", "copilot", "opencode", "hermes"]
 
 GEMINI_MATCHER = (
     "read_file|read_many_files|write_file|replace|edit|run_shell_command|glob|"
@@ -69,8 +69,18 @@ HOOKED_TOOLS: dict[str, frozenset[str] | None] = {
     # The tools `hook install gemini` matches (hooks/installers/gemini.py MATCHER).
     "gemini": frozenset(GEMINI_MATCHER.split("|")),
     "copilot": None,  # no matcher: preToolUse sees every tool call
+    "opencode": None,  # tool.execute.after sees every call that returned (not a throw)
+    "hermes": None,  # transform_tool_result sees every tool call
 }
 """Per harness, the tool names whose receipts the hook records (None: all)."""
+
+HOOK_MISSES_ERRORS = frozenset({"opencode"})
+"""Harnesses whose recall hook never runs for a call the tool threw on (OpenCode calls
+`tool.execute.after` only with a result): the transcript's receipts of such calls are
+kept beside the hook's."""
+
+DATABASE_HARNESSES = frozenset({"opencode", "hermes"})
+"""Clients whose sessions live in one database: the import names the session."""
 
 _SESSION_NODE = "worker"
 """The node of a session's run record (importers/session.py): hook receipts get it too."""
@@ -96,7 +106,7 @@ def import_harness_session(
     session importer.
     """
     transcript = Path(transcript)
-    result = _import(harness, transcript)
+    result = _import(harness, transcript, session_id)
     if not result.runs:
         reasons = "; ".join(skipped.reason for skipped in result.skipped[:3]) or "empty"
         turnless = result.skipped and all(
@@ -108,12 +118,15 @@ def import_harness_session(
             raise EmptySession(str(transcript), f"no turn in the {harness} session log ({reasons})")
         raise InvalidRecord(str(transcript), f"no run in the {harness} session log ({reasons})")
     run = result.runs[0]
+    if harness in DATABASE_HARNESSES:  # the root of a continued session: its own key
+        session_id = session_of(run.record, harness) or session_id
     data = join_hook_records(
         run.record,
         harness,
         session_id=session_id,
         cwd=Path(cwd) if cwd else None,
         env=env,
+        linked=run.linked,
     )
     data, _ = exclude_paths(data, env)
     run.record = data
@@ -134,7 +147,8 @@ def seal_session(
     if session:
         recall_dir = os.path.join(state_dir(env), "recall")
         scrubber = Scrubber(private=run.private)
-        rewrite_records(recall_dir, f"session:{session}", lambda name, r: _clean(name, r, scrubber))
+        for key in (session, *run.linked):
+            rewrite_records(recall_dir, f"session:{key}", lambda n, r: _clean(n, r, scrubber))
     if run.report is not None and masked:
         counts = run.report.setdefault("private", {})
         counts["masked"] = counts.get("masked", 0) + masked
@@ -177,9 +191,11 @@ def join_hook_records(
     session_id: str | None = None,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    linked: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """`record` (a session's run record as built by its importer) joined with its hooks'
-    receipts and deliveries; validated and bounded like every imported record."""
+    receipts and deliveries; validated and bounded like every imported record.
+    `linked`: other provider sessions of the run and the node of each (ImportedRun)."""
 
     environment = os.environ if env is None else env
     session = session_id or session_of(record, harness)
@@ -192,17 +208,23 @@ def join_hook_records(
     if not session:
         return checked(data, str(data.get("run_id", "<session>")))
     recall_dir = os.path.join(state_dir(environment), "recall")
-    run_key = f"session:{session}"
-    hook_receipts = read_receipts(recall_dir, run_key)
-    hooks_ran = has_records(recall_dir, run_key) or os.path.exists(
-        ledger_path_for(recall_dir, session)
-    )
+    hook_receipts: list[dict[str, Any]] = []
+    deliveries: list[dict[str, Any]] = []
+    hooks_ran = False
+    for key, node in {session: "", **(linked or {})}.items():
+        run_key = f"session:{key}"
+        for item in read_receipts(recall_dir, run_key):
+            hook_receipts.append({**item, "node": node} if node else item)
+        deliveries += read_deliveries(recall_dir, run_key)
+        hooks_ran = (
+            hooks_ran
+            or has_records(recall_dir, run_key)
+            or os.path.exists(ledger_path_for(recall_dir, key))
+        )
     if hook_receipts:
         data["receipts"] = _joined_receipts(harness, data.get("receipts") or [], hook_receipts)
     if hooks_ran:
-        data["deliveries"] = [
-            _delivery(item) for item in read_deliveries(recall_dir, run_key) if _valid(item)
-        ]
+        data["deliveries"] = [_delivery(item) for item in deliveries if _valid(item)]
     else:
         data.pop("deliveries", None)
     return checked(data, str(data.get("run_id", run_key)))
@@ -224,7 +246,9 @@ def _empty_file(path: Path) -> bool:
         return False
 
 
-def _import(harness: str, transcript: Path) -> ImportResult:
+def _import(harness: str, transcript: Path, session_id: str | None = None) -> ImportResult:
+    if harness in DATABASE_HARNESSES:
+        return import_session_database(harness, transcript, session_id)
     if harness == "claude":
         from active_memory.runlog.importers.claude import import_transcript
 
@@ -243,12 +267,35 @@ def _joined_receipts(
 ) -> list[dict[str, Any]]:
     hooked = HOOKED_TOOLS.get(harness)
     joined = [_hook_receipt(item) for item in hooks if isinstance(item.get("tool"), str)]
+    if harness in HOOK_MISSES_ERRORS:
+        joined.extend(_unmatched(transcript, joined))
     if hooked is not None:
         joined.extend(item for item in transcript if item.get("tool") not in hooked)
         if not any(isinstance(item.get("agent"), str) for item in hooks):
             joined = _keep_subagents(joined, transcript, hooked)
     # The record's validator orders by time (when all have one) and applies the cap.
     return joined
+
+
+def _unmatched(
+    transcript: list[dict[str, Any]], hooks: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    # The transcript's receipts the hook has no twin of (same node, tool and paths): the
+    # calls it never saw. Each hook receipt stands for one transcript receipt.
+    def key(item: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (item.get("node") or _SESSION_NODE, item.get("tool"),
+                tuple(item.get("paths") or ()))  # fmt: skip
+
+    left: dict[tuple[Any, ...], int] = {}
+    for item in hooks:
+        left[key(item)] = left.get(key(item), 0) + 1
+    missed = []
+    for item in transcript:
+        if left.get(key(item), 0) > 0:
+            left[key(item)] -= 1
+        else:
+            missed.append(item)
+    return missed
 
 
 def _keep_subagents(
@@ -309,6 +356,20 @@ def _delivery(item: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(item.get("at"), str):
         delivery["at"] = item["at"]
     return delivery
+
+
+def import_session_database(
+    harness: str, path: Path | str, session_id: str | None = None
+) -> ImportResult:
+    """Run the OpenCode or Hermes importer on their database at `path` (every root
+    session, or only `session_id`'s)."""
+    if harness == "opencode":
+        from active_memory.runlog.importers.opencode import import_database as import_opencode
+
+        return import_opencode(path, session_id)
+    from active_memory.runlog.importers.hermes import import_database as import_hermes
+
+    return import_hermes(path, session_id)
 
 
 def import_session_log(harness: str, path: Path | str) -> ImportResult:

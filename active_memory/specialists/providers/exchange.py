@@ -11,12 +11,13 @@ the exchange folder:
   digest, the `answer` object, optionally `usage` and `model`.
 
 An absent answer file is *pending* (`submit` returns `Pending`; `ask` waits for it until
-the deadline). A present but malformed one fails the specialist naming the file.
+the deadline, telling `waiting` once per task where the files are, for a progress
+display). A present but malformed one fails the specialist naming the file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,10 +106,12 @@ class FileExchangeSession(BaseSession):
         directory: Path,
         deadline: float | None = None,
         poll_interval: float = 0.5,
+        waiting: Callable[[Pending], None] | None = None,
     ) -> None:
         super().__init__(specialist, "exchange", model, deadline=deadline)
         self._directory = directory
         self._poll = poll_interval
+        self._waiting = waiting
 
     async def submit(
         self,
@@ -141,10 +144,14 @@ class FileExchangeSession(BaseSession):
         return Reply(answer=answer, usage=turn.usage, turns=1, raw=turn.text)
 
     async def _turn(self, request: Request) -> TurnOutput:
+        told = False
         while True:
             turn = await self._read_or_write(request)
             if not isinstance(turn, Pending):
                 return turn
+            if not told and self._waiting is not None:
+                told = True
+                self._waiting(turn)  # where the task is, for whoever shows progress
             await anyio.sleep(self._poll)
 
     async def _read_or_write(self, request: Request) -> TurnOutput | Pending:

@@ -17,10 +17,10 @@ Keys and base URLs are read only from names the lane declares (SPEC §2).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -30,6 +30,9 @@ from active_memory.errors import UsageError
 from active_memory.specialists.providers.base import BaseSession
 from active_memory.specialists.providers.credentials import read_declared, require_key
 from active_memory.specialists.providers.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from active_memory.specialists.providers.exchange import Pending
 
 Mode: TypeAlias = Literal["api", "cli", "replay", "exchange"]
 
@@ -48,6 +51,8 @@ class SessionOptions:
     investigate: bool = True
     recordings: Path | None = None
     exchange_dir: Path | None = None
+    # exchange: told once per task where its files are, while its answer is awaited
+    exchange_waiting: Callable[[Pending], None] | None = None
 
 
 _ADAPTERS = {
@@ -107,7 +112,11 @@ def open_session(
         from active_memory.specialists.providers.exchange import FileExchangeSession
 
         return FileExchangeSession(
-            specialist, lane.model, directory=opts.exchange_dir, deadline=deadline
+            specialist,
+            lane.model,
+            directory=opts.exchange_dir,
+            deadline=deadline,
+            waiting=opts.exchange_waiting,
         )
     if opts.mode == "cli":
         from active_memory.specialists.providers.cli_harness import (
