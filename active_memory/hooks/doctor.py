@@ -105,12 +105,19 @@ def inspect(
         item.checks.append(Check("present", True, detail))
         item.checks.append(_resolvable([command], env))
         if run:
-            item.checks.append(_runs([[command, "after-tool"]], path, env))
+            local = os.path.expanduser(command)  # the plugin expands a `~/` command itself
+            item.checks.append(_runs([[local, "after-tool"]], path, env))
         return item
     if harness == "hermes":
         if not text.startswith(hermes.MARKER):
             return None
-        return _inspect_hermes(item, text, env)
+        _inspect_hermes(item, text, env)
+        if run:  # the plugin spawns the command itself, a `~/` expanded (hermes_plugin.py)
+            command = os.path.expanduser(hermes.plugin_command(text) or "active-memory-hook")
+            item.checks.append(
+                _runs([[command, "after-tool"], [command, "session-end", "hermes"]], path, env)
+            )
+        return item
     if harness == "pi":
         if not text.startswith(pi.MARKER):
             return None
