@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 STATE_VARIABLES = ("ZEROSHOT_STATE_DIR",)
+SPAWN_TIMEOUT = 1.0
+"""The longest the hook waits for the shell that backgrounds the worker (it exits in a few
+milliseconds): the session's end is queued already, and Codex kills a SessionEnd hook at
+3 s."""
 """Besides `BASE_ENV` (which holds `XDG_STATE_HOME` and `HOME`): what locates the state
 folder, so the worker reads the same settings, receipts and spool as the hook."""
 
@@ -77,7 +81,8 @@ def _spawn(location: str, env: Mapping[str, str], held: int) -> None:
             ["/bin/sh", "-c", '"$@" &', "active-memory-worker",
              sys.executable, "-m", "active_memory.cli", "worker", "--auto"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child,
-            pass_fds=(held,), start_new_session=True, close_fds=True, check=True, timeout=10,
+            pass_fds=(held,), start_new_session=True, close_fds=True, check=True,
+            timeout=SPAWN_TIMEOUT,
         )  # fmt: skip
     except subprocess.SubprocessError as exc:
         raise OSError(f"could not start the worker: {exc}") from None
