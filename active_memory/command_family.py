@@ -346,7 +346,7 @@ def _is_redirection(tokens: list[str], position: int) -> bool:
 
 def _read(words: list[str], depth: int) -> list[Invocation]:
     """A simple command read into one invocation (or, for `bash -c`, the line it quotes)."""
-    words = _unwrapped(words)
+    words = unwrapped(words)
     if not words:
         return []
     program = _program_name(words[0])
@@ -362,8 +362,9 @@ def _read(words: list[str], depth: int) -> list[Invocation]:
     return [Invocation(program, program, tuple(args))]
 
 
-def _unwrapped(words: list[str]) -> list[str]:
-    """`words` with every leading wrapper stripped."""
+def unwrapped(words: list[str]) -> list[str]:
+    """`words` with every leading wrapper stripped (step 1 of the module docstring, but
+    `bash -c`): `timeout 60 pytest x.py` → `pytest x.py`."""
     changed = True
     while words and changed:
         changed = False

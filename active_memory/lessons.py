@@ -525,7 +525,7 @@ class CreateLesson(_Model):
 
 
 class AdaptLesson(_Model):
-    """Replace a lesson's card (and make it active); revision + 1."""
+    """Replace a lesson's card (and make it `status`, default active); revision + 1."""
 
     action: Literal["adapt"] = "adapt"
     id: LessonId
@@ -534,6 +534,7 @@ class AdaptLesson(_Model):
     evidence: Evidence = Evidence()
     author: Author
     reason: Reason = ""
+    status: Status | None = None  # None: active (a maintenance adapt reactivates a lesson)
 
 
 class RetireLesson(_Model):
@@ -568,7 +569,7 @@ class HistoryEntry(_Model):
     lesson_id: LessonId
     revision: Annotated[int, Field(ge=1)]
     previous_revision: int | None
-    action: Literal["create", "adapt", "retire", "defer", "revert", "import"]
+    action: Literal["create", "adapt", "retire", "defer", "revert", "import", "keep"]
     status: StatusWithRetired
     card: Card | None
     author: Author
@@ -583,8 +584,7 @@ class PublishReceipt(_Model):
     adapted: list[tuple[str, int]] = Field(default_factory=list)
     retired: list[tuple[str, int]] = Field(default_factory=list)
     deferred: list[tuple[str, int]] = Field(default_factory=list)
-    # manual review: the proposals kept, by sequence number
-    proposed: list[int] = Field(default_factory=list)
+    proposed: list[int] = Field(default_factory=list)  # manual review: the proposals' numbers
 
     def total(self) -> int:
         """Number of lessons changed."""

@@ -4,6 +4,7 @@
     .venv/bin/python bench/recall_bench.py --sizes 1000 10000 --store-lessons 10000 --runs 10
     .venv/bin/python bench/recall_bench.py --hooks-only --runs 21 --compare /tmp/main-copy
     .venv/bin/python bench/recall_bench.py --hooks-only --bash   # the hooks on a Bash call
+    .venv/bin/python bench/recall_bench.py --hooks-only --bash-words   # and 24 bare words
 
 Two corpora, side by side:
 
@@ -242,8 +243,21 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
     return result["seconds"], result["rss"], base64.b64decode(result["out"])
 
 
+BASH_COMMAND = "cd src/mod7 && timeout 60 pytest file7.py -q"
+BARE_WORDS_COMMAND = "bd update " + " ".join(f"bead-{n}.{n}" for n in range(24))
+"""The hard case of shell_paths' rule: bare words that name nothing, each looked up until
+the per-call bound (signals.MAX_LOOKUPS)."""
+
+
 def bench_hooks(
-    count: int, runs: int, work: Path, *, serve: bool = True, compare: str = "", bash: bool = False
+    count: int,
+    runs: int,
+    work: Path,
+    *,
+    serve: bool = True,
+    compare: str = "",
+    bash: bool = False,
+    bash_words: bool = False,
 ) -> None:
     from active_memory.hooks.installers.command_path import install_hook_entry
     from active_memory.hooks.lean import compile_hook_path
@@ -266,7 +280,9 @@ def bench_hooks(
     if bash:
         # A shell call: its command family is read too (a file match still delivers).
         payload["tool_name"] = "Bash"
-        payload["tool_input"] = {"command": "cd src/mod7 && timeout 60 pytest file7.py -q"}
+        payload["tool_input"] = {"command": BASH_COMMAND}
+        if bash_words:
+            payload["tool_input"] = {"command": f"{BASH_COMMAND} && {BARE_WORDS_COMMAND}"}
     python = sys.executable
     # The entry exactly as `hook install` writes it (under the state dir), and by its path.
     entry, note = install_hook_entry(None, write=True, env=env)
@@ -560,6 +576,16 @@ def bench_signals(repeat: int) -> list[tuple[str, float]]:
                     extract_signals(call, root)
                 times.append(time.perf_counter() - start)
             figures.append((label, pct(times, 0.5) * 1e6))
+        # The hard case of shell_paths' rule alone: 24 bare words, 16 of them looked up.
+        base = {"session_id": "bench", "cwd": root, "hook_event_name": "PreToolUse"}
+        bash = {"tool_name": "Bash", "tool_input": {"command": BARE_WORDS_COMMAND}}
+        words = parse_payload("claude", {**base, **bash})
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            extract_signals(words, root)
+            times.append(time.perf_counter() - start)
+        figures.append(("one Bash call of 24 bare words", pct(times, 0.5) * 1e6))
     return figures
 
 
@@ -587,6 +613,10 @@ def main() -> None:
         "--bash", action="store_true",
         help="the hook calls are a Bash call (`cd src/mod7 && timeout 60 pytest …`), not a Read",
     )  # fmt: skip
+    parser.add_argument(
+        "--bash-words", action="store_true",
+        help="with --bash: the call also runs `bd update` with 24 bare words (existence checks)",
+    )  # fmt: skip
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
           f"load {' '.join(f'{n:.2f}' for n in os.getloadavg())}")  # fmt: skip
@@ -603,7 +633,7 @@ def main() -> None:
             print(f"\nhook processes, {args.store_lessons:,} hot lessons "
                   f"(median of {args.runs}; RSS: peak)")  # fmt: skip
             bench_hooks(args.store_lessons, args.runs, work, serve=False, compare=args.compare,
-                        bash=args.bash)  # fmt: skip
+                        bash=args.bash or args.bash_words, bash_words=args.bash_words)  # fmt: skip
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return

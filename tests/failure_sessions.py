@@ -241,7 +241,15 @@ def clean(path: Path, root: Path) -> str:
         kind = entry.get("type")
         if kind == "api-request-blob":
             continue
-        if kind in ("attachment", "api-request-shape", "api-request"):
+        queued = kind == "attachment" and (entry.get("attachment") or {}).get("type") == (
+            "queued_command"
+        )
+        if queued:
+            # A task notification queued into a turn is the session's data: kept whole,
+            # without the harness's rendering of it.
+            entry.pop("rendered", None)
+            entry.pop("renderedInHumanTurn", None)
+        elif kind in ("attachment", "api-request-shape", "api-request"):
             entry = _shortened(entry)
         if kind == "session_meta" and isinstance(entry.get("payload"), dict):
             entry["payload"].pop("base_instructions", None)
@@ -250,6 +258,8 @@ def clean(path: Path, root: Path) -> str:
         lines.append(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
     out = "\n".join(lines) + "\n"
     out = out.replace(str(root / "work"), WORK).replace(str(root / "home"), HOME)
+    # Claude Code's per-project folders name the working folder with `-` for `/`.
+    out = out.replace(str(root / "work").replace("/", "-"), WORK.replace("/", "-"))
     out = out.replace(sys.executable, "python3")
     out = out.replace(str(Path(sys.executable).parents[1]), "/home/dev/.venv")
     return re.sub(re.escape(str(root)), "/home/dev/tmp", out)

@@ -95,14 +95,14 @@ def test_a_table_sorted_by_effectiveness_shows_the_counts(
 def test_a_table_always_labels_the_stale_and_effectiveness_columns(
     store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # not a checkout: staleness cannot be judged here
+    monkeypatch.chdir(tmp_path)  # not a checkout: each lesson is judged by its own repository
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["lessons", "list", "--table", "--store", store]) == 0
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if "status" in line)
     for label in ("stale", "delivered", "then recurred", "touched only"):
         assert label in header
-    assert "stale ?: not checked" in out
+    assert "stale (n): n cited ranges changed in the checkout of the lesson's repository" in out
     row = next(line for line in out.splitlines() if "L-4 " in line)
     assert "0 runs" in row and "2 runs" in row and "1 (50%)" in row
 

@@ -189,6 +189,43 @@ def test_cargo_test_quotes_the_panic_and_its_assertion() -> None:
     )
 
 
+# --- task runners: the recipe's output first --------------------------------------------
+
+
+def test_make_test_quotes_the_recipes_own_error_not_makes_summary() -> None:
+    # Recorded with the real claude 2.1.332 (the calc-env learning sequence).
+    assert informative_error(_output("make-test-calc-env.txt"), "make test") == (
+        "ERROR: CALC_ENV is not 'test': the ledger tests would write to ~/.calc"
+    )
+
+
+def test_make_reads_its_recipe_with_the_rules_of_the_program_it_echoed() -> None:
+    # `python3 -m pytest …` echoed by make: pytest's summary line, not its E lines.
+    assert informative_error(_output("make-test-pytest.txt"), "make test") == (
+        "FAILED tests/test_total.py::test_total_adds_the_items - assert 4 == 3"
+    )
+
+
+def test_a_nested_make_quotes_the_compilers_error_under_both_makes() -> None:
+    assert informative_error(_output("make-nested-cc.txt"), "make nested") == (
+        "cc1: fatal error: missing.c: No such file or directory"
+    )
+
+
+def test_make_itself_is_quoted_when_the_recipe_names_no_error() -> None:
+    # GNU make's own formats, written here.
+    silent = "python3 -m pytest\nmake: *** [Makefile:2: test] Error 1\n"
+    assert informative_error(silent, "make test") == "make: *** [Makefile:2: test] Error 1"
+    missing = "make: *** No rule to make target 'tset'.  Stop.\n"
+    assert informative_error(missing, "make tset") == missing.strip()
+
+
+def test_the_recipe_rule_is_only_for_task_runners() -> None:
+    # The same output from a command that is not a runner keeps the general fallback.
+    output = _output("make-test-calc-env.txt")
+    assert informative_error(output, "bash").startswith("make: ***")
+
+
 # --- compilers -----------------------------------------------------------------------------
 
 

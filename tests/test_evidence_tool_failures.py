@@ -295,3 +295,29 @@ def test_an_earlier_session_s_signatures_make_a_single_failure_count(
     assert item.failures[0].signature == (
         "fatal: The current branch <branch> has no upstream branch."
     )
+
+
+LEARNING_EXPECTED = {
+    # recorded with the real binaries (tests/learning_sessions.py): the first session of
+    # each fails twice the same way; the later ones once (they count only with an earlier
+    # session's signatures), or not at all
+    ("calc-env", "92724b5a"): ("claude", {"make test"}),
+    ("calc-env", "12610603"): ("claude", set()),
+    ("calc-env", "3585d5ec"): ("claude", set()),
+    ("handbook-push", "61756359"): ("claude", {"git push"}),
+    ("handbook-push", "34fb3362"): ("claude", set()),
+    ("web-build", "01a237a1-ede5"): ("codex", {"npm run build"}),
+    ("web-build", "01a237a1-f7c5"): ("codex", set()),
+}
+
+
+@pytest.mark.parametrize(("sequence", "session"), sorted(LEARNING_EXPECTED))
+def test_evidence_on_the_recorded_learning_sessions(
+    sequence: str, session: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    harness, expected = LEARNING_EXPECTED[(sequence, session)]
+    with tarfile.open(FIXTURES / "learning" / sequence / "transcripts.tar.xz", "r:xz") as archive:
+        archive.extractall(tmp_path / "logs", filter="data")
+    (log,) = [p for p in (tmp_path / "logs").glob("*.jsonl") if session in p.name]
+    document = _evidence(harness, log, tmp_path, capsys)
+    assert _families(document) == expected

@@ -192,6 +192,19 @@ def test_a_scope_other_than_the_checkouts_is_exported_unchecked(
     assert "Possibly outdated" not in (other / "AGENTS.md").read_text()
 
 
+def test_a_scope_exported_elsewhere_is_judged_against_the_checkout_this_machine_knows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from active_memory.known_checkouts import remember
+
+    root, store = _stale_world(tmp_path)
+    remember(NS, root, "session")
+    other = git_checkout(tmp_path / "elsewhere", {"x.txt": "x\n"})
+    monkeypatch.chdir(other)
+    result = _export(capsys, "--format", "agents-md", "--scope", NS, "--store", str(store))
+    assert result["stale"] == {"checked": True, "marked": ["L-1", "L-2"], "omitted": []}
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "cited_text": 1,  # not named: where a cited text is now (staleness's one rule)
     "shell": 1,  # not named: the shell tokenizer
     "command_family": 1,  # not named: command families (lessons validates, recall matches)
+    "natural_order": 1,  # not named: IDs in natural order (L-2 before L-10)
     # 2.
     "store": 2,
     "reader": 2,
@@ -42,6 +43,7 @@ LAYERS: dict[str, int] = {
     # 4.
     "recall": 4,
     "checkout": 4,
+    "known_checkouts": 4,  # not named: each repository's checkout on this machine
     # 5.
     "runlog": 5,
     "hooks": 5,

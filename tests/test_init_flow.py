@@ -18,6 +18,7 @@ from test_init_inventory import ledger_run
 from active_memory.cli import main
 from active_memory.init import InitRefused, InitStopped, advance
 from active_memory.init import publish as publish_module
+from active_memory.known_checkouts import KnownCheckouts
 from active_memory.store import LessonQuery, open_store
 
 
@@ -73,6 +74,11 @@ def test_init_end_to_end_publishes_once_and_a_second_call_returns_the_same_recei
         "repository_discovery",
     ]
     assert _call(history, session)["phase"] == "discovery"  # nothing answered yet
+    # This machine now knows where alpha and beta are (known_checkouts.py).
+    known = KnownCheckouts(env=history.environ)
+    assert known.root("repo:github.com/acme/alpha") == history.alpha.resolve()
+    assert known.root("repo:github.com/acme/beta") == history.beta.resolve()
+    assert known.recorded()["repo:github.com/acme/alpha"][0].source == "init"
 
     scripted_answers(session, first["tasks"])
     done = _call(history, session)

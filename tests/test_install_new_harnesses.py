@@ -56,6 +56,11 @@ def test_gemini_merges_into_the_users_settings_and_uninstall_restores_them(
     (end,) = document["hooks"]["SessionEnd"]
     assert end["hooks"] == [{"name": "active-memory-session-end", "type": "command",
                              "command": f"{HOOK} session-end gemini", "timeout": 5000}]  # fmt: skip
+    # `/compress` only: Gemini CLI matches a PreCompress group against the trigger.
+    (compress,) = document["hooks"]["PreCompress"]
+    assert compress == {"matcher": "manual", "hooks": [
+        {"name": "active-memory-context", "type": "command",
+         "command": f"{HOOK} context gemini", "timeout": 5000}]}  # fmt: skip
 
     installed = settings.read_text()
     assert run(["install", "gemini"], capsys)[1].startswith("the Gemini CLI hooks are already")
@@ -96,6 +101,12 @@ def test_copilot_writes_its_own_hooks_file_beside_the_users(
         "version": 1,
         "hooks": {
             "preToolUse": [{"type": "command", "bash": f"{HOOK} copilot", "timeoutSec": 10}],
+            **{
+                event: [
+                    {"type": "command", "bash": f"{HOOK} context copilot {event}", "timeoutSec": 5}
+                ]
+                for event in ("userPromptSubmitted", "agentStop", "preCompact")
+            },
             "sessionEnd": [
                 {"type": "command", "bash": f"{HOOK} session-end copilot", "timeoutSec": 5}
             ],

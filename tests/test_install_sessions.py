@@ -119,10 +119,13 @@ def test_codex_install_writes_trust_entries_codex_accepts(
     path = checkout / ".codex" / "hooks.json"
     state = _config(checkout)["hooks"]["state"]
     pre = f"{path}:pre_tool_use:0:0"
+    compact = f"{path}:post_compact:0:0"
     end = f"{path}:session_end:0:0"
-    assert set(state) == {pre, end}
+    assert set(state) == {pre, compact, end}
     handler = {"type": "command", "command": f"{HOOK} codex", "timeout": 10}
     assert state[pre]["trusted_hash"] == codex_trust.hook_hash("PreToolUse", None, handler)
+    context = {"type": "command", "command": f"{HOOK} context codex", "timeout": 5}
+    assert state[compact]["trusted_hash"] == codex_trust.hook_hash("PostCompact", None, context)
     # The project is not trusted yet: said, with the exact entry.
     assert f'[projects."{checkout}"]' in err and "--trust-project" in err
 
@@ -241,6 +244,25 @@ def test_doctor_reports_what_is_wrong_and_what_to_do(
     code, out, _ = run(["doctor"], capsys)
     assert code == 1
     assert "resolvable: does not run: /gone/active-memory-hook not found" in out
+
+
+def test_doctor_names_the_context_hooks_an_older_install_lacks(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(["install", "claude"], capsys)
+    settings = checkout / ".claude" / "settings.json"
+    document = json.loads(settings.read_text())
+    for event in ("PostToolBatch", "UserPromptSubmit", "SessionStart"):
+        del document["hooks"][event]  # what `hook install claude` wrote before issue 26
+    settings.write_text(json.dumps(document))
+    code, out, _ = run(["doctor", "--json"], capsys)
+    assert code == 1
+    [item] = json.loads(out)["installed"]
+    present = next(c for c in item["checks"] if c["name"] == "present")
+    assert present["detail"] == "missing: PostToolBatch, UserPromptSubmit, SessionStart"
+    assert present["fix"] == "run `active-memory hook install claude` again"
+    run(["install", "claude"], capsys)
+    assert run(["doctor"], capsys)[0] == 0
 
 
 def test_doctor_flags_an_invalid_settings_file(

@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO_ROOT / "bench"))
 import learning_bench
 from learning.answers import Recorder, Store, fingerprint, task_name
 from learning.calls import Call
+from learning.contexts import claude_contexts
 from learning.outcome import classify, concerned_families
 from learning.replay import Delivery
 from learning.run import Lane, MissingRecording, run_variant
@@ -166,6 +167,53 @@ def test_a_card_about_something_else_is_no_card_for_the_family() -> None:
     calls = _calls({3: "git push"}, {4: "git push"})
     found = classify("s", calls, "git push", _delivered(1), lambda key: frozenset({"mix test"}))
     assert found.verdict == "missed" and found.lesson is None
+
+
+def test_a_card_counts_only_in_the_failing_calls_context_until_a_compaction() -> None:
+    calls = _calls({5: "git push"}, {6: "git push"})
+    at = datetime(2026, 2, 1, tzinfo=UTC)
+    about = lambda key: frozenset({"git push"})  # noqa: E731
+    # A sub-agent's card is not in the main agent's context.
+    sub = [Delivery(1, at, "L-1", 1, 300, "folder", agent="a1")]
+    assert classify("s", calls, "git push", sub, about).verdict == "missed"
+    # A main-agent card before a compaction of the main context (epoch 0, the failing
+    # call in epoch 1) is lost; one given again after it prevents.
+    epochs = [0, 0, 0, 1, 1, 1, 1, 1]
+    lost = [Delivery(1, at, "L-1", 1, 300, "folder")]
+    assert classify("s", calls, "git push", lost, about, epochs).verdict == "missed"
+    again = [*lost, Delivery(4, at, "L-1", 1, 300, "folder", epoch=1)]
+    found = classify("s", calls, "git push", again, about, epochs)
+    assert (found.verdict, found.delivered_at) == ("prevented", 4)
+
+
+def test_a_claude_logs_context_events_are_its_prompts_compactions_and_calls_that_never_ran(
+    tmp_path: Path,
+) -> None:
+    def line(kind: str, at: int, **fields: Any) -> str:
+        stamp = f"2026-02-01T10:00:{at:02d}Z"
+        return json.dumps({"type": kind, "timestamp": stamp, **fields})
+
+    refused = {"type": "tool_result", "tool_use_id": "t1",
+               "content": "The user doesn't want to proceed with this tool use."}  # fmt: skip
+    log = tmp_path / "s.jsonl"
+    log.write_text("\n".join([
+        line("user", 1, message={"content": "fix the build"}),
+        line("user", 2, message={"content": [refused]}),
+        line("user", 3, message={"content": [{"type": "text",
+                                              "text": "[Request interrupted by user]"}]}),
+        line("user", 4, message={"content": "<task-notification>done</task-notification>"}),
+        line("user", 5, isMeta=True, message={"content": "caveat"}),
+        line("system", 6, subtype="compact_boundary"),
+        line("user", 7, isCompactSummary=True, message={"content": "summary"}),
+        line("user", 8, message={"content": "<command-name>/compact</command-name>"}),
+        line("user", 9, message={"content": [{"type": "text", "text": "continue"}]}),
+        "not json",
+    ]))  # fmt: skip
+    found = claude_contexts(log)
+    assert [t.second for t in found.prompts] == [1, 9]
+    assert [t.second for t in found.refunding] == [1, 4, 9]
+    assert [t.second for t in found.compactions] == [6]
+    assert found.never_ran == {"t1"}
 
 
 def test_a_lesson_concerns_the_families_it_cites_names_or_associates() -> None:

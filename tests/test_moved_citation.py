@@ -53,7 +53,8 @@ PERSON = Author(specialist="person:test")
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    return git_checkout(tmp_path / "repo", {"src/rules.py": RULES_PY, "src/other.py": "x = 1\n"})
+    files = {"src/rules.py": RULES_PY, "src/other.py": "x = 1\n"}
+    return git_checkout(tmp_path / "repo", files, NAMESPACE)
 
 
 def _create(*citations: Citation) -> CreateLesson:
@@ -123,7 +124,7 @@ def _web(store_location: str, root: Path, path: str) -> Any:
     from active_memory.ui.app import create_app
     from active_memory.ui.auth import Gate
 
-    app = create_app(store_location, Gate(TOKEN), checkout=root)
+    app = create_app(store_location, Gate(TOKEN), checkouts=[root])
     with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
         login(client)
         return client.get(path).json()

@@ -20,6 +20,7 @@ from specialist_builders import (
     write_record,
 )
 
+from active_memory.checkout import Checkout
 from active_memory.evidence import scan
 from active_memory.lessons import GraphScope, Lesson
 from active_memory.runlog.record import RunRecord
@@ -317,6 +318,18 @@ def test_graph_discovery_gets_only_repeated_failure_evidence(record: RunRecord) 
     repository = build_discovery("repository_discovery", record)
     assert [e.kind for e in graph.evidence] == ["timeout_crash"]
     assert [e.kind for e in repository.evidence] == ["timeout_crash", "exploration"]
+
+
+def test_only_repository_discovery_shows_code_even_without_files(
+    record: RunRecord, repo: Path
+) -> None:
+    # The root listing is shown to a repository task that has no file to show; a graph
+    # task gets no code view at all.
+    checkout = Checkout(repo)
+    graph = build_discovery("graph_discovery", record, checkout=checkout)
+    assert graph.files == () and graph.listing == ()
+    repository = build_discovery("repository_discovery", record, checkout=checkout)
+    assert "" in {listing.folder for listing in repository.listing}
 
 
 def test_discovery_gets_rejected_rounds_and_their_completions(tmp_path: Path, repo: Path) -> None:

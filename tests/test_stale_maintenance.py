@@ -39,7 +39,9 @@ LONG = "".join(f"value_{n:03d} = {'x' * 30}\n" for n in range(1, 201))  # ~8 KB
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    return git_checkout(tmp_path / "repo", {"src/config.py": CONFIG, "src/long.py": LONG})
+    return git_checkout(
+        tmp_path / "repo", {"src/config.py": CONFIG, "src/long.py": LONG}, NAMESPACE
+    )
 
 
 def _lesson(title: str, *citations: Citation) -> CreateLesson:
@@ -171,7 +173,7 @@ def test_the_lesson_page_shows_the_diff_when_the_text_was_recorded(
     publish(backend.location, [*fingerprinted([fresh], Checkout(checkout)), older])
     (checkout / "src" / "config.py").write_text(CONFIG.replace("timeout = 30", "timeout = <5>"))
     (checkout / "src" / "long.py").write_text(LONG.replace("value_002", "value_two"))
-    app = create_app(backend.location, Gate(TOKEN), checkout=checkout)
+    app = create_app(backend.location, Gate(TOKEN), checkouts=[checkout])
     with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
         login(client)
         page = client.get("/lessons/L-1").text
@@ -179,7 +181,9 @@ def test_the_lesson_page_shows_the_diff_when_the_text_was_recorded(
         # The card as an agent receives it now: with its stale line.
         assert "&lt;active-memory-stale&gt;cited code changed since this lesson was" in page
         assert "src/config.py:3-4&lt;/active-memory-stale&gt;" in page
-        assert "-timeout = 30\n+timeout = &lt;5&gt;\n" in page  # escaped like every field
+        # Word by word, escaped like every field.
+        assert '<div class="del">timeout = <del>30</del></div>' in page
+        assert '<div class="add">timeout = <ins>&lt;5&gt;</ins></div>' in page
         api = client.get("/api/lessons/L-1").json()
         assert api["stale"][0]["diff"][-2:] == ["+timeout = <5>", " retries = 3"]
         old = client.get("/lessons/L-2").text

@@ -31,7 +31,8 @@ A_PY = "".join(f"line {n}\n" for n in range(1, 9))
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    return git_checkout(tmp_path / "repo", {"src/a.py": A_PY, "src/b.py": "print('b')\n"})
+    files = {"src/a.py": A_PY, "src/b.py": "print('b')\n"}
+    return git_checkout(tmp_path / "repo", files, NAMESPACE)
 
 
 def _lesson(title: str, *citations: Citation) -> CreateLesson:
@@ -131,7 +132,7 @@ def test_the_web_view_marks_and_filters_stale_lessons(backend: Backend, checkout
 
     _seed(backend.location, checkout)
     (checkout / "src" / "a.py").write_text(A_PY.replace("line 4\n", "line four\n"))
-    app = create_app(backend.location, Gate(TOKEN), checkout=checkout)
+    app = create_app(backend.location, Gate(TOKEN), checkouts=[checkout])
     with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
         login(client)
         listing = client.get("/api/lessons?stale=1").json()

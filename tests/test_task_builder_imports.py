@@ -93,6 +93,13 @@ STEPS = {
     "gather_lessons": {"bound", "model"},
     "gather_files": {"bound", "model", "gather_run"},
     "gather_failures": {"model_failures", "gather_run", "gather_lessons"},
+    "gather_command_files": set(),
+    "gather_failure_context": {
+        "gather_run",
+        "gather_files",
+        "gather_failures",
+        "gather_command_files",
+    },
     "manifest": {"gather_run"},
     "choose": {
         "bound",
@@ -112,6 +119,7 @@ STEPS = {
         "gather_lessons",
         "gather_files",
         "gather_failures",
+        "gather_failure_context",
         "choose",
     },
 }

@@ -5,7 +5,8 @@ Ground truth is read from each log with the plainest reading the harness allows 
 interruption or a cancelled sibling; every Codex output with a non-zero exit code or an
 error flag), independently of the importer. Real logs: the public Claude Code 2.1
 transcripts of marot/spotter (tests/fixtures/spotter/README.md), the captures of the real
-binaries under tests/fixtures/sessions/ and tests/fixtures/harness_sessions/.
+binaries under tests/fixtures/sessions/ and tests/fixtures/harness_sessions/, and the
+learning sequences recorded with them (tests/fixtures/learning/*/transcripts.tar.xz).
 """
 
 from __future__ import annotations
@@ -174,6 +175,35 @@ def test_every_failed_call_of_every_codex_rollout_is_a_tool_failure(rollout: str
     times = [_when(f["at"]) if "at" in f else datetime.min for f in failures]
     assert sorted(times) == _codex_truth(SESSIONS / rollout)
     assert all(f["family"] and f["error"] for f in failures), failures
+
+
+LEARNING = {
+    # the learning sequences recorded with the real binaries, and their harness
+    "calc-env": "claude",
+    "handbook-push": "claude",
+    "web-build": "codex",
+}
+
+
+@pytest.mark.parametrize("sequence", sorted(LEARNING))
+def test_every_failed_call_of_the_recorded_learning_sessions_is_a_tool_failure(
+    sequence: str, tmp_path: Path
+) -> None:
+    with tarfile.open(FIXTURES / "learning" / sequence / "transcripts.tar.xz", "r:xz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    logs = sorted(tmp_path.glob("*.jsonl"))
+    checked = 0
+    for log in logs:
+        if LEARNING[sequence] == "claude":
+            failures = _failures(import_transcript(log).runs[0].record)
+            truth = _claude_truth(log)
+        else:
+            failures = _failures(import_rollout(log).runs[0].record)
+            truth = _codex_truth(log)
+        assert sorted(_when(f["at"]) for f in failures) == truth, log.name
+        assert all(f["family"] and f["error"] for f in failures), failures
+        checked += len(truth)
+    assert len(logs) == 4 and checked >= 4
 
 
 # --- per tool family, on the sessions the real binaries wrote --------------------------

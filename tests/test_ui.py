@@ -234,11 +234,19 @@ def test_retire_and_revert_are_revision_checked_and_written_to_history(location:
         login(client)
         csrf = csrf_of(client.get("/lessons/L-1").text)
         assert client.post("/lessons/L-1/edit", data=_edit_fields(csrf, 1)).status_code == 303
-        stale = client.post("/lessons/L-1/retire", data={"csrf": csrf, "base_revision": "1"})
+        retire = {"csrf": csrf, "reason": "obsolete", "confirm": "yes"}
+        stale = client.post("/lessons/L-1/retire", data={**retire, "base_revision": "1"})
         assert stale.status_code == 409
-        retired = client.post(
-            "/lessons/L-1/retire", data={"csrf": csrf, "base_revision": "2", "reason": "obsolete"}
-        )
+        # A retire needs a reason, then a confirmation; neither writes anything.
+        unsaid = client.post("/lessons/L-1/retire", data={**retire, "base_revision": "2",
+                                                           "reason": " "})  # fmt: skip
+        assert unsaid.status_code == 422 and "say why" in unsaid.text
+        asked = client.post("/lessons/L-1/retire", data={**retire, "base_revision": "2",
+                                                          "confirm": ""})  # fmt: skip
+        assert asked.status_code == 200 and 'id="retire-confirm"' in asked.text
+        assert 'name="confirm" value="yes"' in asked.text and "obsolete" in asked.text
+        assert isinstance(read(location, "L-1"), Lesson)
+        retired = client.post("/lessons/L-1/retire", data={**retire, "base_revision": "2"})
         assert retired.status_code == 303
         assert isinstance(read(location, "L-1"), Tombstone)
         page = client.get("/lessons/L-1").text
@@ -275,11 +283,13 @@ def test_the_lesson_page_shows_cited_lines_from_the_checkout(location: str, tmp_
     (root / "api" / "schema.json").write_text('{\n  "openapi": "3.1",\n  "paths": {}\n}\n')
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "."], check=True)
+    from checkout_support import with_remote
     from starlette.testclient import TestClient
 
     from active_memory.ui.app import create_app
 
-    app = create_app(location, Gate(TOKEN), checkout=root)
+    with_remote(root, NAMESPACE)
+    app = create_app(location, Gate(TOKEN), checkouts=[root])
     with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
         login(client)
         data = client.get("/api/lessons/L-1").json()

@@ -91,7 +91,8 @@ def test_postmortems_and_costs_pages_show_the_journal_and_recall_records(
         assert "created 1" in page and "kept 2" in page
         data = client.get("/api/postmortems").json()
         assert [p["run_id"] for p in data["postmortems"]] == [f"run-{MARKUP}", "run-a"]
-        assert data["counts"] == {"running": 0, "finished": 1, "failed": 1, "cancelled": 0}
+        assert data["counts"] == {"running": 0, "finished": 1, "partial": 0, "failed": 1,
+                                  "cancelled": 0}  # fmt: skip
         assert data["queue_counts"] == {"pending": 1, "running": 1, "failed": 1}
         assert data["queue"]["failed"][0]["reason"] == "transcript unreadable"
         assert data["queue"]["running"][0]["lease_owner"] == "w1"
@@ -114,7 +115,41 @@ def test_postmortems_and_costs_pages_show_the_journal_and_recall_records(
         assert by_lesson["L-3"]["deliveries"] == 1
 
         html = client.get("/costs").text
-        charts = re.findall(r"<svg .*?</svg>", html, re.S)
+        charts = re.findall(r'<figure class="chart">.*?</figure>', html, re.S)
         assert len(charts) == 2 and all("<script" not in c for c in charts)
-        assert charts[0].count("<rect") == 2 * 2 + 2  # two days, two series, two keys
+        assert charts[0].count("<rect") == 2 * 2  # two days, two series stacked
         assert MARKUP not in html and "run-&lt;script&gt;" in html
+
+
+def test_the_costs_page_counts_the_cards_a_real_hook_delivered(tmp_path: Path) -> None:
+    """The hook records a session's deliveries under its run key `session:<id>`, a folder
+    named `session%3A<id>`: the per-lesson table reads that folder as it is."""
+    from conftest import AUTHOR, NAMESPACE
+    from recall_support import claude_payload, hook_env, make_checkout, run_hook
+
+    from active_memory.lessons import Associations, Card, CreateLesson, RepositoryScope
+
+    root = make_checkout(tmp_path / "api")
+    (root / "src").mkdir()
+    (root / "src" / "client.ts").write_text("export {}\n")
+    store = tmp_path / "lessons.sqlite3"
+    card = Card(title="Regenerate the client", recommendation="Run `make api-client` first.",
+                associations=Associations(folders=["src"]))  # fmt: skip
+    scope = RepositoryScope(repository=NAMESPACE)
+    publish(str(store), [CreateLesson(scope=scope, card=card, author=AUTHOR)])
+    env = hook_env(tmp_path / "state", store)
+    payload = claude_payload("Read", {"file_path": str(root / "src" / "client.ts")},
+                             session="sess-9", cwd=root)  # fmt: skip
+    answer = run_hook("claude", json.dumps(payload), env)
+    assert answer.returncode == 0, answer.stderr
+    assert "(L-1 r1)" in answer.stdout.decode()
+    runs = tmp_path / "state" / "active-memory" / "recall" / "runs"
+    assert [p.name for p in runs.iterdir()] == ["session%3Asess-9"]
+    app = create_app(str(store), Gate(TOKEN), env=env)
+    with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        login(client)
+        costs = client.get("/api/costs").json()
+        size = len(render_card("L-1", 1, card.title, card.recommendation).encode())
+        assert costs["per_lesson"] == [{"lesson": "L-1", "deliveries": 1, "bytes": size}]
+        page = client.get("/costs").text
+        assert 'href="/lessons/L-1">L-1</a>' in page

@@ -17,8 +17,8 @@ from active_memory.store.effectiveness import (
     EffectivenessPoint,
     RunObservation,
 )
-from active_memory.ui.charts import effectiveness_chart
-from active_memory.ui.views import effectiveness_series
+from active_memory.ui.charts import effectiveness_charts
+from active_memory.ui.effectiveness_view import effectiveness_series
 
 MARKED_RUN = '<img src=x onerror="alert(1)">'
 
@@ -49,15 +49,28 @@ def test_the_lesson_page_charts_each_run_and_says_since_when(location: str) -> N
         login(client)
         page = client.get("/lessons/L-1").text
         chart = page[page.index('id="effectiveness-chart"') :]
-        chart = chart[: chart.index("</svg>")]
-        assert "<svg" in chart and "per run" in chart
-        # One bar per run and series, each bar's tooltip naming its run and count.
+        chart = chart[: chart.index('id="effectiveness-since"')]
+        assert chart.count('<figure class="chart">') == 2 and "per run" in chart
+        # Stacked bars per run, each bar's tooltip naming its part, run and count.
         bars = re.findall(r"<title>([^<]*)</title></rect>", chart)
-        assert "delivered run-1: 1 runs" in bars and "recurred, delivered run-2: 1 runs" in bars
-        assert "recurred, not del. run-2: 0 runs" in bars
+        assert "delivered, did not recur, run-1: 1 runs" in bars
+        assert "delivered, recurred, run-2: 1 runs" in bars
+        assert "not delivered, recurred, run-2: 0 runs" in bars
+        # The rates beside the counts, over the latest runs of each kind up to each run
+        # (no run of a kind yet: no point).
+        points = re.findall(r"<title>([^<]*)</title></circle>", chart)
+        assert "recurrence when delivered, run-1: 0%" in points
+        assert "recurrence when delivered, run-2: 50%" in points
+        assert not any(p.startswith("recurrence when not delivered, run-1") for p in points)
+        marked = html.escape(MARKED_RUN)
+        assert f"recurrence when not delivered, {marked}: 100%" in points
+        # A y axis with values.
+        assert re.search(
+            r'<text class="tick" x="-6" y="[\d.]+" text-anchor="end">1 runs</text>', chart
+        )
         # A run ID holding markup is text: no element of it reaches the page.
         assert "<img" not in page and html.escape(MARKED_RUN)[-10:] in page
-        assert "recurred, not del. " + html.escape(MARKED_RUN) + ": 1 runs" in chart
+        assert "not delivered, recurred, " + html.escape(MARKED_RUN) + ": 1 runs" in chart
         since = page[page.index('id="effectiveness-since"') :]
         assert "store schema 7" in since and "not charted" in since
         # A lesson never observed says so, without an empty chart.
@@ -88,7 +101,7 @@ def test_the_costs_page_shows_the_overview_chart(location: str) -> None:
         login(client)
         page = client.get("/costs").text
         chart = page[page.index('id="chart-effectiveness"') :]
-        assert "every lesson: runs, per day (UTC)" in chart[: chart.index("</svg>")]
+        assert "every lesson: runs, per day (UTC)" in chart[: chart.index("</figure>")]
 
 
 def _point(at: str, run: str, delivered: int, recurred: int) -> EffectivenessPoint:
@@ -98,28 +111,43 @@ def _point(at: str, run: str, delivered: int, recurred: int) -> EffectivenessPoi
     )  # fmt: skip
 
 
-def test_many_observations_are_summed_per_iso_week() -> None:
-    # 14 runs over three ISO weeks (2026-W48 starts Monday 23 November).
-    days = sorted(["2026-11-23", "2026-11-24", "2026-11-29"] * 2 + ["2026-11-30"] * 5
-                  + ["2026-12-07"] * 3)  # fmt: skip
-    points = [_point(f"{day}T10:00:00+00:00", f"r{i}", i % 2, 1) for i, day in enumerate(days)]
-    series = effectiveness_series(
-        EffectivenessHistory(since="2026-11-01T00:00:00+00:00", points=points), per_run=True
-    )
-    assert series["bucket"] == "week"
-    assert series["labels"] == ["2026-W48", "2026-W49", "2026-W50"]
+def test_many_observations_are_summed_per_day_then_per_iso_week() -> None:
+    # 70 runs over three ISO weeks (2026-W48 starts Monday 23 November).
+    days = sorted(["2026-11-23", "2026-11-24", "2026-11-29"] * 10 + ["2026-11-30"] * 25
+                  + ["2026-12-07"] * 15)  # fmt: skip
+    points = [_point(f"{day}T10:00:00+00:00", f"r{i}", i % 2, i % 3 == 0)
+              for i, day in enumerate(days)]  # fmt: skip
+    history = EffectivenessHistory(since="2026-11-01T00:00:00+00:00", points=points)
+    series = effectiveness_series(history, per_run=True)
+    assert series["bucket"] == "day"  # over 60 runs, within 90 days
+    assert series["labels"] == ["2026-11-23", "2026-11-24", "2026-11-29", "2026-11-30",
+                                "2026-12-07"]  # fmt: skip
     assert [a + b for a, b in zip(series["delivered"], series["touched_not_delivered"],
-                                  strict=True)] == [6, 5, 3]  # fmt: skip
-    assert sum(series["delivered"]) == 7 and sum(series["recurred_when_delivered"]) == 7
+                                  strict=True)] == [10, 10, 10, 25, 15]  # fmt: skip
+    assert sum(series["delivered"]) == 35
+    # Rates beside the counts: recurred / delivered per bucket.
+    for n in range(5):
+        delivered, recurred = series["delivered"][n], series["recurred_when_delivered"][n]
+        assert series["rate_when_delivered"][n] == recurred / delivered
+        assert series["clean_when_delivered"][n] == delivered - recurred
+    spread = [p.model_copy(update={"at": f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}T10:00:00+00:00"})
+              for i, p in enumerate(points * 2)][:140]  # fmt: skip
+    weekly = effectiveness_series(EffectivenessHistory(since=None, points=spread), per_run=True)
+    assert weekly["bucket"] == "week" and weekly["labels"][:2] == ["2026-W01", "2026-W02"]
     few = effectiveness_series(EffectivenessHistory(since=None, points=points[:3]), per_run=True)
     assert few["bucket"] == "run" and few["labels"] == ["r0", "r1", "r2"]
+    assert few["rate_when_not_delivered"] == [1.0, None, 0.0]
+    assert few["recent_rate_when_not_delivered"] == [1.0, 1.0, 0.5]
+    assert few["recent_rate_when_delivered"] == [None, 0.0, 0.0]
 
 
 def test_the_chart_escapes_every_label_and_is_empty_without_data() -> None:
-    series = {"bucket": "run", "labels": ["</svg><script>x</script>"], "delivered": [1],
-              "recurred_when_delivered": [0], "touched_not_delivered": [0],
-              "recurred_when_not_delivered": [0]}  # fmt: skip
-    svg = effectiveness_chart('L-1 "<b>"', series)
-    assert "<script>" not in svg and svg.count("</svg>") == 1
+    history = EffectivenessHistory(
+        since=None, points=[_point("2026-11-23T10:00:00+00:00", "</svg><script>x</script>", 1, 0)]
+    )
+    series = effectiveness_series(history, per_run=True)
+    svg = effectiveness_charts('L-1 "<b>"', series)
+    assert "<script>" not in svg and "</svg><script>" not in svg
+    assert svg.count("<svg") == svg.count("</svg>")
     assert "&lt;/svg&gt;&lt;script&gt;" in svg and "&lt;b&gt;" in svg
-    assert effectiveness_chart("x", {**series, "labels": []}) == ""
+    assert effectiveness_charts("x", {**series, "labels": []}) == ""

@@ -56,7 +56,7 @@ def location(backend: Backend) -> str:
 def served(location: str) -> Iterator[tuple[TestClient, WebMount, Gate, Answers]]:
     """The recall server's app with the web view mounted, as `serve` builds it."""
     gate = Gate(TOKEN)
-    mount = WebMount(location, gate, None)
+    mount = WebMount(location, gate)
     answers = Answers()
     app = RecallApp(answers, TOKEN, mount)
     with TestClient(app, base_url=BASE, follow_redirects=False) as client:
@@ -129,7 +129,8 @@ def test_pages_api_and_writes_work_inside_serve_after_login(
         links = re.findall(r'(?:href|action)="(/[^"]*)"', page.text)
         assert links and all(link.startswith("/ui/") for link in links), (path, links)
     page = client.get("/ui/lessons/L-1")
-    fields = {"csrf": csrf_of(page.text), "base_revision": "1", "reason": "moved on"}
+    fields = {"csrf": csrf_of(page.text), "base_revision": "1", "reason": "moved on",
+              "confirm": "yes"}  # fmt: skip
     assert client.post("/ui/lessons/L-1/retire", data={**fields, "csrf": "x"}).status_code == 403
     done = client.post("/ui/lessons/L-1/retire", data=fields)
     assert done.status_code == 303 and done.headers["location"] == "/ui/lessons/L-1?saved=r2"
@@ -148,7 +149,7 @@ def test_another_host_name_is_refused_before_the_view_is_built(
 
 
 def test_a_store_that_cannot_open_is_503_and_hooks_keep_working(tmp_path: Path) -> None:
-    mount = WebMount(str(tmp_path / "missing.sqlite3"), Gate(TOKEN), None)
+    mount = WebMount(str(tmp_path / "missing.sqlite3"), Gate(TOKEN))
     app = RecallApp(Answers(), TOKEN, mount)
     with TestClient(app, base_url=BASE, follow_redirects=False) as client:
         answer = client.get("/ui/")
@@ -167,7 +168,7 @@ from active_memory.hooks.server import RecallApp
 from active_memory.ui.auth import Gate
 from active_memory.ui.mount import WebMount
 
-app = RecallApp(lambda h, p, e: {}, "t", WebMount("/nowhere.sqlite3", Gate("t"), None))
+app = RecallApp(lambda h, p, e: {}, "t", WebMount("/nowhere.sqlite3", Gate("t")))
 sent = []
 
 async def call(path, body):

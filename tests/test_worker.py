@@ -442,3 +442,27 @@ async def test_a_store_away_inside_a_claim_is_waited_for_and_each_wait_is_said(
     assert len(waits) == 3, said
     assert all(w.startswith("store unreachable (") and w.endswith(" s") for w in waits)
     assert "retrying in" in waits[0]
+
+
+@pytest.mark.asyncio
+async def test_a_queued_session_teaches_this_machine_its_checkout(
+    store_path: Path, tmp_path: Path
+) -> None:
+    from active_memory.known_checkouts import KnownCheckouts
+
+    repo = tmp_path / "api"
+    repo.mkdir()
+    await anyio.run_process(["git", "init", "-q", str(repo)])
+    await anyio.run_process(["git", "-C", str(repo), "remote", "add", "origin",
+                             "git@github.com:acme/api.git"])  # fmt: skip
+    transcript = costly_transcript(tmp_path / "c.jsonl", "c-1", str(repo))
+    await enqueue(str(store_path), session_end("c-1", transcript, str(repo)))
+    env = {"ZEROSHOT_STATE_DIR": str(tmp_path / "state")}
+    worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05),
+                    sessions=fake(FakeSessions()), env=env)  # fmt: skip
+    async with open_store(str(store_path)) as store:
+        (item,) = await worker.run(store.queue)
+    assert item.state == "done"
+    known = KnownCheckouts(env=env)
+    assert known.root("repo:github.com/acme/api") == repo.resolve()
+    assert known.recorded()["repo:github.com/acme/api"][0].source == "session"

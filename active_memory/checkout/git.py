@@ -171,6 +171,36 @@ def ignored(root: Path, paths: Iterable[str]) -> set[str]:
     return _split_nul(result.stdout) & set(unique)
 
 
+def ignore_sources(root: Path, paths: Iterable[str]) -> dict[str, tuple[str, int]]:
+    """For each of the root-relative `paths` that git's ignore rules exclude, the rule's
+    file (root-relative, or as git names one outside the tree: `.git/info/exclude`, the
+    user's excludes file) and its line number: what a person edits to change it."""
+    unique = sorted(set(paths))
+    if not unique:
+        return {}
+    # Each path also as a folder: a folder rule (`assets/`) matches a folder that is gone
+    # only when it is asked as one.
+    asked = [name for p in unique for name in (p, p.rstrip("/") + "/")]
+    names = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in asked)
+    # `--no-index`: a tracked path is matched too (the rule is what the agent met).
+    result = run_git(
+        root,
+        ["check-ignore", "-v", "-z", "--no-index", "--stdin"],
+        ok_codes=(0, 1),
+        stdin=names,
+        literal=False,
+    )
+    fields = [f.decode("utf-8", "surrogateescape") for f in result.stdout.split(b"\0")]
+    found: dict[str, tuple[str, int]] = {}
+    for index in range(0, len(fields) - 3, 4):
+        source, line, pattern, path = fields[index : index + 4]
+        path = path if path in unique else path.rstrip("/")
+        # A negated rule (`!keep.me`) is the last that matched, but it un-ignores.
+        if path in unique and source and line.isdigit() and not pattern.startswith("!"):
+            found.setdefault(path, (source, int(line)))
+    return found
+
+
 RENAME_COMMITS = 500
 """Commits of HEAD's history whose renames `renames` follows (newest first)."""
 

@@ -104,6 +104,7 @@ def _import(args: argparse.Namespace) -> int:
     )
     for run, path in zip(result.runs, paths, strict=True):
         write.write_record(path, run.record, force=args.force)
+    _learn_checkouts(result)
     for skipped in result.skipped:
         where = skipped.run_id or (f"line {skipped.line}" if skipped.line else args.path)
         print(f"active-memory: skipped {where}: {skipped.reason}", file=sys.stderr)
@@ -139,6 +140,19 @@ def _import(args: argparse.Namespace) -> int:
                 print(f"{run.run_id}: {run.summary}")
     # Nothing written although something was there to read: the import failed.
     return 1 if not runs and result.skipped else 0
+
+
+def _learn_checkouts(result: ImportResult) -> None:
+    """This machine learns where each imported run's repository is (known_checkouts.py):
+    the recorded checkout, when it is here and holds the run's namespace."""
+    from active_memory.known_checkouts import remember_all
+
+    pairs = []
+    for run in result.runs:
+        repository = run.record.get("repository")
+        if isinstance(repository, dict) and repository.get("checkout"):
+            pairs.append((str(repository.get("namespace") or ""), str(repository["checkout"])))
+    remember_all(pairs, "import")
 
 
 def _read(kind: str, path: str, session: str | None = None) -> ImportResult:

@@ -171,8 +171,12 @@ def _export_rules(args: argparse.Namespace) -> int:
         target.mkdir(parents=True, exist_ok=True)  # --dir is made, as -o's folder is not
     except OSError as exc:
         raise UsageError(f"--dir {args.dir}: cannot create it ({exc.strerror})") from None
-    # Staleness is judged against this checkout, when it is the exported repository's.
-    stale = _stale(root, lessons) if root is not None and here == namespace else None
+    # Staleness is judged against the exported repository's own checkout: this one when
+    # it is that repository's, else the one this machine knows (known_checkouts).
+    from active_memory.known_checkouts import KnownCheckouts
+
+    judged_in = KnownCheckouts([root] if root is not None else []).root(namespace)
+    stale = _stale(str(judged_in), lessons) if judged_in is not None else None
     result = export(
         args.format,
         lessons,
@@ -255,7 +259,8 @@ def _say(args: argparse.Namespace, namespace: str, result: Any, checked: bool) -
         print(f"{len(result.stale_marked)} exported lessons are marked as possibly outdated")
     if not checked:
         print(
-            f"staleness not checked: run it inside a checkout of {namespace}",
+            f"staleness not checked: no checkout of {namespace} known here; run it inside "
+            "one, or pass --dir DIR inside it",
             file=sys.stderr,
         )
     if result.size > result.budget:

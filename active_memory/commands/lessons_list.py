@@ -24,14 +24,16 @@ def add_list_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]
     listing.add_argument(
         "--stale",
         action="store_true",
-        help="only lessons whose cited code changed since they were published "
-        "(against --checkout, default: the checkout around the current directory)",
+        help="only lessons whose cited code changed since they were published, each judged "
+        "against its own repository's checkout (--checkout, the current one, or one this "
+        "machine knows)",
     )
     listing.add_argument(
         "--checkout",
         metavar="DIR",
-        default=None,
-        help="the checkout --stale and the table's stale column compare with",
+        action="append",
+        help="a checkout --stale and the table's stale column compare its repository's "
+        "lessons with (repeatable)",
     )
     listing.add_argument(
         "--deferred",
@@ -103,16 +105,17 @@ def list_lessons(args: argparse.Namespace) -> int:
 
         limit = max(10, shutil.get_terminal_size().lines - 8)
 
-    checkout = stale_checkout(args) if args.stale else None
-    if terminal and checkout is None:
-        checkout = stale_checkout(args, required=False)
+    from active_memory.commands import stale_listing
+
+    known = stale_listing.known_checkouts(args) if args.stale or terminal else None
     stale: dict[str, list[Any]] = {}
+    judgements: list[Any] = []
 
     async def job(store: LessonStore) -> tuple[list[Any], dict[str, Effectiveness], int]:
         summaries = await store.summaries(query)
-        if args.stale:
-            lessons = await store.select(query)
-            stale.update(await _stale_of(checkout, lessons))
+        if args.stale and known is not None:
+            judgements.append(await stale_listing.judged(store, query, known))
+            stale.update(judgements[0].stale())
             summaries = [item for item in summaries if item.id in stale]
         counters = {}
         if by_effectiveness or terminal:
@@ -126,25 +129,29 @@ def list_lessons(args: argparse.Namespace) -> int:
         if not args.json and not terminal:
             return page, counters, len(summaries)
         whole = await _whole(store, query, [item.id for item in page])
-        if terminal and not args.stale and checkout is not None:
-            stale.update(await _stale_of(checkout, whole))
+        if terminal and not args.stale and known is not None:
+            judgements.append(await _judge_page(whole, known))
+            stale.update(judgements[0].stale())
         return (whole if args.json else page), counters, len(summaries)
 
     page, counters, total = run_or_empty(args, job) or ([], {}, 0)
+    if args.stale and judgements and not args.json and stale_listing.note(judgements[0]):
+        print(f"active-memory: {stale_listing.note(judgements[0])}", file=sys.stderr)
     if args.json:
         documents = []
         for item in page:
             document = item.model_dump(mode="json")
             if args.stale:
-                document["stale"] = [
-                    {"path": c.citation.path, "lines": c.citation.lines, "why": c.why}
-                    | ({"path_now": c.path_now} if c.path_now else {})
-                    for c in stale.get(item.id, [])
-                ]
+                document["stale"] = stale_listing.stale_json(stale.get(item.id, []))
             if by_effectiveness:
                 document["effectiveness"] = counters.get(item.id, Effectiveness()).to_json()
             documents.append(document)
-        print_json({"lessons": documents, "count": total, "offset": args.offset})
+        extra = (
+            {"not_judged": stale_listing.not_judged(judgements[0])}
+            if args.stale and judgements
+            else {}
+        )
+        print_json({"lessons": documents, "count": total, "offset": args.offset, **extra})
         return 0
     if not terminal:
         from active_memory.commands.listing import summary_lines
@@ -159,9 +166,8 @@ def list_lessons(args: argparse.Namespace) -> int:
         console.print("No lessons match." if not total else f"No lessons past {args.offset}.")
         return 0
     column = StaleColumn(
-        checked=checkout is not None,
         changed={key: len(found) for key, found in stale.items()},
-        checkout=str(checkout.root) if checkout is not None else None,
+        unjudged=frozenset(judgements[0].unjudged) if judgements else frozenset(),
     )
     console.print(lesson_table(page, counters, total=total, stale=column))
     note = _page_note(len(page), total, args.offset)
@@ -179,39 +185,13 @@ async def _whole(store: LessonStore, query: Any, ids: list[str]) -> list[Any]:
     return [by_id[lesson_id] for lesson_id in ids if lesson_id in by_id]
 
 
-async def _stale_of(checkout: Any, lessons: list[Any]) -> dict[str, list[Any]]:
-    """The stale lessons among `lessons` and their changed citations (checkout/)."""
+async def _judge_page(lessons: list[Any], known: Any) -> Any:
+    """A page's lessons judged, each against its repository's checkout (in a thread)."""
     import anyio.to_thread
 
-    from active_memory.checkout.staleness import stale_lessons
+    from active_memory.checkout.by_repository import judge
 
-    if checkout is None:
-        return {}
-    found: dict[str, list[Any]] = await anyio.to_thread.run_sync(stale_lessons, checkout, lessons)
-    return found
-
-
-def stale_checkout(args: argparse.Namespace, *, required: bool = True) -> Any:
-    """The checkout `--stale` (and the table's stale column) compares the cited code
-    with; without `required`, None where there is none."""
-    from active_memory.checkout import Checkout, NotACheckout
-    from active_memory.errors import UsageError
-
-    try:
-        return Checkout(args.checkout or ".")
-    except NotACheckout as exc:
-        if not required and not args.checkout:
-            return None
-        if not required:
-            raise UsageError(
-                f"--checkout {args.checkout}: not a checkout ({exc.reason}); the table's "
-                "stale column compares cited code with a checkout"
-            ) from None
-        where = f"--checkout {args.checkout}" if args.checkout else "the current directory"
-        raise UsageError(
-            f"--stale compares cited code with a checkout; {where} is not one ({exc.reason}): "
-            "run it inside the repository or pass --checkout DIR"
-        ) from None
+    return await anyio.to_thread.run_sync(judge, lessons, known)
 
 
 def _page_note(shown: int, total: int, offset: int) -> str:

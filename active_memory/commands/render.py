@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -49,27 +49,27 @@ def scope_label(lesson: Lesson | Tombstone | LessonSummary) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StaleColumn:
-    """What the table's stale column knows: whether staleness was checked (a checkout
-    was found), and how many citations of each stale lesson changed."""
+    """What the table's stale column knows: how many citations of each stale lesson
+    changed, and which lessons were not judged (no checkout of their repository here)."""
 
-    checked: bool
     changed: Mapping[str, int] = field(default_factory=dict)
-    checkout: str | None = None
+    unjudged: Collection[str] = frozenset()
 
     def cell(self, lesson: Lesson | Tombstone | LessonSummary) -> Text:
-        """`stale (2)`, `no`, `?` (not checked) or `-` (retired)."""
+        """`stale (2)`, `no`, `?` (not judged: no checkout known) or `-` (retired)."""
         if lesson.status == "retired":
             return Text("-", style="dim")
-        if not self.checked:
+        if lesson.id in self.unjudged:
             return Text("?", style="dim")
         count = self.changed.get(lesson.id)
         return Text(f"stale ({count})", style="yellow") if count else Text("no")
 
     def caption(self) -> str:
         """What the column compared with."""
-        if not self.checked:
-            return "stale ?: not checked (not inside a checkout; pass --checkout DIR)"
-        return f"stale (n): n cited ranges changed in {self.checkout}"
+        text = "stale (n): n cited ranges changed in the checkout of the lesson's repository"
+        if self.unjudged:
+            text += "; ?: no checkout of its repository known here (pass --checkout DIR)"
+        return text
 
 
 def _rate(count: int, runs: int) -> str:

@@ -52,9 +52,10 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--checkout",
         metavar="DIR",
-        default=None,
-        help="the web view's checkout for cited lines (default: the git checkout around "
-        "the current directory, if any)",
+        action="append",
+        help="a checkout the web view judges its repository's lessons against "
+        "(repeatable; besides the one around the current directory and the ones this "
+        "machine knows)",
     )
     add_store_option(parser)
     parser.set_defaults(handler=_serve)
@@ -124,11 +125,11 @@ def _serve(args: argparse.Namespace) -> int:
 def _web_view(args: argparse.Namespace, token: str) -> tuple[object, str]:
     """The web view to mount under /ui/ (built at its first request, docs/ui.md), and
     the code of the one-time login link to print."""
-    from active_memory.commands.ui import checkout_of
+    from active_memory.commands.ui import checkouts_of
     from active_memory.store import resolve_store_location
     from active_memory.ui.auth import Gate
     from active_memory.ui.mount import WebMount
 
     gate = Gate(token)
     location = resolve_store_location(args.store)
-    return WebMount(location, gate, checkout_of(args.checkout)), gate.new_login_code()
+    return WebMount(location, gate, checkouts_of(args.checkout)), gate.new_login_code()

@@ -41,9 +41,10 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--checkout",
         metavar="DIR",
-        default=None,
-        help="a checkout to show cited lines from (default: the git checkout around the "
-        "current directory, if any)",
+        action="append",
+        help="a checkout to judge its repository's lessons against (repeatable: one per "
+        "repository; remembered on this machine). Besides these: the checkout around the "
+        "current directory and the ones this machine knows",
     )
     parser.add_argument(
         "--link",
@@ -56,17 +57,28 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.set_defaults(handler=_ui)
 
 
-def checkout_of(argument: str | None) -> Path | None:
-    """The checkout to show cited lines from: `--checkout`, else the one around cwd."""
+def checkouts_of(arguments: list[str] | None) -> list[Path]:
+    """The checkouts the web view is given: each `--checkout` (remembered on this machine,
+    known_checkouts.py; one that is not a checkout is a usage error), then the one
+    around the current directory, if any."""
     from active_memory.checkout.git import NotACheckout, worktree_root
     from active_memory.errors import UsageError
+    from active_memory.known_checkouts import remember_folder
 
-    try:
-        return worktree_root(argument or ".")
-    except NotACheckout as exc:
-        if argument is not None:
+    found: list[Path] = []
+    for argument in arguments or []:
+        try:
+            root = worktree_root(argument)
+        except NotACheckout as exc:
             raise UsageError(f"--checkout {argument}: {exc.reason}") from None
-        return None
+        if remember_folder(root, "ui") is None:
+            raise UsageError(f"--checkout {argument}: its repository has no namespace")
+        found.append(root)
+    try:
+        here = worktree_root(".")
+    except NotACheckout:
+        return found
+    return found if here in found else [*found, here]
 
 
 def _check_store(location: str) -> None:
@@ -111,10 +123,10 @@ def _ui(args: argparse.Namespace) -> int:
 
     location = resolve_store_location(args.store)
     _check_store(location)
-    checkout = checkout_of(args.checkout)
+    checkouts = checkouts_of(args.checkout)
     token_file = Path(args.token_file or default_token_path())
     gate = Gate(load_or_create_token(token_file))
-    app = create_app(location, gate, checkout=checkout)
+    app = create_app(location, gate, checkouts=checkouts)
     sock = bind_loopback(host, args.port)
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

@@ -1,9 +1,9 @@
 """The command hook: one process per tool call, stdin JSON in, stdout JSON out.
 
 `active-memory-hook session-end HARNESS` enqueues a finished session instead
-(`hooks/session_end.py`), and `active-memory-hook context HARNESS` applies a context
-event (a batch handed back, a new prompt, a compaction: `recall/contexts.py`); both
-print nothing.
+(`hooks/session_end.py`), and `active-memory-hook context HARNESS [EVENT]` applies a context
+event (a batch handed back, a new prompt, a compaction: `recall/contexts.py`; EVENT names
+the event when the payload does not, as Copilot CLI's); both print nothing.
 
 OpenCode's and Hermes' plugins call `after-tool` (with `harness` in the payload).
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 USAGE = (
     "usage: active-memory-hook claude|codex|gemini|copilot|pi|after-tool  (hook JSON on "
     "stdin), active-memory-hook session-end claude|codex|opencode|pi|gemini|copilot|hermes, "
-    "or active-memory-hook context claude|codex|gemini|pi|opencode"
+    "or active-memory-hook context claude|codex|gemini|pi|copilot|opencode [EVENT]"
 )
 
 
@@ -80,15 +80,16 @@ def _context_event(arguments: Sequence[str], data: bytes, env: Mapping[str, str]
     from active_memory.recall import jsonio
     from active_memory.recall.contexts import handle_event
 
-    if len(arguments) != 1:
+    if len(arguments) not in (1, 2):
         raise ValueError(USAGE)
+    event = arguments[1] if len(arguments) == 2 else None
     from active_memory.hooks import compaction
 
     client = arguments[0].lower()  # `Claude` is claude
     if compaction.handles(client):
         compaction.handle(client, jsonio.loads(data.decode("utf-8")), env)
         return
-    handle_event(client, jsonio.loads(data.decode("utf-8")), env)
+    handle_event(client, jsonio.loads(data.decode("utf-8")), env, event)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -125,88 +125,71 @@ def inspect(
         item.checks.append(Check("present", True, "extension file (tool_result, session_shutdown)"))
         item.checks.append(_resolvable([command], env))
         if run:
-            item.checks.append(_runs([[command, "pi"], [command, "session-end", "pi"]], path, env))
+            local = os.path.expanduser(command)  # the extension expands a `~/` command itself
+            item.checks.append(_runs([[local, "pi"], [local, "session-end", "pi"]], path, env))
         return item
     document = parse_json_object(path, text)
-    if harness in ("gemini", "copilot"):
-        return _inspect_single(item, harness, document, env, run)
-    pre, end = _ours(harness, document)
-    if not pre and not end:
+    found = _ours_by_event(harness, document)
+    if not any(found.values()):
         return None
-    missing = [name for name, hooks in (("PreToolUse", pre), ("SessionEnd", end)) if not hooks]
-    item.checks.append(
-        Check(
-            "present",
-            not missing,
-            "PreToolUse and SessionEnd hooks" if not missing else f"missing: {', '.join(missing)}",
-            None if not missing else f"run `active-memory hook install {harness}` again",
-        )
-    )
-    commands = [h["command"] for h in pre + end if h.get("type") == "command"]
-    item.checks.append(_resolvable(commands, env))
+    item.checks.append(_present(harness, found))
+    key = "bash" if harness == "copilot" else "command"
+    handlers = [h for hs in found.values() for h in hs if h.get("type") == "command"]
+    item.checks.append(_resolvable([h[key] for h in handlers], env))
     if run:
-        item.checks.append(_runs(commands, path, env))
+        item.checks.append(_runs([h[key] for h in handlers], path, env))
+    if harness == "gemini" and item.where == "project":
+        item.checks.append(_gemini_trusted(path.parent.parent, env))
     if harness == "codex":
         item.checks.append(_trusted(path, document, where, env))
-    http = [h for h in pre if h.get("type") == "http"]
+    if harness == "copilot" and item.where == "project":
+        item.checks.append(_copilot_trusted(item.path.parent.parent.parent, env))
+    http = [h for h in found.get("PreToolUse", []) if h.get("type") == "http"]
     if http:
         item.checks.append(_server_check(str(http[0].get("url", ""))))
     return item
 
 
-def _inspect_single(
-    item: Installed, harness: str, document: dict[str, Any], env: Mapping[str, str], run: bool
-) -> Installed | None:
-    # Gemini CLI (AfterTool + SessionEnd) and Copilot CLI (preToolUse + sessionEnd).
-    found: dict[str, list[Any]] = {}
+def expected_hooks(harness: str) -> list[tuple[str, Any]]:
+    """(event, is-ours test) of every hook `hook install HARNESS` writes in a hooks file."""
+    if harness == "copilot":
+        events = (copilot.EVENT, *copilot.CONTEXT_EVENTS, copilot.SESSION_END)
+        return [(event, copilot.is_ours) for event in events]
+    if harness == "claude":
+        entries = claude.entries(False, 0, None)
+    else:
+        entries = codex.entries(None) if harness == "codex" else gemini.entries(None)
+    return [(entry.event, entry.is_ours) for entry in entries]
+
+
+def _ours_by_event(harness: str, document: Mapping[str, Any]) -> dict[str, list[Any]]:
     hooks = document.get("hooks")
     hooks = hooks if isinstance(hooks, dict) else {}
-    if harness == "copilot":
-        key = "bash"
-        for event in (copilot.EVENT, copilot.SESSION_END):
-            handlers = hooks.get(event)
-            found[event] = [h for h in handlers or [] if copilot.is_ours(h)]
-    else:
-        key = "command"
-        for event, test in ((gemini.EVENT, gemini.is_ours),
-                            (gemini.SESSION_END, gemini.is_our_session_end)):  # fmt: skip
-            groups = hooks.get(event) or []
-            found[event] = [
-                h for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if test(h)
-            ]
-    if not any(found.values()):
-        return None
+    found: dict[str, list[Any]] = {}
+    for event, test in expected_hooks(harness):
+        listed = hooks.get(event) or []
+        if harness == "copilot":  # a list of handlers
+            handlers = [h for h in listed if isinstance(h, dict)]
+        else:  # matcher groups of handlers
+            handlers = [
+                h for g in listed if isinstance(g, dict) for h in g.get("hooks") or []
+                if isinstance(h, dict)
+            ]  # fmt: skip
+        found[event] = [h for h in handlers if test(h)]
+    return found
+
+
+def _present(harness: str, found: Mapping[str, list[Any]]) -> Check:
     missing = [event for event, handlers in found.items() if not handlers]
-    item.checks.append(
-        Check(
-            "present",
-            not missing,
-            " and ".join(found) + " hooks" if not missing else f"missing: {', '.join(missing)}",
-            None if not missing else f"run `active-memory hook install {harness}` again",
-        )
+    if not missing:
+        return Check("present", True, ", ".join(found) + " hooks")
+    # A hook added by a later version (a context event) is missing until a reinstall.
+    return Check(
+        "present",
+        False,
+        f"missing: {', '.join(missing)}",
+        f"run `active-memory hook install {harness}` again",
     )
-    commands = [h[key] for handlers in found.values() for h in handlers]
-    item.checks.append(_resolvable(commands, env))
-    if run:
-        item.checks.append(_runs(commands, item.path, env))
-    if harness == "gemini" and item.where == "project":
-        item.checks.append(_gemini_trusted(item.path.parent.parent, env))
-    if harness == "copilot" and item.where == "project":
-        root = item.path.parent.parent.parent
-        if installers.copilot_trusted(root, env):
-            item.checks.append(Check("trusted", True, f"{root} is a trusted folder"))
-        else:
-            item.checks.append(
-                Check(
-                    "trusted",
-                    False,
-                    f"{root} is not in trustedFolders of {installers.copilot_config_path(env)}"
-                    " (Copilot CLI ignores its .github/hooks/)",
-                    "start `copilot` there once and trust the folder, or "
-                    "`active-memory hook install copilot --user`",
-                )
-            )
-    return item
 
 
 def _runs(commands: Sequence[str | list[str]], path: Path, env: Mapping[str, str]) -> Check:
@@ -216,7 +199,8 @@ def _runs(commands: Sequence[str | list[str]], path: Path, env: Mapping[str, str
 
     folder = find_project_root(path.parent)
     seen: list[str] = []
-    for command in commands:
+    unique = {json.dumps(c): c for c in commands}.values()  # one run per distinct command
+    for command in unique:
         ok, said = probe(command, folder, env)
         if not ok:
             return Check("runs", False, said, "run `active-memory hook install …` again with "
@@ -290,18 +274,17 @@ def _inspect_hermes(item: Installed, text: str, env: Mapping[str, str]) -> Insta
     return item
 
 
-def _ours(harness: str, document: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
-    module: Any = claude if harness == "claude" else codex
-    hooks = document.get("hooks")
-    found: dict[str, list[Any]] = {"PreToolUse": [], "SessionEnd": []}
-    if not isinstance(hooks, dict):
-        return [], []
-    for event, test in (("PreToolUse", module.is_ours), ("SessionEnd", module.is_our_session_end)):
-        for group in hooks.get(event) or []:
-            for handler in group.get("hooks") or [] if isinstance(group, dict) else []:
-                if test(handler):
-                    found[event].append(handler)
-    return found["PreToolUse"], found["SessionEnd"]
+def _copilot_trusted(root: Path, env: Mapping[str, str]) -> Check:
+    if installers.copilot_trusted(root, env):
+        return Check("trusted", True, f"{root} is a trusted folder")
+    return Check(
+        "trusted",
+        False,
+        f"{root} is not in trustedFolders of {installers.copilot_config_path(env)}"
+        " (Copilot CLI ignores its .github/hooks/)",
+        "start `copilot` there once and trust the folder, or "
+        "`active-memory hook install copilot --user`",
+    )
 
 
 def _resolvable(commands: list[str], env: Mapping[str, str]) -> Check:

@@ -21,6 +21,7 @@ from active_memory.init.phases import Discovery, discover
 from active_memory.init.progress import Silent, Steps
 from active_memory.init.publish import publish_session, verify_checkouts
 from active_memory.init.session import STATE_SCHEMA, Options, Requested, Session, open_session
+from active_memory.known_checkouts import remember_all
 from active_memory.runlog.record import RunRecord, load_run_record
 from active_memory.store import open_store
 
@@ -127,6 +128,9 @@ def _start(
         )
         selected.append({**chosen.to_json(), "file": name})
     roots = sorted({str(s.checkout) for s in inventory.selected})
+    # This machine learns where each repository is (known_checkouts.py).
+    remember_all(((s.record.repository.namespace, s.checkout) for s in inventory.selected
+                  if s.record.repository is not None), "init", environ)  # fmt: skip
     state = {
         "schema": STATE_SCHEMA,
         "options": options.to_json(),

@@ -1,6 +1,8 @@
-"""A small journal of postmortems: one JSON file per run, written atomically.
+"""A small journal of postmortems: one JSON file per postmortem, written atomically.
 
-`<zeroshot state dir>/active-memory/postmortems/<run>.json` says that a postmortem
+`<zeroshot state dir>/active-memory/postmortems/<run>.json` (the run's first
+postmortem; a rerun of the same run gets `<run>@2.json`, `@3`, …, so an earlier
+postmortem's entry is never replaced: `attempt` says which) says that a postmortem
 started (`state: running`, the latched outcome, the process ID) and how it ended
 (`finished`, `failed`, `cancelled`, with its report's summary and usage, the run's
 deliveries per lesson and every refused proposal, for `lessons stats`). A file left
@@ -27,6 +29,7 @@ import secrets
 import urllib.parse
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
@@ -43,6 +46,8 @@ from active_memory.store.models import PublishMark
 
 JOURNAL_SCHEMA: Final = "active-memory/postmortem-journal@1"
 JournalState: TypeAlias = Literal["running", "finished", "failed", "cancelled"]
+FAILED_STATUSES = frozenset({"failed", "timed_out"})
+"""A specialist's statuses that mean its part of the postmortem was not done."""
 
 
 def default_journal_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -91,6 +96,19 @@ class JournalEntry(BaseModel):
     """The report's published counts (created, adapted, …, proposed)."""
     publish_token: int | None = None
     """What this postmortem's publish records in the store (`publish_mark`)."""
+    attempt: int = 1
+    """Which postmortem of the run this is (a rerun of a run gets the next number)."""
+
+    def failed_specialists(self) -> list[str]:
+        """The specialists that failed or timed out (their work was not published)."""
+        return sorted(n for n, status in self.statuses.items() if status in FAILED_STATUSES)
+
+    def verdict(self) -> str:
+        """The state as people read it: a finished postmortem some of whose specialists
+        failed is `partial`, not `finished`."""
+        if self.state == "finished" and self.failed_specialists():
+            return "partial"
+        return self.state
 
     def publish_mark(self) -> PublishMark | None:
         """The mark this postmortem's publishes leave in the store."""
@@ -136,10 +154,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _file_name(run_id: str) -> str:
+def _file_name(run_id: str, attempt: int = 1) -> str:
     # Run IDs are opaque strings: quote everything but a safe alphabet so any ID is one
-    # file name, and two IDs never share one.
-    return urllib.parse.quote(run_id, safe="-_.") + ".json"
+    # file name, and two IDs never share one; `@` is always quoted in an ID, so the
+    # attempt's `@N` never makes one run's name another's.
+    quoted = urllib.parse.quote(run_id, safe="-_.")
+    return f"{quoted}.json" if attempt == 1 else f"{quoted}@{attempt}.json"
 
 
 class Journal:
@@ -153,29 +173,51 @@ class Journal:
         """The journal in `directory`, else the one of the store at `store_location`."""
         return cls(directory if directory is not None else store_journal_dir(store_location))
 
-    def path(self, run_id: str) -> Path:
-        """The file of `run_id`'s postmortem."""
-        return self.directory / _file_name(run_id)
+    def path(self, run_id: str, attempt: int = 1) -> Path:
+        """The file of `run_id`'s postmortem number `attempt` (1: its first)."""
+        return self.directory / _file_name(run_id, attempt)
 
-    def write(self, entry: JournalEntry) -> None:
-        """Replace the run's file with `entry` (write to a temporary file, fsync, rename)."""
+    def write(self, entry: JournalEntry, *, create: bool = False) -> None:
+        """Replace the postmortem's file with `entry` (write to a temporary file, fsync,
+        rename); `create`: only if there is none yet (`FileExistsError` otherwise)."""
         # Credentials masked: a reason or a problem may quote what a model answered.
         document = mask_value(entry.to_json())
         data = json.dumps(document, indent=1, sort_keys=True).encode("utf-8")
-        write_atomically(self.path(entry.run_id), data, mode=0o600)
+        write_atomically(
+            self.path(entry.run_id, entry.attempt), data, mode=0o600, replace=not create
+        )
+
+    def attempts(self, run_id: str) -> list[int]:
+        """The numbers of `run_id`'s postmortems in the journal, in order."""
+        found = [1] if self.path(run_id).exists() else []
+        prefix = _file_name(run_id)[: -len(".json")] + "@"
+        if self.directory.is_dir():
+            for path in self.directory.glob(f"{glob_escape(prefix)}*.json"):
+                number = path.name[len(prefix) : -len(".json")]
+                if number.isdigit() and int(number) > 1:
+                    found.append(int(number))
+        return sorted(found)
 
     def started(self, run_id: str, outcome: str) -> JournalEntry:
-        """Record that the postmortem of `run_id` started; returns the entry written."""
-        entry = JournalEntry(
-            run_id=run_id,
-            outcome=outcome,
-            state="running",
-            pid=os.getpid(),
-            started_at=_now(),
-            publish_token=secrets.randbits(62),
-        )
-        self.write(entry)
-        return entry
+        """Record that a postmortem of `run_id` started, in a file of its own (a rerun
+        of the run never replaces an earlier postmortem's entry); the entry written."""
+        attempt = (self.attempts(run_id) or [0])[-1] + 1
+        while True:
+            entry = JournalEntry(
+                run_id=run_id,
+                outcome=outcome,
+                state="running",
+                pid=os.getpid(),
+                started_at=_now(),
+                publish_token=secrets.randbits(62),
+                attempt=attempt,
+            )
+            try:
+                self.write(entry, create=True)
+            except FileExistsError:  # another process started one at the same moment
+                attempt += 1
+                continue
+            return entry
 
     def ended(
         self,
@@ -220,8 +262,10 @@ class Journal:
         self.write(started.model_copy(update={"usage": usage}))
 
     def read(self, run_id: str) -> JournalEntry | None:
-        """The run's entry, or None if there is none or it is unreadable."""
-        return _read(self.path(run_id))
+        """The run's latest postmortem's entry, or None if there is none or it is
+        unreadable."""
+        attempts = self.attempts(run_id)
+        return _read(self.path(run_id, attempts[-1])) if attempts else None
 
     def entries(self) -> list[JournalEntry]:
         """Every readable entry, oldest start first (unreadable files are skipped)."""

@@ -20,7 +20,8 @@ after-tool callbacks (OpenCode, Pi).
   tool's result (its `BeforeTool` context never reaches the model; docs/harnesses.md).
 - `copilot`: Copilot CLI's `preToolUse` hook input (`sessionId`, `cwd`, `toolName`,
   `toolArgs`: an object, or its JSON text in older versions). Answer:
-  `{"additionalContext": "<framed cards>"}`.
+  `{"additionalContext": "<framed cards>"}`. A sub-agent's call (1.0.102) carries its own
+  ID as `sessionId` and `agentId`, and the session that started it as `parentAgentId`.
 
 Payload shapes were captured from the real binaries (tests/fixtures/harness_payloads/).
 """
@@ -76,15 +77,31 @@ def parse_payload(harness: str, payload: Any) -> ToolCall:
     if not isinstance(tool_input, dict):
         field = "'toolArgs'" if harness == "copilot" else "'tool_input' or 'args'"
         raise PayloadError(f"the tool's arguments ({field}) must be an object")
+    session, agent = identity(payload)
     return ToolCall(
         name,
         tool,
         tool_input,
-        session=_text(payload, "session_id", "sessionID", "sessionId"),
+        session=session,
         cwd=_text(payload, "cwd", "directory", "worktree"),
-        agent=_text(payload, "agent_id"),
+        agent=agent,
         call_id=_text(payload, "tool_use_id"),
     )
+
+
+def identity(payload: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The (session, sub-agent) a hook payload comes from (None: unknown, the main agent).
+
+    Claude Code and Codex send the session's `session_id` and a sub-agent's `agent_id`.
+    Copilot CLI sends a sub-agent's own ID as `sessionId` and `agentId`, and the session
+    that started it as `parentAgentId`: the call belongs to that session (its run key, the
+    log it is recorded in), in the sub-agent's context.
+    """
+    session = _text(payload, "session_id", "sessionID", "sessionId")
+    agent = _text(payload, "agent_id")
+    if agent is None and (agent := _text(payload, "agentId")) is not None:
+        session = _text(payload, "parentAgentId") or session
+    return session, agent
 
 
 def _copilot_arguments(value: Any) -> Any:

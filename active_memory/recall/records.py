@@ -219,9 +219,15 @@ def read_deliveries(recall_dir: str, run_key: str) -> list[dict[str, Any]]:
     appearance. A refund line takes back the latest delivery of its card in its session
     (a call that never ran); a card refunded and never delivered again is not listed.
     """
+    return read_deliveries_in(run_dir(recall_dir, run_key))
+
+
+def read_deliveries_in(folder: str) -> list[dict[str, Any]]:
+    """`read_deliveries` of the run folder `folder` itself (a listing of `runs/` has the
+    folders' names, which are the run keys already made file names: `session%3A…`)."""
     kept: list[dict[str, Any] | None] = []
     open_at: dict[tuple[Any, Any, Any], list[int]] = {}
-    for record in _read_jsonl(os.path.join(run_dir(recall_dir, run_key), DELIVERIES_FILE)):
+    for record in _read_jsonl(os.path.join(folder, DELIVERIES_FILE)):
         key = (record.get("session"), record.get("lesson"), record.get("revision"))
         if record.get("refunded") is True:
             places = open_at.get(key)

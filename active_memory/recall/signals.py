@@ -3,22 +3,24 @@ matches on.
 
 Read in SPEC §8's order: native path fields first (Claude Code `file_path`,
 `notebook_path`, `path`; OpenCode `filePath`; Codex `apply_patch` headers), then shell
-commands (`cd folder && …` moves the base of later arguments; flags and URLs are not
-paths), then identifiers in search patterns and queries. Identifiers and path names are
-split (snake_case, camelCase, PascalCase, kebab-case) into lowercase terms for keyword
-groups. A shell command's families (command_family.py: every working command of its
-chain, wrappers such as `cd … &&` and `timeout N` stripped) match `commands`
-associations. A relative path is resolved against the tool's working directory; when that
-names nothing in the workspace but the same text from the workspace root does, the root's
-reading is the file (an agent in `repo/src` reading `src/a.py` means `repo/src/a.py`),
-and both readings are tried for folder matches. `file::test`, `file:line` and
-`file:line:col` name the file. Paths are kept only inside the workspace root,
-root-relative with `/`.
+commands (wrappers stripped; `cd folder && …` moves the base of later arguments; which
+arguments are paths is shell_paths.py's rule: a command's verbs, flags, URLs, ranges and
+bare words that name nothing are not), then identifiers in search patterns and queries.
+Identifiers and path names are split (snake_case, camelCase, PascalCase, kebab-case) into
+lowercase terms for keyword groups. A shell command's families (command_family.py:
+every working command of its chain, wrappers such as `cd … &&` and `timeout N` stripped)
+match `commands` associations. A relative path is resolved against the tool's working
+directory; when that names nothing in the workspace but the same text from the workspace
+root does, the root's reading is the file (an agent in `repo/src` reading `src/a.py`
+means `repo/src/a.py`), and both readings are tried for folder matches. `file::test`,
+`file:line` and `file:line:col` name the file. Paths are kept only inside the workspace
+root, root-relative with `/`.
 
 Nothing is read or run; the only file-system calls are an existence check (`lstat`) of
 the two readings of a relative path, made only when the working directory is not the
-root, and a `realpath` when a path seems to lie outside the root. A path need not exist
-to be a signal.
+root, of a bare shell word (at most `MAX_LOOKUPS` per call), and a `realpath` when a path
+seems to lie outside the root. A path need not exist to be a signal, but a bare shell word
+must (`git push origin main` names no file called `origin`).
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ MAX_PATHS = 64
 MAX_IDENTIFIERS = 64
 MAX_TERMS = 256
 MAX_COMMANDS = 16
+MAX_LOOKUPS = 16
 MAX_TEXT = 64 * 1024
-"""Bounds on what one call contributes, so a huge command costs no more than a big one."""
+"""Bounds on what one call contributes, so a huge command costs no more than a big one
+(`MAX_LOOKUPS`: bare shell words checked for existence, shell_paths.py)."""
 
 PATH_KEYS = (
     "file_path",
@@ -62,7 +66,6 @@ WORKDIR_KEYS = ("workdir", "cwd", "working_directory")
 PATCH_TOOLS = frozenset({"apply_patch", "applypatch", "patch", "apply-patch"})
 GLOB_TOOLS = frozenset({"glob", "find_files", "list_files"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
-WRAPPERS = frozenset({"sudo", "env", "time", "nice", "nohup", "command", "exec", "xargs"})
 SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack", "ripgrep", "git-grep"})
 # Search flags whose next word is a value, not the pattern or a path.
 SEARCH_VALUE_FLAGS = frozenset(
@@ -177,6 +180,7 @@ class _Reader:
     def __init__(self, root: str, cwd: str) -> None:
         self.root = os.path.normpath(root)
         self.real_root: str | None = None  # resolved on the first miss
+        self.lookups = MAX_LOOKUPS  # bare shell words checked for existence, at most
         self.base = self.resolve(cwd, self.root)
         self.signals = Signals()
 
@@ -277,13 +281,10 @@ class _Reader:
 
     def argv(self, words: list[str], base: str) -> str:
         """Read one simple command; return the base for the commands after it."""
-        words = list(words)
-        while words and _is_assignment(words[0]):
-            words.pop(0)
-        while words and os.path.basename(words[0]) in WRAPPERS:
-            words.pop(0)
-            while words and (words[0].startswith("-") or _is_assignment(words[0])):
-                words.pop(0)
+        # Imported by a call that runs a command (see `_families`).
+        from active_memory.command_family import unwrapped
+
+        words = unwrapped(list(words))  # `timeout 60`, `env X=1`, `npx`, `python -m`…
         if not words:
             return base
         program = os.path.basename(words[0])
@@ -312,7 +313,10 @@ class _Reader:
         if program in SEARCHERS:
             self.search(args, base)
             return base
-        self.arguments(args, base)
+        from active_memory.recall.shell_paths import without_verbs
+
+        family, rest = without_verbs(program, args)
+        self.arguments(rest, base, family)
         return base
 
     def git(self, args: list[str], base: str) -> None:
@@ -330,7 +334,7 @@ class _Reader:
         if subcommand == "grep":
             self.search(rest, base)
         else:
-            self.arguments(rest, base)
+            self.arguments(rest, base, f"git {subcommand}")
 
     def redirections(self, words: list[str], base: str) -> list[str]:
         """The arguments without redirections; a redirection's file is a path signal."""
@@ -351,14 +355,27 @@ class _Reader:
             position += 1
         return args
 
-    def arguments(self, args: list[str], base: str) -> None:
+    def arguments(self, args: list[str], base: str, family: str) -> None:
+        """A command's arguments after its verbs (`family`: `git add`, `ls`): paths by
+        shell_paths' rule, the rest words; an option's `=` value is one when it has a `/`
+        and passes the same rule (`--out=build/x.json`, not `--reason="fix a/b"`)."""
+        from active_memory.recall.shell_paths import is_path_argument
+
+        def exists(word: str) -> bool:
+            if self.lookups <= 0:
+                return False
+            self.lookups -= 1
+            if os.path.lexists(os.path.join(base, word)):
+                return True
+            return base != self.root and os.path.lexists(os.path.join(self.root, word))
+
         for arg in args:
             if arg.startswith("-"):
                 _, equals, value = arg.partition("=")
-                if equals and "/" in value:
+                if equals and "/" in value and is_path_argument(value, family, exists):
                     self.path(value, base)
                 continue
-            if looks_like_path(arg):
+            if is_path_argument(split_location(arg)[0], family, exists):
                 self.path(arg, base)
             else:
                 self.words(arg)
@@ -448,27 +465,6 @@ def split_location(text: str) -> tuple[str, str]:
 
 def _first_positional(args: list[str]) -> int | None:
     return next((i for i, arg in enumerate(args) if not arg.startswith("-")), None)
-
-
-_NOT_IN_PATHS = frozenset(" \t\n,=$(){}<>|;&\"'`!")
-
-
-def looks_like_path(word: str) -> bool:
-    """A shell argument that could name a file: no spaces or shell/script punctuation, and
-    not a bare number (`sed -n 1,80p`, `head -n 20`, a commit message are not paths)."""
-    if not word or word.isdigit() or any(ch in _NOT_IN_PATHS for ch in word):
-        return False
-    return any(ch.isalnum() for ch in word)
-
-
-def _is_assignment(word: str) -> bool:
-    name, equals, _ = word.partition("=")
-    return (
-        bool(equals)
-        and bool(name)
-        and (name[0].isalpha() or name[0] == "_")
-        and all(ch.isalnum() or ch == "_" for ch in name)
-    )
 
 
 def _is_word_char(ch: str) -> bool:

@@ -178,6 +178,23 @@ DAY_POINT_SQL = (
 """Every lesson's events summed per UTC day, oldest first."""
 
 
+REPOSITORY_DAY_POINT_SQL = (
+    "SELECT substr(e.at, 1, 10) AS day, NULL, SUM(e.delivered), SUM(e.delivered * e.recurred), "
+    "SUM(1 - e.delivered), SUM((1 - e.delivered) * e.recurred) "
+    "FROM lesson_effectiveness_events AS e JOIN lessons AS l ON l.id = e.lesson_id "
+    "WHERE l.repository = {p} GROUP BY day ORDER BY day"
+)
+"""One repository's lessons' events (graph lessons qualified by it too) per UTC day."""
+
+PER_REPOSITORY_SQL = (
+    "SELECT l.repository, SUM(c.runs_delivered), SUM(c.recurred_when_delivered), "
+    "SUM(c.runs_touched_not_delivered), SUM(c.recurred_when_not_delivered), COUNT(*) "
+    "FROM lesson_effectiveness AS c JOIN lessons AS l ON l.id = c.lesson_id "
+    "WHERE l.repository <> '' GROUP BY l.repository ORDER BY l.repository"
+)
+"""Every repository's lessons' counters summed, with how many lessons were observed."""
+
+
 def row_to_point(row: Sequence[Any]) -> EffectivenessPoint:
     """An `EVENT_POINT_SQL` / `DAY_POINT_SQL` row as a point."""
     return EffectivenessPoint(

@@ -14,6 +14,7 @@ from typing import Any, Self
 
 from active_memory.lessons import (
     Author,
+    Citation,
     HistoryEntry,
     Lesson,
     Mutation,
@@ -36,6 +37,8 @@ from active_memory.store.effectiveness import (
     EFFECTIVENESS_COLUMNS,
     EVENT_POINT_SQL,
     EVENTS_SINCE_KEY,
+    PER_REPOSITORY_SQL,
+    REPOSITORY_DAY_POINT_SQL,
     Effectiveness,
     EffectivenessHistory,
     RunObservation,
@@ -49,6 +52,8 @@ from active_memory.store.failure_signatures import (
     WRITTEN_AGAINST_SQL,
     SeenFailures,
 )
+from active_memory.store.keeps import KEEP_COLUMNS, KeepLesson, apply_keep, merged_history
+from active_memory.store.listing import TEXT_COLUMNS, LessonText, citations, holders, text_rows
 from active_memory.store.models import (
     MARK_PREFIX,
     ImportReport,
@@ -135,6 +140,10 @@ class LessonStore:
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        if query.ids is not None:
+            clause, param = self.dialect.among("id", query.ids)
+            clauses.append(clause)
+            params.append(param)
         statuses = ["active"]
         if query.include_deferred:
             statuses.append("deferred")
@@ -155,6 +164,19 @@ class LessonStore:
         """What `select(query)` returns, as summaries only (no cards, no evidence)."""
         sql, params = self._select_sql(query, SUMMARY_COLUMNS)
         return [LessonSummary(*row) for row in await self.dialect.rows(sql, *params)]
+
+    async def texts(self, query: LessonQuery | None = None) -> list[LessonText]:
+        """What a text search of `select(query)` looks in, without building lessons."""
+        sql, params = self._select_sql(query, TEXT_COLUMNS)
+        return text_rows(await self.dialect.rows(sql, *params))
+
+    async def holding(self, kind: str, value: str) -> set[str]:
+        """The IDs of lessons whose evidence has `value` of `kind` (`run`, `evidence`)."""
+        return await holders(self.dialect, kind, value)
+
+    async def citations(self, ids: Sequence[str]) -> dict[str, list[Citation]]:
+        """Each named lesson's citations, in the order recorded, without its card."""
+        return await citations(self.dialect, ids)
 
     async def read_snapshot(
         self, *, repository: str | None, graph_hash: str | None, node: str | None
@@ -197,12 +219,19 @@ class LessonStore:
         return ScopeChanges(version, rows, full=since is None)
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
-        """Every recorded revision of a lesson, oldest first."""
-        rows = await self.dialect.rows(
-            f"SELECT {HISTORY_COLUMNS} FROM lesson_history WHERE lesson_id = ? ORDER BY seq",
-            lesson_id,
-        )
-        return [row_to_history(row, self.location) for row in rows]
+        """Every recorded revision of a lesson, oldest first, each keep (`keep`) after
+        the revision it kept."""
+        async with self.dialect.reading() as tx:
+            rows = await tx.fetch(
+                f"SELECT {HISTORY_COLUMNS} FROM lesson_history WHERE lesson_id = ? ORDER BY seq",
+                lesson_id,
+            )
+            keeps = await tx.fetch(
+                f"SELECT {KEEP_COLUMNS} FROM lesson_keeps WHERE lesson_id = ? ORDER BY seq",
+                lesson_id,
+            )
+        entries = [row_to_history(row, self.location) for row in rows]
+        return merged_history(entries, [tuple(row) for row in keeps])
 
     async def _hydrate(self, tx: Tx, rows: Sequence[Row]) -> list[Lesson | Tombstone]:
         """Turn lesson rows into models, loading their evidence in one query."""
@@ -267,20 +296,33 @@ class LessonStore:
         )
         return {row[0]: row_to_effectiveness(tuple(row[1:])) for row in rows}
 
-    async def effectiveness_history(self, lesson_id: str | None = None) -> EffectivenessHistory:
-        """`lesson_id`'s dated effectiveness events, oldest first, or (None) every
-        lesson's summed per UTC day; with the time the store began recording them."""
+    async def effectiveness_history(
+        self, lesson_id: str | None = None, *, repository: str | None = None
+    ) -> EffectivenessHistory:
+        """`lesson_id`'s dated effectiveness events, oldest first, or (None) the events
+        of `repository`'s lessons (None: every lesson's) summed per UTC day; with the
+        time the store began recording them."""
         async with self.dialect.reading() as tx:
             since = await tx.fetchval(
                 "SELECT value FROM store_meta WHERE key = ?", EVENTS_SINCE_KEY
             )
-            if lesson_id is None:
-                rows = await tx.fetch(DAY_POINT_SQL)
-            else:
+            if lesson_id is not None:
                 rows = await tx.fetch(EVENT_POINT_SQL.format(p="?"), lesson_id)
+            elif repository is not None:
+                rows = await tx.fetch(REPOSITORY_DAY_POINT_SQL.format(p="?"), repository)
+            else:
+                rows = await tx.fetch(DAY_POINT_SQL)
         return EffectivenessHistory(
             since=since_iso(since), points=[row_to_point(tuple(row)) for row in rows]
         )
+
+    async def effectiveness_per_repository(self) -> dict[str, tuple[Effectiveness, int]]:
+        """Per repository, its lessons' counters summed and how many lessons have any."""
+        found: dict[str, tuple[Effectiveness, int]] = {}
+        for row in await self.dialect.rows(PER_REPOSITORY_SQL):
+            counts = tuple(int(v or 0) for v in row[1:5])
+            found[str(row[0])] = (row_to_effectiveness((*counts, None)), int(row[5]))
+        return found
 
     # --- writing -------------------------------------------------------------------
 
@@ -330,6 +372,13 @@ class LessonStore:
         reverted = await self.get(lesson_id)
         assert reverted is not None
         return reverted
+
+    async def keep(self, keep: KeepLesson) -> None:
+        """Confirm a lesson against its code without a new revision: its new citations
+        added, the keep in its history (store/keeps.py); `RevisionConflict` when it is
+        no longer at `keep.base_revision` or is retired."""
+        d = self.dialect
+        await d.write(lambda tx: apply_keep(tx, d, keep))
 
     async def import_lessons(
         self, records: Iterable[Lesson | Tombstone], author: Author

@@ -19,6 +19,7 @@ class LessonQuery(BaseModel):
     kind: str | None = None  # "repository" | "graph"
     include_deferred: bool = True
     include_retired: bool = False
+    ids: tuple[str, ...] | None = None  # only these lessons (a page of a listing)
 
 
 class LessonSummary(NamedTuple):

@@ -161,8 +161,9 @@ def plan_publish(
         now = current[m.id]
         revision = m.base_revision + 1
         card: Card | None
+        status: str
         if isinstance(m, AdaptLesson):
-            status, card, canonical, reason = "active", m.card, None, m.reason
+            status, card, canonical, reason = m.status or "active", m.card, None, m.reason
             rows.add_evidence(m.id, m.evidence)
             receipt.adapted.append((m.id, revision))
         elif isinstance(m, DeferLesson):

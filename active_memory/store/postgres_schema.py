@@ -15,6 +15,35 @@ MIGRATION_LOCK = 0x414D454D
 
 VERSION_TABLE = "active_memory_schema"
 
+# Version 10: a lesson kept without a new revision ("still valid", store/keeps.py).
+KEEPS_MIGRATION = (
+    """
+    CREATE TABLE lesson_keeps (
+        seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        lesson_id  TEXT NOT NULL REFERENCES lessons (id),
+        revision   INTEGER NOT NULL CHECK (revision >= 1),
+        status     TEXT NOT NULL CHECK (status IN ('active', 'deferred')),
+        specialist TEXT NOT NULL,
+        run_id     TEXT,
+        model      TEXT,
+        reason     TEXT NOT NULL,
+        at         TIMESTAMPTZ NOT NULL
+    )
+    """,
+    "CREATE INDEX lesson_keeps_by_lesson ON lesson_keeps (lesson_id, seq)",
+    # Append-only, like the history it belongs to (the same refusing function).
+    """
+    CREATE TRIGGER lesson_keeps_no_change
+        BEFORE UPDATE OR DELETE ON lesson_keeps
+        FOR EACH ROW EXECUTE FUNCTION lesson_history_append_only()
+    """,
+    """
+    CREATE TRIGGER lesson_keeps_no_truncate
+        BEFORE TRUNCATE ON lesson_keeps
+        FOR EACH STATEMENT EXECUTE FUNCTION lesson_history_append_only()
+    """,
+)
+
 # Index i holds the statements that create version i + 1.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -265,7 +294,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )
         """,
     ),
-    # Version 10 (docs/queue.md): the machine a session ended on; a worker claims only
+    KEEPS_MIGRATION,
+    # Version 11 (docs/queue.md): the machine a session ended on; a worker claims only
     # its own machine's entries (and those from before, which name none).
     ("ALTER TABLE postmortem_queue ADD COLUMN host TEXT NOT NULL DEFAULT ''",),
 )

@@ -93,6 +93,26 @@ CREATE TABLE evidence_failures (
 ) STRICT;
 """
 
+# Version 10: a lesson kept without a new revision ("still valid", store/keeps.py).
+KEEPS_MIGRATION = """
+CREATE TABLE lesson_keeps (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    lesson_id  TEXT NOT NULL REFERENCES lessons (id),
+    revision   INTEGER NOT NULL CHECK (revision >= 1),
+    status     TEXT NOT NULL CHECK (status IN ('active', 'deferred')),
+    specialist TEXT NOT NULL,
+    run_id     TEXT,
+    model      TEXT,
+    reason     TEXT NOT NULL,
+    at         TEXT NOT NULL
+) STRICT;
+CREATE INDEX lesson_keeps_by_lesson ON lesson_keeps (lesson_id, seq);
+CREATE TRIGGER lesson_keeps_no_update BEFORE UPDATE ON lesson_keeps
+BEGIN SELECT RAISE(ABORT, 'lesson_keeps is append-only'); END;
+CREATE TRIGGER lesson_keeps_no_delete BEFORE DELETE ON lesson_keeps
+BEGIN SELECT RAISE(ABORT, 'lesson_keeps is append-only'); END;
+"""
+
 # Index i holds the script that creates version i + 1.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -229,7 +249,8 @@ MIGRATIONS: tuple[str, ...] = (
     EFFECTIVENESS_EVENTS_MIGRATION,
     FAILURE_SIGNATURES_MIGRATION,
     EVIDENCE_FAILURES_MIGRATION,
-    # Version 10 (docs/queue.md): the machine a session ended on; a worker claims only
+    KEEPS_MIGRATION,
+    # Version 11 (docs/queue.md): the machine a session ended on; a worker claims only
     # its own machine's entries (and those from before, which name none).
     "ALTER TABLE postmortem_queue ADD COLUMN host TEXT NOT NULL DEFAULT '';",
 )

@@ -197,16 +197,7 @@ async def write_changes(tx: Tx, d: Dialect, changes: ChangeSet) -> None:
         )
     changed = [row[0] for row in changes.inserts] + [row[7] for row in changes.updates]
     if changed:
-        # One new store version per write, stamped on every lesson it changed (recall
-        # generations read "what changed since V" from it). On PostgreSQL the counter's
-        # row lock, held to commit, orders versions by commit (docs/store.md).
-        version = await tx.fetchval(
-            "UPDATE store_meta SET value = value + 1 WHERE key = 'change_version' RETURNING value"
-        )
-        where, param = d.among("id", changed)
-        await tx.execute(
-            f"UPDATE lessons SET change_version = ? WHERE {where}", int(version), param
-        )
+        await stamp_version(tx, d, changed)
     if changes.dropped_evidence:
         where, param = d.among(
             "lesson_id", [lesson_id for (lesson_id,) in changes.dropped_evidence]
@@ -228,6 +219,17 @@ async def write_changes(tx: Tx, d: Dialect, changes: ChangeSet) -> None:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             changes.history,
         )
+
+
+async def stamp_version(tx: Tx, d: Dialect, changed: Sequence[str]) -> None:
+    """One new store version for this write, stamped on every lesson it changed (recall
+    generations read "what changed since V" from it). On PostgreSQL the counter's row
+    lock, held to commit, orders versions by commit (docs/store.md)."""
+    version = await tx.fetchval(
+        "UPDATE store_meta SET value = value + 1 WHERE key = 'change_version' RETURNING value"
+    )
+    where, param = d.among("id", changed)
+    await tx.execute(f"UPDATE lessons SET change_version = ? WHERE {where}", int(version), param)
 
 
 async def insert_proposals(tx: Tx, d: Dialect, mutations: Sequence[ProposedMutation]) -> list[int]:

@@ -55,16 +55,27 @@ def journal_entries(location: str, env: Mapping[str, str] | None = None) -> list
     return sorted(journal.entries(), key=lambda e: e.started_at, reverse=True)
 
 
-def postmortems_page(location: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Running, failed and recent postmortems of the store at `location`, with their
-    decisions and usage."""
+def postmortems_page(
+    location: str, env: Mapping[str, str] | None = None, run_id: str = ""
+) -> dict[str, Any]:
+    """Running, failed and recent postmortems of the store at `location` (or every one of
+    `run_id`), with their decisions and usage. A rerun of a run is an entry of its own;
+    a finished postmortem whose specialists partly failed is `partial`."""
+    entries = journal_entries(location, env)
+    if run_id:
+        entries = [e for e in entries if e.run_id == run_id]
     rows = []
-    for entry in journal_entries(location, env)[:RECENT_POSTMORTEMS]:
+    for entry in entries[:RECENT_POSTMORTEMS]:
+        failed = entry.failed_specialists()
         rows.append(
             {
                 "run_id": entry.run_id,
+                "attempt": entry.attempt,
                 "outcome": entry.outcome,
-                "state": entry.state,
+                "state": entry.verdict(),
+                "recorded_state": entry.state,
+                "failed_specialists": failed,
+                "specialists": len(entry.statuses),
                 "started_at": entry.started_at,
                 "ended_at": entry.ended_at,
                 "reason": entry.reason,
@@ -74,9 +85,9 @@ def postmortems_page(location: str, env: Mapping[str, str] | None = None) -> dic
                 "refused": len(entry.rejected),
             }
         )
-    counts = {state: sum(1 for r in rows if r["state"] == state) for state in
-              ("running", "finished", "failed", "cancelled")}  # fmt: skip
-    return {"postmortems": rows, "counts": counts}
+    counts = {state: sum(1 for e in entries if e.verdict() == state) for state in
+              ("running", "finished", "partial", "failed", "cancelled")}  # fmt: skip
+    return {"postmortems": rows, "counts": counts, "total": len(entries), "run": run_id or None}
 
 
 QUEUE_SHOWN = 100
@@ -119,16 +130,19 @@ def _ledger_bytes(recall_dir: str) -> list[dict[str, Any]]:
 
 
 def _deliveries(recall_dir: str) -> list[dict[str, Any]]:
-    from active_memory.recall.records import read_deliveries
+    """Every run folder's deliveries. The folders are read as they are: their names are
+    run keys made file names (a hook session's `session:<id>` is `session%3A<id>`), so
+    they are never turned into a file name again."""
+    from active_memory.recall.records import read_deliveries_in
 
     runs = Path(recall_dir) / "runs"
     try:
-        keys = sorted(p.name for p in runs.iterdir() if p.is_dir())
+        folders = sorted(p for p in runs.iterdir() if p.is_dir())
     except OSError:
         return []
     found: list[dict[str, Any]] = []
-    for key in keys:
-        found.extend(read_deliveries(recall_dir, key))
+    for folder in folders:
+        found.extend(read_deliveries_in(str(folder)))
     return found
 
 
@@ -144,9 +158,12 @@ async def costs_page(store: LessonStore, env: Mapping[str, str] | None = None) -
     per_day: dict[str, dict[str, Any]] = {}
     per_postmortem = []
     for entry in entries:
-        per_postmortem.append({"run_id": entry.run_id, "started_at": entry.started_at,
-                               "state": entry.state, **_usage(entry.usage)})  # fmt: skip
-        _add(per_day.setdefault(entry.started_at[:10], {}), entry.usage)
+        per_postmortem.append({"run_id": entry.run_id, "attempt": entry.attempt,
+                               "started_at": entry.started_at, "state": entry.verdict(),
+                               **_usage(entry.usage)})  # fmt: skip
+        day = per_day.setdefault(entry.started_at[:10], {})
+        _add(day, entry.usage)
+        day["postmortems"] = day.get("postmortems", 0) + 1
         for name, usage in entry.specialist_usage.items():
             _add(per_specialist.setdefault(name, {}), usage)
     recall_dir = os.path.join(state_dir(env), "recall")

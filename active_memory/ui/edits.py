@@ -1,11 +1,14 @@
-"""A person's changes from the web view: edit, retire, revert, each revision-checked.
+"""A person's changes from the web view: edit, retire, revert, still valid; each
+revision-checked.
 
 An edit passes the same checks as a maintenance specialist's adaptation (the card's
 shape and byte limits, no credential, no generic advice, a repository lesson keeps an
-association and its files are current files of the checkout when one is known), and is
-published against the revision the person read: a lesson changed since is a
-`RevisionConflict`, never a lost update. Every change is written to history with the
-person as author.
+association and its files are current files of the checkout when one is known), keeps
+the lesson's status unless the person chose another, and is published against the
+revision the person read: a lesson changed since is a `RevisionConflict`, never a lost
+update. A retire needs a reason. "Still valid" re-pins a stale lesson's citations
+where its code is now, as a maintenance keep does, without a new revision
+(`keep_lesson`). Every change is written to history with the person as author.
 """
 
 from __future__ import annotations
@@ -14,15 +17,18 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from active_memory.checkout.citations import Checkout
 from active_memory.errors import LessonNotFound, UsageError
 from active_memory.lessons import (
     AdaptLesson,
     Associations,
     Author,
     Card,
+    Citation,
     Lesson,
     RepositoryScope,
     RetireLesson,
+    Status,
     Tombstone,
 )
 from active_memory.store.lesson_store import LessonStore
@@ -132,16 +138,27 @@ async def edit_lesson(
     author: Author,
     reason: str,
     checkout: object | None = None,
+    status: str = "",
 ) -> int:
-    """Publish the form as an adaptation of `lesson_id` read at `base_revision`; the new
-    revision. `EditRefused` for a card that fails the checks, `RevisionConflict` when the
-    lesson changed since it was read."""
+    """Publish the form as an adaptation of `lesson_id` read at `base_revision`, with
+    `status` (`active`, `deferred`; '' keeps the lesson's own); the new revision.
+    `EditRefused` for a card that fails the checks, `RevisionConflict` when the lesson
+    changed since it was read."""
     lesson = await _living(store, lesson_id)
     card = parse_card(form)
+    if status not in ("", "active", "deferred"):
+        raise EditRefused([f"status: {status!r} is not active or deferred"])
+    kept: Status | None = None
     if isinstance(lesson, Lesson):
         problems = card_problems(lesson.scope, card, checkout)
         if problems:
             raise EditRefused(problems)
+        kept = lesson.status
+    chosen: Status | None = kept
+    if status == "active":
+        chosen = "active"
+    elif status == "deferred":
+        chosen = "deferred"
     # A tombstone (or a changed revision) is refused by the store's revision check.
     receipt = await store.publish(
         [
@@ -151,6 +168,7 @@ async def edit_lesson(
                 card=card,
                 author=author,
                 reason=reason.strip() or "edited in the web view",
+                status=chosen,
             )
         ]
     )
@@ -160,19 +178,53 @@ async def edit_lesson(
 async def retire_lesson(
     store: LessonStore, lesson_id: str, base_revision: int, *, author: Author, reason: str
 ) -> int:
-    """Retire `lesson_id` read at `base_revision`; the tombstone's revision."""
+    """Retire `lesson_id` read at `base_revision`; the tombstone's revision. A retire
+    needs a reason (`EditRefused` without one): the history keeps why."""
     await _living(store, lesson_id)
+    if not reason.strip():
+        raise EditRefused(["reason: say why the lesson is retired"])
     receipt = await store.publish(
-        [
-            RetireLesson(
-                id=lesson_id,
-                base_revision=base_revision,
-                author=author,
-                reason=reason.strip() or "retired in the web view",
-            )
-        ]
-    )
+        [RetireLesson(id=lesson_id, base_revision=base_revision, author=author,
+                      reason=reason.strip())]
+    )  # fmt: skip
     return receipt.retired[0][1]
+
+
+async def keep_lesson(
+    store: LessonStore,
+    lesson_id: str,
+    base_revision: int,
+    checkout: Checkout,
+    *,
+    author: Author,
+    reason: str,
+) -> int:
+    """Still valid: cite `lesson_id`'s changed and moved code again where it is now in
+    `checkout` (its repository's), fingerprinted, as a maintenance keep does
+    (`changed_code.recited_now`, `staleness.fingerprint`), recorded as a keep in its
+    history without a new revision (store/keeps.py); how many citations it re-pinned.
+    A lesson whose cited code is where it was has nothing to confirm (`EditRefused`)."""
+    import anyio.to_thread
+
+    from active_memory.checkout.staleness import fingerprint
+    from active_memory.specialists.tasks.changed_code import recited_now
+    from active_memory.store.keeps import KeepLesson
+
+    lesson = await _living(store, lesson_id)
+    if not isinstance(lesson, Lesson):
+        raise EditRefused([f"{lesson_id} is retired; nothing to confirm"])
+
+    def recite() -> list[Citation]:
+        cited = recited_now(checkout, lesson.evidence.citations).with_decision([])
+        return fingerprint(checkout, cited) if cited else []
+
+    citations = await anyio.to_thread.run_sync(recite)
+    if not citations:
+        raise EditRefused([f"{lesson_id}'s cited code is where it was: nothing to confirm"])
+    why = reason.strip() or "still valid: checked against the code as it is now"
+    await store.keep(KeepLesson(id=lesson_id, base_revision=base_revision, citations=citations,
+                                author=author, reason=why))  # fmt: skip
+    return len(citations)
 
 
 async def revert_lesson(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,10 @@ def under_prefix(path: str) -> bool:
 class WebMount:
     """An ASGI app that builds the web view (and opens its store) at its first request."""
 
-    def __init__(self, location: str, gate: Gate, checkout: Path | None) -> None:
+    def __init__(self, location: str, gate: Gate, checkouts: Sequence[Path] = ()) -> None:
         self.location = location
         self.gate = gate
-        self.checkout = checkout
+        self.checkouts = tuple(checkouts)
         self._app: Any = None
         self._lock: anyio.Lock | None = None
         self._stack: contextlib.AsyncExitStack | None = None
@@ -78,7 +78,7 @@ class WebMount:
                     raise RuntimeError(
                         "its libraries are missing: pip install 'active-memory[server]'"
                     ) from None
-                app = create_app(self.location, self.gate, checkout=self.checkout)
+                app = create_app(self.location, self.gate, checkouts=self.checkouts)
                 stack = contextlib.AsyncExitStack()
                 # The app's lifespan (the store, open for the server's lifetime) is
                 # entered here, at first use, and left by `aclose` at shutdown.

@@ -25,6 +25,7 @@ Failures are sorted once:
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from collections.abc import Callable, Mapping
@@ -46,6 +47,7 @@ from active_memory.errors import (
     StoreUnavailable,
     UsageError,
 )
+from active_memory.known_checkouts import remember
 from active_memory.orchestrator import (
     PostmortemReport,
     SessionFactory,
@@ -124,6 +126,10 @@ async def attempt(
             return Attempt("waiting", f"{scope} is in another postmortem")
         checkout = open_checkout(record)
         root = checkout_root(checkout)
+        if root is not None and record.repository is not None:  # known_checkouts.py
+            learn = functools.partial(remember, record.repository.namespace, root, "session",
+                                      settings.env)  # fmt: skip
+            await anyio.to_thread.run_sync(learn)
         section = _settings_section(root, settings)
         problem, config = "", None
         try:

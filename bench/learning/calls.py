@@ -84,7 +84,8 @@ class Call:
         return payload
 
 
-def _when(text: Any) -> datetime | None:
+def when(text: Any) -> datetime | None:
+    """The moment an ISO-8601 timestamp of a log names (None: no such timestamp)."""
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -129,7 +130,7 @@ def claude_calls(log: Path, root: Path) -> tuple[str, list[Call]]:
         model = message.get("model")
         if isinstance(model, str) and model.startswith("<"):
             continue  # Claude Code's own message, not the model's
-        at = _when(entry.get("timestamp"))
+        at = when(entry.get("timestamp"))
         content = message.get("content")
         if at is None or not isinstance(content, list):
             continue
@@ -172,7 +173,7 @@ def codex_calls(log: Path, root: Path) -> tuple[str, list[Call]]:
             if kind == "turn_context" and isinstance(payload.get("cwd"), str):
                 cwd = payload["cwd"]
                 continue
-            at = _when(entry.get("timestamp"))
+            at = when(entry.get("timestamp"))
             if kind != "response_item" or at is None:
                 continue
             call = _codex_call(payload)
@@ -240,7 +241,7 @@ def _find(
 ) -> int | None:
     """The latest call, made at or before the failure's time, of its node (and tool),
     whose command or path the failure names; else of its family."""
-    at = _when(failure.get("at"))
+    at = when(failure.get("at"))
     node = failure.get("node") or "worker"
     tool = failure.get("tool")
     command = str(failure.get("command") or "")

@@ -10,8 +10,10 @@
   `["git", "push"]`, how a command was associated before `commands` existed), or when its
   title or recommendation names the family's command (`git push -u origin …` names
   `git push`; shell families only: a file tool's family names a file, not a mistake).
-- For a recurring family, the first call that delivered a card concerning it decides:
-  **prevented** when that call came before the family's first failing call;
+- For a recurring family, the first call that delivered a card concerning it *to the
+  context of the failing call* decides (a card a sub-agent got is not in the main
+  agent's context, and a card given before a compaction of that context is no longer in
+  it): **prevented** when that call came before the family's first failing call;
   **shortened** when it was the first failing call or came after it, but before the
   family's second failing call and before the call that resolved the first failure (a
   card reaches the model with its call's result, so a card triggered by the failing call
@@ -92,8 +94,10 @@ def classify(
     family: str,
     deliveries: list[Delivery],
     concerns: Callable[[LessonKey], frozenset[str]],
+    epochs: list[int] | None = None,
 ) -> Recurrence:
-    """The verdict for `family` in one session (see the module docstring)."""
+    """The verdict for `family` in one session (see the module docstring); `epochs`: per
+    call, the compactions of the main context before it (none: no compaction)."""
     failing = [c.index for c in calls if c.failed and c.failure_family == family]
     if not failing:
         raise ValueError(f"{family} did not fail in session {session}")
@@ -101,7 +105,15 @@ def classify(
     ends = list(failing[1:2])
     ends += [c.index for c in calls if c.index > first and family in c.resolves][:1]
     bound = min(ends) if ends else len(calls)
-    relevant = [d for d in deliveries if family in concerns((d.lesson, d.revision))]
+    agent = calls[first].agent
+    epoch = epochs[first] if epochs and first < len(epochs) else 0
+
+    def held(delivery: Delivery) -> bool:
+        # In the failing call's context, and not lost to a compaction before it (a card
+        # given at or after the first failure is in the context the next call sees).
+        return delivery.agent == agent and (delivery.call >= first or delivery.epoch == epoch)
+
+    relevant = [d for d in deliveries if family in concerns((d.lesson, d.revision)) and held(d)]
     earliest = min(relevant, key=lambda d: d.call) if relevant else None
     verdict: Verdict = "missed"
     if earliest is not None and earliest.call < first:

@@ -28,6 +28,8 @@ def summary(result: VariantResult) -> dict[str, Any]:
         "cards": len(deliveries),
         "card_bytes": sum(d.size for d in deliveries),
         "bytes_for_nothing": sum(s.nothing_bytes for s in result.sessions),
+        "refunded": sum(s.replayed.refunds for s in result.sessions),
+        "per_prompt": sum(len(s.per_prompt) for s in result.sessions),
     }
 
 
@@ -69,6 +71,8 @@ def to_json(results: list[VariantResult]) -> dict[str, Any]:
                 "match": d.match,
                 "bytes": d.size,
                 "for_nothing": (d.lesson, d.revision) in s.nothing_cards,
+                "agent": d.agent,
+                "epoch": d.epoch,
             }
             for r in results
             for s in r.sessions
@@ -87,7 +91,7 @@ def render(results: list[VariantResult], *, verbose: bool = False) -> str:
     header = (
         f"{'sequence':15} {'tool_failures':13} {'sessions':>8} {'recurring':>9} "
         f"{'prevented':>9} {'shortened':>9} {'missed':>6} {'not yet':>7} {'lessons':>7} "
-        f"{'cards':>5} {'card B':>7} {'for nothing B':>13}"
+        f"{'cards':>5} {'card B':>7} {'for nothing B':>13} {'refunded':>8} {'per prompt':>10}"
     )
     lines = [header]
     totals: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
@@ -110,6 +114,14 @@ def render(results: list[VariantResult], *, verbose: bool = False) -> str:
                 f"{row['family']:18} failed {row['failures']}x from call {row['first_failure']}"
                 f" (next/resolved at {row['bound']}): {card} -> {row['verdict']}"
             )
+        for session in result.sessions:
+            for family in session.per_prompt:
+                lines.append(
+                    f"{result.sequence:15} {_variant(result.with_failures):7} "
+                    f"{session.session.key:11} {family:18} a snapshot per typed prompt could "
+                    "reach it (an earlier session that failed on it ended before a prompt "
+                    "typed before its first failure here)"
+                )
     if verbose:
         lines.append("")
         for result in results:
@@ -135,5 +147,6 @@ def _row(name: str, with_failures: bool, row: dict[str, Any]) -> str:
         f"{row.get('recurring', 0):>9} {row.get('prevented', 0):>9} "
         f"{row.get('shortened', 0):>9} {row.get('missed', 0):>6} {row.get('not_learnable', 0):>7} "
         f"{row.get('lessons_created', 0):>7} {row.get('cards', 0):>5} "
-        f"{row.get('card_bytes', 0):>7} {row.get('bytes_for_nothing', 0):>13}"
+        f"{row.get('card_bytes', 0):>7} {row.get('bytes_for_nothing', 0):>13} "
+        f"{row.get('refunded', 0):>8} {row.get('per_prompt', 0):>10}"
     )

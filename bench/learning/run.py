@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from active_memory.runlog.importers.codex import import_rollout
 from learning import steps
 from learning.answers import Recorder
 from learning.calls import Call, mark_failures, session_calls
+from learning.contexts import session_contexts
 from learning.outcome import (
     LessonKey,
     Recurrence,
@@ -85,6 +87,11 @@ class SessionResult:
     nothing_bytes: int = 0
     nothing_cards: list[LessonKey] = field(default_factory=list)
     postmortem: dict[str, Any] | None = None
+    prompts: list[datetime] = field(default_factory=list)
+    """The session's typed prompts (contexts.py)."""
+    per_prompt: list[str] = field(default_factory=list)
+    """Families that recur here which a snapshot per typed prompt could have reached and
+    the snapshot per session did not (see `_reachable_by_a_prompt`)."""
 
 
 @dataclass
@@ -147,9 +154,12 @@ def run_variant(
         session_id, calls = session_calls(session.spec.harness, session.log, session.checkout)
         failures = _record_failures(session)
         unmatched = mark_failures(calls, failures)
-        replayed = replay(session.spec.harness, session_id, session.log, calls, recall_env)
+        contexts = session_contexts(session.spec.harness, session.log)
+        replayed = replay(session.spec.harness, session_id, session.log, calls, recall_env,
+                          contexts)  # fmt: skip
         problems.extend(f"{sequence.name} {session.key}: {e}" for e in replayed.errors)
-        results[session.key] = SessionResult(session, calls, replayed, failures, unmatched)
+        results[session.key] = SessionResult(session, calls, replayed, failures, unmatched,
+                                             prompts=contexts.prompts)  # fmt: skip
         if any(later.started >= session.ended for later in prepared[index + 1 :]):
             waiting.append(session)
     ordered = [results[s.key] for s in prepared]
@@ -272,10 +282,11 @@ def _measure(
             if family in seen:
                 result.recurrences.append(
                     classify(result.session.key, result.calls, family,
-                             result.replayed.deliveries, concerns)
+                             result.replayed.deliveries, concerns, result.replayed.epochs)
                 )  # fmt: skip
             elif family in earlier:
                 result.not_learnable.append(family)
+        result.per_prompt = _reachable_by_a_prompt(result, results, failed_here)
         root = str(result.session.checkout)
         harness = result.session.spec.harness
 
@@ -290,6 +301,31 @@ def _measure(
             ):
                 result.nothing_bytes += delivery.size
                 result.nothing_cards.append(key)
+
+
+def _reachable_by_a_prompt(
+    result: SessionResult, results: list[SessionResult], failed_here: set[str]
+) -> list[str]:
+    """The measure of the long-session decision (docs/recall.md, "Long sessions"): the
+    families failing here whose lesson a snapshot taken at each typed prompt could have
+    delivered in time and the one snapshot per session could not, because the earlier
+    session that failed on them ended while this one ran, before a prompt typed before
+    this session's first failure of the family. An upper bound: whether that session's
+    postmortem writes the lesson, and the lesson's card reaches a call in time, is not
+    asked (its postmortem is not run when no session starts after it)."""
+    reachable = []
+    for family in sorted(failed_here):
+        first = min(c.at for c in result.calls if c.failed and c.failure_family == family)
+        ends = [
+            other.session.ended for other in results
+            if other is not result and other.session.started < result.session.started
+            and other.session.ended > result.session.started
+            and any(str(f.get("family")) == family for f in other.failures)
+        ]  # fmt: skip
+        caught = any(r.family == family and r.verdict != "missed" for r in result.recurrences)
+        if not caught and any(end <= p <= first for end in ends for p in result.prompts):
+            reachable.append(family)
+    return reachable
 
 
 def delivered(result: SessionResult) -> list[Delivery]:

@@ -140,9 +140,12 @@ class Received:
     def tool_names(self) -> list[str]:
         """The names of the tools the request offers the model."""
         body = self.body if isinstance(self.body, dict) else {}
-        names = []
+        names: list[str] = []
         for entry in body.get("tools") or []:
-            if isinstance(entry, dict):
+            if isinstance(entry, dict) and isinstance(entry.get("functionDeclarations"), list):
+                # Gemini: one entry holds every function's declaration.
+                names.extend(str(f.get("name")) for f in entry["functionDeclarations"])
+            elif isinstance(entry, dict):
                 name = entry.get("name") or (entry.get("function") or {}).get("name")
                 names.append(str(name or entry.get("type")))
         return names

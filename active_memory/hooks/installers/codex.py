@@ -1,11 +1,15 @@
-"""Codex: PreToolUse and SessionEnd command hooks in a `hooks.json`, and their trust.
+"""Codex: PreToolUse, PostCompact and SessionEnd command hooks in a `hooks.json`, and
+their trust.
 
 Codex has no HTTP hooks; the command hook asks the recall server itself when one runs.
 The PreToolUse hook has no matcher (every tool Codex reports: shell, apply_patch, MCP
-tools); the SessionEnd hook enqueues the settled session (docs/queue.md). `codex exec`
-fires SessionEnd at the end of every run (checked with 0.171), so no `Stop` (per turn)
-hook is needed. Codex runs a hook only once it is trusted: `plan` also writes the trust
-entries into `$CODEX_HOME/config.toml` (codex_trust.py).
+tools); the PostCompact hook runs `active-memory-hook context codex`, which starts the
+compacted context's ledger again (recall/contexts.py: its payload names the sub-agent
+whose context was compacted, where `SessionStart` with `source: "compact"` does not);
+the SessionEnd hook enqueues the settled session (docs/queue.md). `codex exec` fires
+SessionEnd at the end of every run (checked with 0.171), so no `Stop` (per turn) hook is
+needed. Codex runs a hook only once it is trusted: `plan` also writes the trust entries
+into `$CODEX_HOME/config.toml` (codex_trust.py).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ SESSION_END_TIMEOUT = 3
 _PREFIX = r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
 _OUR_COMMAND = re.compile(_PREFIX + r"\s+codex\b")
 _OUR_SESSION_END = re.compile(_PREFIX + r"\s+session-end\s+codex\b")
+_OUR_CONTEXT = re.compile(_PREFIX + r"\s+context\s+codex\b")
+CONTEXT = "PostCompact"
+CONTEXT_TIMEOUT = 5
 
 
 def hooks_path(base: Path) -> Path:
@@ -61,12 +68,19 @@ def is_our_session_end(handler: Any) -> bool:
     return _command_matches(handler, _OUR_SESSION_END)
 
 
+def is_our_context(handler: Any) -> bool:
+    """True for a context-event handler this installer wrote."""
+    return _command_matches(handler, _OUR_CONTEXT)
+
+
 def is_ours_at(event: str, handler: Any) -> bool:
     """True for a handler of ours under `event` (what trust is computed for)."""
     if event == "PreToolUse":
         return is_ours(handler)
     if event == SESSION_END:
         return is_our_session_end(handler)
+    if event == CONTEXT:
+        return is_our_context(handler)
     return False
 
 
@@ -86,10 +100,20 @@ def session_end_handler(script: Path | None = None) -> dict[str, Any]:
     return {"type": "command", "command": command, "timeout": SESSION_END_TIMEOUT}
 
 
+def context_handler(script: Path | None = None) -> dict[str, Any]:
+    """Our PostCompact handler: the compacted context starts its ledger again."""
+    command = (
+        shell_command(script, "context", "codex") if script else "active-memory-hook context codex"
+    )
+    return {"type": "command", "command": command, "timeout": CONTEXT_TIMEOUT}
+
+
 def entries(script: Path | None) -> list[HookEntry]:
-    """Our two hooks: PreToolUse (recall) and SessionEnd (enqueue the session)."""
+    """Our hooks: PreToolUse (recall), PostCompact (a compacted context's ledger starts
+    again) and SessionEnd (enqueue the session)."""
     return [
         HookEntry("PreToolUse", handler(script), MATCHER, is_ours),
+        HookEntry(CONTEXT, context_handler(script), None, is_our_context),
         HookEntry(SESSION_END, session_end_handler(script), None, is_our_session_end),
     ]
 

@@ -5,7 +5,11 @@ and, in a folder listed in `trustedFolders` of `$COPILOT_HOME/config.json`, ever
 `.github/hooks/*.json` of the repository. Each file is `{"version": 1, "hooks": {event:
 [handler, …]}}`. Since hooks from all files are combined, ours lives in a file of its own:
 the user's files are never touched. A file of that name that we did not write (no hook of
-ours in it) is never overwritten or removed. Its `sessionEnd` hook runs
+ours in it) is never overwritten or removed. Its context hooks run
+`active-memory-hook context copilot EVENT` (the payloads do not name their event;
+recall/contexts.py): `agentStop` (a turn ended: its cards reached the model),
+`userPromptSubmitted` (a new prompt: what a cut-short turn was given is refunded) and
+`preCompact` (the compacted context's ledger starts again). Its `sessionEnd` hook runs
 `active-memory-hook session-end copilot`, which queues the session for its postmortem.
 
 `preToolUse`'s `additionalContext` reaches the model in Copilot CLI 1.0.102 (checked with
@@ -31,13 +35,15 @@ from active_memory.hooks.installers.files import (
 HOOKS_FILE = "active-memory.json"
 EVENT = "preToolUse"
 SESSION_END = "sessionEnd"
+CONTEXT_EVENTS = ("userPromptSubmitted", "agentStop", "preCompact")
 COMMAND = "active-memory-hook copilot"
 TIMEOUT_SEC = 10
 SESSION_END_TIMEOUT_SEC = 5
+CONTEXT_TIMEOUT_SEC = 5
 
 _OUR_COMMAND = re.compile(
     r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
-    r"""\s+(session-end\s+)?copilot\b"""
+    r"""\s+(session-end\s+|context\s+)?copilot\b"""
 )
 
 
@@ -81,6 +87,17 @@ def session_end_handler(script: Path | None) -> dict[str, Any]:
     return {"type": "command", "bash": command, "timeoutSec": SESSION_END_TIMEOUT_SEC}
 
 
+def context_handler(script: Path | None, event: str) -> dict[str, Any]:
+    """Our handler of context event `event` (named on the command line: the payload
+    does not name it)."""
+    command = (
+        shell_command(script, "context", "copilot", event)
+        if script
+        else f"active-memory-hook context copilot {event}"
+    )
+    return {"type": "command", "bash": command, "timeoutSec": CONTEXT_TIMEOUT_SEC}
+
+
 def our_handlers(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Every handler of ours in a hooks file."""
     hooks = document.get("hooks")
@@ -104,7 +121,11 @@ def plan(path: Path, install: bool, script: Path | None = None) -> FileChange:
         return FileChange(path, before, None)
     document = {
         "version": 1,
-        "hooks": {EVENT: [handler(script)], SESSION_END: [session_end_handler(script)]},
+        "hooks": {
+            EVENT: [handler(script)],
+            **{event: [context_handler(script, event)] for event in CONTEXT_EVENTS},
+            SESSION_END: [session_end_handler(script)],
+        },
     }
     after = dump_json(document, 2)
     if before is not None and parse_json_object(path, before) == document:

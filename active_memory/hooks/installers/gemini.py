@@ -6,6 +6,12 @@ the tool's result inside `<hook_context>` (docs/harnesses.md). So recall answers
 tool. The settings file has Claude Code's hook shape (event → matcher groups → handlers),
 so the merge is hook_settings.py's; a handler's `timeout` is in milliseconds here.
 
+A `PreCompress` hook with the matcher `manual` (Gemini CLI matches it against the
+trigger) runs `active-memory-hook context gemini` when the user compresses the chat
+(`/compress`): the compressed context's ledger starts again (recall/contexts.py). The
+automatic `PreCompress` fires before every turn, whether or not Gemini CLI then
+compresses, so it is not matched (docs/harnesses.md, "Contexts").
+
 A `SessionEnd` hook runs `active-memory-hook session-end gemini`, which puts the session
 in the postmortem queue (docs/queue.md); Gemini CLI names the session's JSONL log in
 `transcript_path`.
@@ -31,6 +37,9 @@ COMMAND = "active-memory-hook gemini"
 TIMEOUT_MS = 10_000
 SESSION_END = "SessionEnd"
 SESSION_END_TIMEOUT_MS = 5_000
+CONTEXT = "PreCompress"
+CONTEXT_MATCHER = "manual"
+CONTEXT_TIMEOUT_MS = 5_000
 
 _OUR_COMMAND = re.compile(
     r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)\s+gemini\b"""
@@ -40,6 +49,12 @@ _OUR_COMMAND = re.compile(
 _OUR_SESSION_END = re.compile(
     r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
     r"""\s+session-end\s+gemini\b"""
+)
+
+
+_OUR_CONTEXT = re.compile(
+    r"""(^|[\s/\\'"])active-memory(-hook(\.exe)?['"]?|(\.exe)?['"]?\s+hook)"""
+    r"""\s+context\s+gemini\b"""
 )
 
 
@@ -64,6 +79,24 @@ def is_our_session_end(handler: Any) -> bool:
     return isinstance(command, str) and bool(_OUR_SESSION_END.search(command))
 
 
+def is_our_context(handler: Any) -> bool:
+    """True for a PreCompress handler this installer wrote."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and bool(_OUR_CONTEXT.search(command))
+
+
+def context_handler(script: Path | None) -> dict[str, Any]:
+    """Our PreCompress handler: the compressed context's ledger starts again."""
+    if script:
+        command = shell_command(script, "context", "gemini")
+    else:
+        command = "active-memory-hook context gemini"
+    return {"name": "active-memory-context", "type": "command", "command": command,
+            "timeout": CONTEXT_TIMEOUT_MS}  # fmt: skip
+
+
 def session_end_handler(script: Path | None) -> dict[str, Any]:
     """Our SessionEnd handler: enqueue the session (returns in milliseconds)."""
     command = (
@@ -83,9 +116,11 @@ def handler(script: Path | None) -> dict[str, Any]:
 
 
 def entries(script: Path | None) -> list[HookEntry]:
-    """Our hooks: AfterTool (recall) and SessionEnd (enqueue the session)."""
+    """Our hooks: AfterTool (recall), PreCompress on `/compress` (the context's ledger
+    starts again) and SessionEnd (enqueue the session)."""
     return [
         HookEntry(EVENT, handler(script), MATCHER, is_ours),
+        HookEntry(CONTEXT, context_handler(script), CONTEXT_MATCHER, is_our_context),
         HookEntry(SESSION_END, session_end_handler(script), None, is_our_session_end),
     ]
 

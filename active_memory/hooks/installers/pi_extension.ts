@@ -5,9 +5,11 @@
 // sees), asks `active-memory-hook pi` which lessons from earlier runs match the call and
 // appends their framed text to the tool's result. Any failure (command missing, slow,
 // non-zero exit, unreadable answer) leaves the result unchanged: recall must never break
-// a tool call. When the session ends (`session_shutdown`), runs `active-memory-hook
-// session-end pi`, which queues the session for its postmortem. Plain JavaScript, so that
-// Pi loads it without type checks.
+// a tool call. After a compaction (`session_compact`, manual or automatic) runs
+// `active-memory-hook context pi`: the compacted context no longer holds the cards it
+// was given, so they may come again. When the session ends (`session_shutdown`), runs
+// `active-memory-hook session-end pi`, which queues the session for its postmortem.
+// Plain JavaScript, so that Pi loads it without type checks.
 
 import { spawn } from "node:child_process";
 import { homedir } from "node:os";
@@ -95,6 +97,15 @@ export default function activeMemory(pi) {
       return { content: [...content, { type: "text", text: appendix }] };
     } catch {
       return undefined; // never fail the tool call
+    }
+  });
+  pi.on("session_compact", async (_event, ctx) => {
+    try {
+      const cwd = ctx.cwd || process.cwd();
+      const payload = { event: "session_compact", sessionID: sessionIdOf(ctx), cwd };
+      await askActiveMemory(payload, cwd, ["context", "pi"]);
+    } catch {
+      // never fail the session
     }
   });
   pi.on("session_shutdown", async (event, ctx) => {

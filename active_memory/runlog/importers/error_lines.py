@@ -17,6 +17,12 @@ the echo of a source line. How it is chosen (docs/importers.md, "Tool failures")
    `fatal`, `denied`, `not found`, `cannot`…), else the last that hints at a failure
    (`fail`, `invalid`, `refused`), else the last line that is not noise.
 
+A task runner (`make`, `just`, `task`: `RUNNER_LINES`) only reports that a recipe
+failed (`make: *** [Makefile:5: test] Error 4`): its own lines are set aside while the
+recipe's output is read, with the rules of the programs its echoed recipe lines run
+(`python3 -m pytest …` → pytest's), and steps 2 and 3 up to the line naming an error;
+only when the recipe's output names none is the runner's line the error.
+
 `FAMILY_HINTS` say which command of a chain an output comes from (`git add -A && git
 commit` refused by a pre-commit hook is `git commit`; an ignored path is `git add`).
 """
@@ -26,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from active_memory.command_family import FILE_TOOLS, family_program
+from active_memory.command_family import FILE_TOOLS, family_program, shell_family
 
 MAX_LINES = 6
 """Lines of one error at most (the record's 1 KB bound applies too)."""
@@ -227,6 +233,17 @@ RULES: tuple[Rule, ...] = (
 )
 """Per tool, the lines that say what is wrong; `tier` orders them (1 first)."""
 
+_MAKE_LINES = _re(r"^g?make(?:\[\d+\])?: (?:\*\*\*|Leaving directory|Entering directory)")
+RUNNER_LINES: dict[str, re.Pattern[str]] = {
+    "make": _MAKE_LINES,
+    "gmake": _MAKE_LINES,
+    "just": _re(r"^error: Recipe `[^`]*` failed"),
+    "task": _re(r"^task: (?:Failed to run task|\[[^\]]+\] )"),
+}
+"""Per task runner, its own lines about a recipe that failed: the recipe's output says
+what is wrong first."""
+_RULE_PROGRAMS = frozenset(p for rule in RULES for p in rule.programs) - FILE_TOOLS
+
 FAMILY_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         _re(r"paths are ignored by one of your \.gitignore files|is beyond a symbolic link"),
@@ -267,10 +284,33 @@ def informative_error(output: str, family: str | None = None) -> str:
     """The informative line or lines of a failed call's output (see the module docstring)."""
     lines = _lines(output)
     program = family_program(family) if family else None
-    chosen = _by_rules(lines, program)
+    runner = RUNNER_LINES.get(program or "")
+    if runner is not None:
+        recipe = [_Line(x.text, x.noise or bool(runner.search(x.text))) for x in lines]
+        chosen = _by_rules(recipe, {program or "", *_recipe_programs(recipe)})
+        if chosen:
+            return "\n".join(chosen)
+        named = _named_error(recipe)
+        if named:
+            return named
+    chosen = _by_rules(lines, {program} if program else set())
     if chosen:
         return "\n".join(chosen)
     return _fallback(lines)
+
+
+def _recipe_programs(lines: list[_Line]) -> set[str]:
+    """The programs of the recipe lines a task runner echoed (`python3 -m pytest -q` →
+    `pytest`) that some rule is for."""
+    found: set[str] = set()
+    for line in lines:
+        if line.noise:
+            continue
+        family = shell_family(line.text.strip())
+        program = family_program(family) if family else ""
+        if program in _RULE_PROGRAMS:
+            found.add(program)
+    return found
 
 
 def failing_family(chain: list[str], output: str) -> str | None:
@@ -299,8 +339,8 @@ def _lines(output: str) -> list[_Line]:
     return read
 
 
-def _by_rules(lines: list[_Line], program: str | None) -> list[str]:
-    rules = [r for r in RULES if not r.programs or (program is not None and program in r.programs)]
+def _by_rules(lines: list[_Line], programs: set[str]) -> list[str]:
+    rules = [r for r in RULES if not r.programs or not r.programs.isdisjoint(programs)]
     for tier in sorted({rule.tier for rule in rules}):
         chosen: dict[str, None] = {}
         for index, line in enumerate(lines):
@@ -342,12 +382,22 @@ def _taken(lines: list[_Line], index: int, rule: Rule) -> list[str]:
     return taken
 
 
-def _fallback(lines: list[_Line]) -> str:
+def _named_error(lines: list[_Line]) -> str:
+    """The last line that is not noise and names an error, else the last that hints at a
+    failure; `""` when none does."""
     kept = [line.text.strip() for line in lines if not line.noise]
     for pattern in (_ERROR_NAMED, _FAILURE_HINT):
         found = [line for line in kept if pattern.search(line)]
         if found:
             return found[-1]
+    return ""
+
+
+def _fallback(lines: list[_Line]) -> str:
+    named = _named_error(lines)
+    if named:
+        return named
+    kept = [line.text.strip() for line in lines if not line.noise]
     if kept:
         return kept[-1]
     every = [line.text.strip() for line in lines if line.text.strip()]

@@ -9,7 +9,8 @@ the run record's `tool_failures`:
   `family` from command_family.py (for a chain, the command its output shows
   failed: error_lines.py `failing_family`); `error` from error_lines.py (a call that
   timed out says `timed out` first); `cwd` root-relative (`""` is the root); `paths` the
-  workspace paths the call names, read the way the hook reads them (recall/signals.py).
+  workspace paths the call names, read the way the hook reads them (recall/signals.py;
+  a shell argument by recall/shell_paths.py's rule).
 - `resolved_by`: the first later call that succeeded in the same family, or of the same
   kind (shell or file tool) on one of the failure's paths if that call can change them
   (not a read-only tool or command): a `Write` after a failed `Edit` of the file, `cd
@@ -26,7 +27,6 @@ the run record's `tool_failures`:
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import shlex
 from collections import deque
@@ -70,8 +70,6 @@ READ_ONLY_FAMILIES = frozenset(
     {"git status", "git diff", "git log", "git show", "git blame", "git branch", "git remote"}
 )
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "absolute_path", "file")
-_PATH_KEYS_SET = frozenset(_PATH_KEYS)
-_WRITTEN_KEYS = frozenset({"command", "cmd", "script", "workdir", *_PATH_KEYS_SET})
 _PATCH_HEADERS = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:")
 NO_MATCH_PROGRAMS = frozenset(
     {"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "["}
@@ -261,15 +259,10 @@ class FailureLog:
         root = self.root
         if not root or not root.startswith("/"):
             return []
+        # The hook's reading (recall/signals.py, shell_paths.py: a bare shell word is a
+        # path only when it names something), so a failure's paths and the receipts agree.
         call = ToolCall(self.harness, tool, arguments, cwd=base or root)
-        # What the call wrote its paths as (a command line, a path argument), never the
-        # whole arguments: a `Write`'s content can be megabytes.
-        written = [
-            str(v) for k, v in arguments.items() if k in _WRITTEN_KEYS and isinstance(v, str)
-        ]
-        text = "\n".join(written)
-        found = [p for p in extract_signals(call, root).paths if _names_a_file(p, root, text)]
-        return found[:MAX_FAILURE_PATHS]
+        return list(extract_signals(call, root).paths)[:MAX_FAILURE_PATHS]
 
     def _relative_folder(self, base: str | None) -> str | None:
         if not base or not self.root:
@@ -310,21 +303,6 @@ def edits_files(command: str) -> bool:
 def _answers(family: str) -> bool:
     program = family_program(family)
     return program in NO_MATCH_PROGRAMS or family == "git grep"
-
-
-def _names_a_file(path: str, root: str, text: str) -> bool:
-    """A path signal that names a file or folder, not a bare word (`run`, `pytest`): it
-    exists in the checkout, its name has a file suffix, or the call wrote it with a
-    folder part (`priv/static/assets`)."""
-    if ":" in path:
-        return False
-    if os.path.lexists(os.path.join(root, path)):
-        return True
-    name = posixpath.basename(path)
-    if "." in name.strip("."):
-        return True
-    tail = "/".join(path.split("/")[-2:])
-    return "/" in tail and tail in text
 
 
 def _command_of(arguments: dict[str, Any]) -> tuple[str, list[str] | None] | None:

@@ -32,13 +32,16 @@ from active_memory.specialists.tasks import gather_run as run_of
 from active_memory.specialists.tasks.bound import DEFAULT_LIMITS, TaskLimits
 from active_memory.specialists.tasks.choose import (
     Budgets,
+    episodes_floor,
     evidence_views,
     failure_views,
+    failures_floor,
     file_costs,
     file_views,
     fit,
     scope_lessons_within,
 )
+from active_memory.specialists.tasks.gather_failure_context import failure_context_files
 from active_memory.specialists.tasks.model import (
     DeferralView,
     DiscoveryName,
@@ -136,7 +139,8 @@ def build_repository_maintenance(
             folders=folders,
         )
 
-    return fit(assemble, rendered_size, max_bytes, limits, len(others))
+    return fit(assemble, rendered_size, max_bytes, limits, len(others),
+               failures_floor(concerning.failures))  # fmt: skip
 
 
 def with_failures(
@@ -246,10 +250,12 @@ def build_discovery(
     episodes = failures_of.episodes(record, items)
     if name == "repository_discovery":
         # The files of the run's failures and their resolutions (and the files edited
-        # before an episode was resolved), then the root's build files, then what the
+        # before an episode was resolved, and those that explain a failure that names
+        # none: gather_failure_context.py), then the root's build files, then what the
         # evidence touched (the most touched first) or named.
         edited = [p for episode in episodes.values() for p in episode.edited]
-        failed = list(dict.fromkeys([*code.failure_files(record, cache), *edited]))
+        context = failure_context_files(record, items, cache)
+        failed = list(dict.fromkeys([*code.failure_files(record, cache), *edited, *context]))
         touched = code.receipt_paths(items) + code.mentioned_files(record, items, cache)
         groups = (failed, code.manifests(cache, failed), touched)
     scope = [x for x in living if lessons_of.in_run_scope(x, run)]
@@ -262,7 +268,9 @@ def build_discovery(
         relevant=relevant,
         failures=run_of.failure_times(record),
     )
-    views = _FileViews(code.read_files(checkout, groups, limits, cache), limits)
+    # Graph tasks get no code view (graph lessons are about a node's procedure).
+    reader = checkout if name == "repository_discovery" else None
+    views = _FileViews(code.read_files(reader, groups, limits, cache), limits)
 
     # Choose, measuring each candidate as rendered.
     lessons, omitted = scope_lessons_within(known, limits)
@@ -288,7 +296,8 @@ def build_discovery(
             lessons_omitted=omitted + len(lessons) - budgets.listed,
         )
 
-    return fit(assemble, rendered_size, max_bytes, limits, len(lessons))
+    floor = episodes_floor(items, episodes)
+    return fit(assemble, rendered_size, max_bytes, limits, len(lessons), floor)
 
 
 REJECTED_SHOWN = 10

@@ -11,7 +11,7 @@ from what its task showed.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from active_memory.checkout import Checkout
@@ -127,12 +127,32 @@ class Recited:
 def recited(lesson: SuppliedLesson) -> Recited:
     """What a keep or an adapt of `lesson` cites again (`Recited`): its changed and
     moved citations as its task showed them. The publish fingerprints each anew."""
+    return recited_views(lesson.cited_code_changed, lesson.cited_code_moved)
+
+
+def recited_now(checkout: Checkout, citations: Sequence[Citation]) -> Recited:
+    """What a keep of a lesson citing `citations` cites again, judged against `checkout`
+    as it is now: the views a maintenance task would show (all of them: the person saw
+    every changed citation), through the same `recited_views`."""
+    from active_memory.checkout.staleness import cited_now
+
+    now = cited_now(checkout, {"": citations}).get("")
+    if now is None:
+        return Recited()
+    changed = [_changed_view(checkout, c) for c in now.changed]
+    return recited_views(changed, [_moved_view(m) for m in now.moved])
+
+
+def recited_views(
+    changed_views: Sequence[ChangedCodeView], moved_views: Sequence[MovedCodeView]
+) -> Recited:
+    """What a keep or an adapt cites again given the changed and moved citations shown."""
     exact: list[Citation] = []
     guessed: list[Citation] = []
-    for view in lesson.cited_code_moved:
+    for view in moved_views:
         exact.append(_let_go(view.path, view.lines))
         exact.append(Citation(path=view.path_now or view.path, lines=view.lines_now))
-    for changed in lesson.cited_code_changed:
+    for changed in changed_views:
         path_now = changed.path_now or changed.path
         in_place = changed.why == "lines changed" and changed.lines_now is None
         if not in_place or path_now != changed.path:

@@ -113,22 +113,25 @@ def _spent(
     bare: Sequence[int], calls: Sequence[Sequence[int]], order: Sequence[int], budget: int
 ) -> dict[int, set[int]]:
     """Which units (an episode, a failure) and which of their calls fit `budget`: first
-    each unit without its calls (`bare` costs), in priority `order`, as many as fit; then
-    their calls (`calls[u]`: costs in display order), shared out smallest need first, each
-    unit given at most an equal share of what is left, its first and latest calls taken in
+    each unit with its first call only (`bare` costs and `calls[u][0]`: a failure shown
+    without the call that failed says nothing of what was run), in priority `order`, as
+    many as fit (`floor` is what the cheapest of them needs); then their other calls
+    (`calls[u]`: costs in display order), shared out smallest need first, each unit
+    given at most an equal share of what is left, its latest and next calls taken in
     turn. Returns each chosen unit's kept call indices."""
     left = budget
     chosen: dict[int, set[int]] = {}
     for unit in order:
-        if bare[unit] <= left:
-            chosen[unit] = set()
-            left -= bare[unit]
+        first = calls[unit][0] if calls[unit] else 0
+        if bare[unit] + first <= left:
+            chosen[unit] = {0} if calls[unit] else set()
+            left -= bare[unit] + first
     by_need = sorted(chosen, key=lambda u: (sum(calls[u]), u))
     for position, unit in enumerate(by_need):
         share = left // (len(by_need) - position)
         costs = calls[unit]
-        front, back, used = 0, len(costs) - 1, 0
-        take_front = True
+        front, back, used = 1, len(costs) - 1, 0
+        take_front = False  # the first is in: the latest next
         while front <= back:
             index = front if take_front else back
             if used + costs[index] > share:
@@ -144,6 +147,12 @@ def _spent(
     return chosen
 
 
+def floor(bare: Sequence[int], calls: Sequence[Sequence[int]]) -> int:
+    """What the cheapest unit needs shown with its first call (`_spent`'s costs): the
+    failure budget below which no unit is shown (0 without units)."""
+    return min((b + (c[0] if c else 0) for b, c in zip(bare, calls, strict=True)), default=0)
+
+
 def _first_and_latest(entries: Sequence[_E], shown: int) -> tuple[tuple[_E, ...], int]:
     """At most `shown` of `entries`: the first half and the latest; and how many are out."""
     if len(entries) <= shown:
@@ -152,19 +161,23 @@ def _first_and_latest(entries: Sequence[_E], shown: int) -> tuple[tuple[_E, ...]
     return (*entries[:head], *entries[len(entries) - (shown - head) :]), len(entries) - shown
 
 
-def episodes_within(
-    items: Sequence[EvidenceItem], episodes: Mapping[str, Episode], budget: int
-) -> dict[str, dict[str, object]]:
-    """The repeated-failure items of `items` that fit `budget` rendered bytes, each with
-    the fields its view shows (`failures` as `FailureGroupView`s with the calls that fit,
-    `groups_omitted`, `not_counted` and `not_counted_omitted`): the items first without
-    their calls, the costliest episodes first (most failures, then the longest to
-    resolve), then the calls (`_spent`). Returns the chosen items' fields by item ID."""
-    units = [item for item in items if item.kind == "tool_failures"]
-    bare: list[int] = []
-    calls: list[list[tuple[int, int, FailedCallView]]] = []  # (group, index, call)
-    parts: list[tuple[list[int], dict[str, object]]] = []
-    for item in units:
+class _Units(NamedTuple):
+    """The repeated-failure items of a task as `_spent` units: each item, its bare cost,
+    its calls in time order (group, index, call) and the groups and fields it shows."""
+
+    items: list[EvidenceItem]
+    bare: list[int]
+    calls: list[list[tuple[int, int, FailedCallView]]]
+    parts: list[tuple[list[int], dict[str, object]]]
+
+    def costs(self) -> list[list[int]]:
+        """Each unit's call costs, in display order."""
+        return [[_cost(c) for _, _, c in cs] for cs in self.calls]
+
+
+def _episode_units(items: Sequence[EvidenceItem], episodes: Mapping[str, Episode]) -> _Units:
+    units = _Units([item for item in items if item.kind == "tool_failures"], [], [], [])
+    for item in units.items:
         episode = episodes.get(item.id)
         grouped: tuple[tuple[FailedCallView, ...], ...] = episode.calls if episode else ()
         ranked = sorted(range(len(item.failures)), key=lambda g: (-item.failures[g].count, g))
@@ -177,8 +190,8 @@ def episodes_within(
             "edited_before_resolution": episode.edited if episode is not None else (),
         }
         of_unit = [(g, i, c) for g in kept if g < len(grouped) for i, c in enumerate(grouped[g])]
-        calls.append(sorted(of_unit, key=lambda gic: (gic[2].at, gic[0], gic[1])))
-        parts.append((kept, fields))
+        units.calls.append(sorted(of_unit, key=lambda gic: (gic[2].at, gic[0], gic[1])))
+        units.parts.append((kept, fields))
         own = _own_resolutions(item, episode)
         groups = tuple(
             FailureGroupView(
@@ -188,18 +201,37 @@ def episodes_within(
             )
             for g in kept
         )
-        bare.append(
-            _cost(EvidenceView.model_validate({**item.model_dump(), **fields, "failures": groups}))
-        )
+        data = {**item.model_dump(), **fields, "failures": groups}
+        units.bare.append(_cost(EvidenceView.model_validate(data)))
+    return units
+
+
+def episodes_floor(items: Sequence[EvidenceItem], episodes: Mapping[str, Episode]) -> int:
+    """The failure budget below which `episodes_within` shows no repeated-failure item
+    (the cheapest with its first call)."""
+    units = _episode_units(items, episodes)
+    return floor(units.bare, units.costs())
+
+
+def episodes_within(
+    items: Sequence[EvidenceItem], episodes: Mapping[str, Episode], budget: int
+) -> dict[str, dict[str, object]]:
+    """The repeated-failure items of `items` that fit `budget` rendered bytes, each with
+    the fields its view shows (`failures` as `FailureGroupView`s with the calls that fit,
+    `groups_omitted`, `not_counted` and `not_counted_omitted`): the items first with
+    their first call only, the costliest episodes first (most failures, then the longest
+    to resolve), then their other calls (`_spent`). Returns the chosen items' fields by
+    item ID."""
+    units = _episode_units(items, episodes)
     order = sorted(
-        range(len(units)),
-        key=lambda u: (-units[u].count, -(units[u].seconds_to_resolution or 0.0), u),
+        range(len(units.items)),
+        key=lambda u: (-units.items[u].count, -(units.items[u].seconds_to_resolution or 0.0), u),
     )
-    chosen = _spent(bare, [[_cost(c) for _, _, c in cs] for cs in calls], order, budget)
+    chosen = _spent(units.bare, units.costs(), order, budget)
     found: dict[str, dict[str, object]] = {}
     for unit, kept_calls in chosen.items():
-        item, (kept, fields) = units[unit], parts[unit]
-        shown = {calls[unit][i][:2] for i in kept_calls}
+        item, (kept, fields) = units.items[unit], units.parts[unit]
+        shown = {units.calls[unit][i][:2] for i in kept_calls}
         episode = episodes.get(item.id)
         views: list[FailureGroupView] = []
         for g in kept:
@@ -228,25 +260,32 @@ def _own_resolutions(item: EvidenceItem, episode: Episode | None) -> list[Failur
     return found
 
 
+def failures_floor(failures: Sequence[RunFailure]) -> int:
+    """The failure budget below which `failure_views` shows no failure."""
+    return floor([_cost(_bare_failure(f)) for f in failures],
+                 [[_cost(c) for c in f.calls] for f in failures])  # fmt: skip
+
+
+def _bare_failure(failure: RunFailure) -> RunFailureView:
+    return RunFailureView(
+        id=failure.id,
+        family=failure.family,
+        error=failure.error,
+        count=failure.count,
+        exit_codes=failure.exit_codes,
+        calls_omitted=len(failure.calls),
+        resolution=failure.resolution,
+        evidence=failure.evidence,
+    )
+
+
 def failure_views(
     failures: Sequence[RunFailure], budget: int
 ) -> tuple[tuple[RunFailureView, ...], int]:
     """Maintenance's failures concerning its lessons that fit `budget` rendered bytes:
     each first without its calls (the most failed first), then their calls (`_spent`).
     Returns the views in their order (by ID) and how many did not fit."""
-    bare = [
-        RunFailureView(
-            id=f.id,
-            family=f.family,
-            error=f.error,
-            count=f.count,
-            exit_codes=f.exit_codes,
-            calls_omitted=len(f.calls),
-            resolution=f.resolution,
-            evidence=f.evidence,
-        )
-        for f in failures
-    ]
+    bare = [_bare_failure(f) for f in failures]
     order = sorted(range(len(failures)), key=lambda u: (-failures[u].count, u))
     costs = [[_cost(c) for c in f.calls] for f in failures]
     chosen = _spent([_cost(b) for b in bare], costs, order, budget)
@@ -380,15 +419,17 @@ def fit(
     max_bytes: int | None,
     limits: TaskLimits,
     listed: int,
+    failures_floor: int = 0,
 ) -> _T:
     """The task `assemble(budgets)` makes, cut until its rendered size is within
     `max_bytes`: first the list of lessons it only names (`others`, or discovery's scope
     lessons: `listed` of them) when even the task without views is over; then the room
-    left goes to the run's failed calls first (what they need, at most half of it), a
+    left goes to the run's failed calls first (what they need, at most half of it, but at
+    least `failures_floor` when the room allows: one failure with its first call), a
     third of the rest to completions and the remainder to files, which are cut first,
     then completions, then failures, until it fits. When even the lessons it must show
-    are over the bound, the smallest task. Deterministic: the same inputs always give
-    the same budgets."""
+    are over the bound, the smallest task. Deterministic: the same inputs always give the
+    same budgets."""
     full = assemble(
         Budgets(
             limits.completions_total_bytes,
@@ -415,7 +456,14 @@ def fit(
     if room <= 0:
         return bare
     needed = size(assemble(Budgets(0, 0, limits.failures_total_bytes, kept))) - size(bare)
+    # A failure budget is spent by the entries' own JSON (`_cost`), which can be a little
+    # more than what they add to the rendered task: when all of them fit, that slack is
+    # theirs too (the rounds below measure the task as rendered).
     failures = min(max(needed, 0), room // 2)
+    if failures == needed > 0:
+        failures += needed // 4 + 64
+    elif failures < failures_floor <= room:
+        failures = failures_floor
     rest = room - failures
     completions = min(limits.completions_total_bytes, rest // 3)
     files = min(limits.files_total_bytes, rest - completions)

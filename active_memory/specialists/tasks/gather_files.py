@@ -19,7 +19,8 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from active_memory.checkout import Checkout, CitationVerdict, GitFailed
+from active_memory.checkout import Checkout, CitationVerdict, GitFailed, PathStatus
+from active_memory.checkout.git import ignore_sources
 from active_memory.checkout.listing import list_folders
 from active_memory.evidence import EvidenceItem
 from active_memory.runlog.receipts import relative_path
@@ -40,6 +41,7 @@ class CodeCache:
         self.checkout = checkout
         self._verdicts: dict[str, CitationVerdict] = {}
         self._listings: dict[tuple[str, int], FolderListing] = {}
+        self._ignores: dict[str, tuple[str, int] | None] = {}
 
     def verdicts(self, paths: Sequence[str]) -> dict[str, CitationVerdict]:
         """The verdict of each path; only the ones not asked before go to git."""
@@ -47,6 +49,14 @@ class CodeCache:
         if missing:
             self._verdicts.update(self.checkout.check_paths(missing))
         return {p: self._verdicts[p] for p in paths}
+
+    def ignore_sources(self, paths: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """The ignore rule (file, line) of each of `paths` that git ignores."""
+        missing = [p for p in dict.fromkeys(paths) if p not in self._ignores]
+        if missing:
+            found = ignore_sources(self.checkout.root, missing)
+            self._ignores.update({p: found.get(p) for p in missing})
+        return {p: rule for p in paths if (rule := self._ignores[p]) is not None}
 
     def listings(self, folders: Sequence[str], per_folder: int) -> list[FolderListing]:
         """Each folder's listing (sorted by folder); only new folders go to git."""
@@ -304,15 +314,14 @@ def read_files(
     cache: CodeCache | None = None,
 ) -> GatheredFiles:
     """The files of `groups` (each the most relevant first; a path in two groups is in
-    the first), each with its verdict and first bytes, and the listing of the current
-    ones' folders (`no_checkout` for every path without a checkout)."""
+    the first), each with its verdict and first bytes, and the listing of the root, the
+    current ones' folders and the folders among the paths (`no_checkout` for every path
+    without a checkout)."""
     group_of: dict[str, int] = {}
     for index, paths in enumerate(groups):
         for path in paths:
             group_of.setdefault(path, index)
     wanted = list(group_of)
-    if not wanted:
-        return GatheredFiles()
     if checkout is None:
         reason = "no checkout to read"
         return GatheredFiles(
@@ -320,23 +329,38 @@ def read_files(
         )
     cache = code_cache(checkout, cache)
     assert cache is not None
-    verdicts = cache.verdicts(wanted)
+    verdicts = cache.verdicts(wanted) if wanted else {}
+    # A folder the run touched (`ls lib`, a search's folder) is no file to show: its
+    # listing is what the task shows of it.
+    folders = [
+        p
+        for p in wanted
+        if verdicts[p].status == PathStatus.NOT_A_FILE and (checkout.root / p).is_dir()
+    ]
     files = tuple(
-        _candidate(checkout, p, verdicts[p], limits.file_bytes, group_of[p]) for p in wanted
+        _candidate(checkout, p, verdicts[p], limits.file_bytes, group_of[p])
+        for p in wanted
+        if p not in folders
     )
     current = [p for p in wanted if verdicts[p].current]
-    return GatheredFiles(files, listings(cache, current, limits))
+    return GatheredFiles(files, listings(cache, current, limits, folders))
 
 
 def listings(
-    cache: CodeCache | None, paths: Sequence[str], limits: TaskLimits
+    cache: CodeCache | None,
+    paths: Sequence[str],
+    limits: TaskLimits,
+    folders: Sequence[str] = (),
 ) -> tuple[FolderListing, ...]:
-    """The folders of `paths` (first ones first, at most `listing_folders_max`), listed;
-    the root's own entries always among them (where the build and test files are)."""
-    if cache is None or not paths:
+    """The folders of `paths`, then `folders` themselves (first ones first, at most
+    `listing_folders_max` in all), listed; the root's own entries always among them
+    (where the build and test files are), even when no path is given: a failure that
+    touched no file still shows what the checkout holds."""
+    if cache is None:
         return ()
-    ordered = list(dict.fromkeys([*(p.rpartition("/")[0] for p in paths), ""]))
-    wanted = ordered[: limits.listing_folders_max]
+    parents = [p.rpartition("/")[0] for p in paths]
+    ordered = [f for f in dict.fromkeys([*parents, *folders]) if f]
+    wanted = ["", *ordered[: max(0, limits.listing_folders_max - 1)]]
     try:
         return tuple(cache.listings(wanted, limits.listing_per_folder))
     except GitFailed:  # the files themselves are still shown; a listing is a convenience
