@@ -250,7 +250,7 @@ def test_doctor_names_the_context_hooks_an_older_install_lacks(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run(["install", "claude"], capsys)
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     document = json.loads(settings.read_text())
     for event in ("PostToolBatch", "UserPromptSubmit", "SessionStart"):
         del document["hooks"][event]  # what `hook install claude` wrote before issue 26
