@@ -32,8 +32,11 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _evidence(args: argparse.Namespace) -> int:
     from active_memory.evidence import scan
     from active_memory.runlog.record import load_run_record
+    from active_memory.runlog.screening import screen_record
 
-    result = scan(load_run_record(args.run))
+    # Screened before the scan: neither the table nor --json shows a credential that a
+    # record written by something else than our importers still holds.
+    result = scan(screen_record(load_run_record(args.run)))
     if args.json:
         print_json(result.to_json())
     else:
@@ -72,7 +75,7 @@ def _render(result: ScanResult) -> None:
                     f" worked by {', '.join(current.workers)}"
                 )
     else:
-        console.print("No impact evidence in this run (nothing qualifies under SPEC §4).")
+        console.print("No impact evidence in this run (nothing qualifies: docs/evidence.md).")
     if result.skipped:
         table = Table(title=_count(len(result.skipped), "skip"), title_justify="left")
         for column in ("loop / map / family", "map item", "round", "reason"):

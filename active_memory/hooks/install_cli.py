@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from active_memory.credential_gate import mask, mask_value
+
 _NAMES = {
     "claude": "Claude Code",
     "codex": "Codex",
@@ -85,7 +87,7 @@ def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("harness", choices=tuple(_NAMES), help="which harness")
+    parser.add_argument("harness", type=str.lower, choices=tuple(_NAMES), help="which harness")
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--project",
@@ -142,6 +144,12 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         if install
         else (None, None)
     )
+    if script is not None and args.where == "project" and args.harness != "claude":
+        # Files a team commits name no one's home (Claude Code has a per-person file).
+        from active_memory.hooks.installers.command_path import portable_script
+
+        script, portable_note = portable_script(script)
+        entry_note = "; ".join(n for n in (entry_note, portable_note) if n) or None
     path = installers.target_path(args.harness, args.where, Path.cwd())
     change = installers.plan(
         args.harness,
@@ -189,10 +197,11 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
             document["notes"] = change.notes
         if checks:
             document["checks"] = checks
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        # A diff shows lines of the harness's own config, which may hold the user's keys.
+        sys.stdout.write(json.dumps(mask_value(document), indent=2) + "\n")
         return 0
     if args.dry_run:
-        sys.stdout.write(change.diff() or f"nothing would change in {path}\n")
+        sys.stdout.write(mask(change.diff()) or f"nothing would change in {path}\n")
         print("dry run: nothing was written", file=sys.stderr)
         for note in change.notes:
             print(f"note: {note}", file=sys.stderr)
@@ -224,7 +233,7 @@ def _recheck(harness: str, where: str, path: Path) -> list[dict[str, object]]:
 
     from active_memory.hooks import doctor
 
-    item = doctor.inspect(harness, where, path, os.environ)
+    item = doctor.inspect(harness, where, path, os.environ, run=False)
     return [check.to_json() for check in item.checks] if item is not None else []
 
 
@@ -235,7 +244,7 @@ def _doctor(args: argparse.Namespace) -> int:
     ok = bool(found) and all(item.ok for item in found)
     if args.json:
         document = {"ok": ok, "installed": [item.to_json() for item in found]}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.write(json.dumps(mask_value(document), indent=2) + "\n")
         return 0 if ok else 1
     if not found:
         print(

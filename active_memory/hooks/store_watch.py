@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 
+from active_memory.credential_gate import mask
 from active_memory.recall.background import POLL_SECONDS
 
 LOG = logging.getLogger(__name__)
@@ -57,7 +58,9 @@ class StoreWatch:
             try:
                 started = self.check()
             except Exception as exc:  # the store is down for a while: try next period
-                LOG.warning("watching the lesson store failed: %s", " ".join(str(exc).split()))
+                # An error may quote the store's URL (a PostgreSQL password): masked.
+                said = mask(" ".join(str(exc).split()))
+                LOG.warning("watching the lesson store failed: %s", said)
                 continue
             if started:
                 LOG.info("the lesson store changed: building %d scope(s) in the background",

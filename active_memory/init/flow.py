@@ -28,9 +28,15 @@ from active_memory.store import open_store
 ANSWER_ACTION = (
     "answer every task in `tasks`: read its task_file (active-memory/exchange-task@1) and "
     "write its answer_file beside it (active-memory/exchange-answer@1, same specialist and "
-    "digest), then run this command again"
+    "digest; a task with `repair_of` is a repair: answer it again, corrected for its "
+    "`failures`), then run this command again"
 )
 DONE_ACTION = "none: the session is complete; running it again returns the same receipt"
+NOTHING_ACTION = (
+    "none: no finished run to learn from was found ({found}); pass --runs DIR with run "
+    "records (`active-memory import …` makes them from session logs), or --checkout DIR "
+    "for runs recorded on another machine, and run this command again: nothing was saved"
+)
 
 
 def advance(
@@ -67,6 +73,14 @@ def advance(
         )
         assert state is not None
         head = {"session": str(session.path), "inventory": state["inventory"]}
+        if new and not state["inventory"]["selected"]:
+            # Nothing to do is no completed session: the next call looks again.
+            (session.path / "session.json").unlink()
+            excluded = len(state["inventory"]["excluded"])
+            looked = f"{excluded} run(s) excluded, see inventory.excluded" if excluded else (
+                "no run records or zeroshot ledgers")  # fmt: skip
+            return {"phase": "complete", "next_action": NOTHING_ACTION.format(found=looked),
+                    **head, "receipt": None}  # fmt: skip
         if receipt is not None:
             return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}
         if session.read("publishing.json") is not None:
@@ -85,6 +99,12 @@ def _waiting(phase: str, found: Discovery, head: dict[str, Any]) -> dict[str, An
             "digest": p.digest,
             "task_file": str(p.task_file),
             "answer_file": str(p.answer_file),
+            # A repair task: the answer to `repair_of` was refused for `failures`.
+            **(
+                {"repair_of": str(p.repair_of), "failures": list(p.failures)}
+                if p.repair_of is not None
+                else {}
+            ),
         }
         for p in found.pending
     ]

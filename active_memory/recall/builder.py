@@ -53,11 +53,14 @@ def main(argv: list[str]) -> int:
 
 
 def _log(recall_dir: str, message: str) -> None:
+    from active_memory.credential_gate import mask
     from active_memory.recall.files import append_line
 
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    # An error may quote the store's URL (a PostgreSQL password): masked before it rests.
+    line = f"{stamp} {mask(' '.join(message.split()))}"
     try:  # noqa: SIM105 - a builder that cannot log still exits
-        append_line(os.path.join(recall_dir, LOG_FILE), f"{stamp} {' '.join(message.split())}")
+        append_line(os.path.join(recall_dir, LOG_FILE), line)
     except OSError:
         pass
 

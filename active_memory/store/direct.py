@@ -1,7 +1,7 @@
 """A scope's lessons by recall key, straight from the SQLite store (the hook's way to
 answer before a scope's generation exists; docs/recall.md, "A run with no generation").
 
-`recall_keys` (sqlite_schema.py, version 11) files every active lesson under its files,
+`recall_keys` (sqlite_schema.py, version 12) files every active lesson under its files,
 folders, identifiers, command families and keyword groups (a group under its first
 term), in natural ID order, with a lower bound of its card's size. `read_direct` looks
 up each key of a tool call in one read transaction: per key, the first `EXAMINE` index

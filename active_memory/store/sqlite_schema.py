@@ -113,7 +113,7 @@ CREATE TRIGGER lesson_keeps_no_delete BEFORE DELETE ON lesson_keeps
 BEGIN SELECT RAISE(ABORT, 'lesson_keeps is append-only'); END;
 """
 
-# Version 11 (docs/store.md, "Recall keys"): what a scope's lessons are recalled by, kept
+# Version 12 (docs/store.md, "Recall keys"): what a scope's lessons are recalled by, kept
 # by triggers so that a hook can answer a scope's first calls with an indexed, bounded
 # query while its first recall generation is built in the background (docs/recall.md,
 # "A run with no generation yet"). SQLite only: a hook never reads a PostgreSQL store.
@@ -336,6 +336,9 @@ MIGRATIONS: tuple[str, ...] = (
     FAILURE_SIGNATURES_MIGRATION,
     EVIDENCE_FAILURES_MIGRATION,
     KEEPS_MIGRATION,
+    # Version 11 (docs/queue.md): the machine a session ended on; a worker claims only
+    # its own machine's entries (and those from before, which name none).
+    "ALTER TABLE postmortem_queue ADD COLUMN host TEXT NOT NULL DEFAULT '';",
     RECALL_KEYS_MIGRATION,
 )
 
