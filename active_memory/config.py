@@ -29,11 +29,10 @@ from pydantic_core import PydanticCustomError
 
 from active_memory.errors import ConfigError, UsageError
 from active_memory.runlog.graph import Graph, GraphIndex, StepNode, VerifierNode
+from active_memory.session_budget import DEFAULT_BUDGET_BYTES, budget_problem
 from active_memory.validation import json_path
 
-BUDGET_BYTES_RANGE = (1, 16384)
 TIMEOUT_MS_RANGE = (1, 600000)
-DEFAULT_BUDGET_BYTES = 2048
 DEFAULT_TIMEOUT_MS = 120000
 
 # The lanes SPEC §2 names. zeroshot also knows the `copilot` harness and the `gateway` /
@@ -87,6 +86,14 @@ def _bounded_int(low: int, high: int) -> PlainValidator:
         return value
 
     return PlainValidator(check)
+
+
+def _check_budget(value: object) -> int:
+    """SPEC §2 `budgetBytes`, by the one rule of `session_budget`."""
+    problem = budget_problem(value)
+    if problem is None and isinstance(value, int):
+        return value
+    raise PydanticCustomError("budget_bytes", "{problem}", {"problem": problem})
 
 
 def _text(limit: int, what: str) -> PlainValidator:
@@ -216,7 +223,7 @@ class ActiveMemorySettings(_Section):
 
     repository: StrictBool = True
     graph: StrictBool = True
-    budget_bytes: Annotated[int, _bounded_int(*BUDGET_BYTES_RANGE)] = Field(
+    budget_bytes: Annotated[int, PlainValidator(_check_budget)] = Field(
         DEFAULT_BUDGET_BYTES, alias="budgetBytes"
     )
     # None: the run does not say; the settings files decide, else "automatic"

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "shell": 1,  # not named: the shell tokenizer
     "command_family": 1,  # not named: command families (lessons validates, recall matches)
     "natural_order": 1,  # not named: IDs in natural order (L-2 before L-10)
+    "session_budget": 1,  # not named: SPEC §2 budgetBytes, one rule for every reader
     # 2.
     "store": 2,
     "reader": 2,

@@ -14,7 +14,12 @@ import os
 import sys
 from typing import Any
 
-from active_memory.commands.common import add_json_option, add_store_option, print_json
+from active_memory.commands.common import (
+    add_budget_option,
+    add_json_option,
+    add_store_option,
+    print_json,
+)
 
 AGENT_KINDS = ("step", "verifier")
 
@@ -40,11 +45,9 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="repository namespace for repository-qualified graph lessons "
         "(default: $ACTIVE_MEMORY_REPOSITORY, else the current checkout's remote)",
     )
-    parser.add_argument(
-        "--budget-bytes",
-        type=int,
-        metavar="N",
-        help="bytes of lessons, framing included (default: the effective budgetBytes: "
+    add_budget_option(
+        parser,
+        "bytes of lessons, framing included (default: the effective budgetBytes: "
         "$ACTIVE_MEMORY_BUDGET_BYTES, else the settings files, else 2048; docs/settings.md)",
     )
     add_store_option(parser)
@@ -94,6 +97,7 @@ def _instructions(args: argparse.Namespace) -> int:
     from active_memory.recall.index import SnapshotCorrupt
     from active_memory.recall.snapshot import SnapshotUnavailable, graph_cards
     from active_memory.recall.types import ToolCall
+    from active_memory.session_budget import budget_left
 
     graph_hash = args.graph.strip().lower()
     if len(graph_hash) != 64 or not set(graph_hash) <= set("0123456789abcdef"):
@@ -128,7 +132,7 @@ def _instructions(args: argparse.Namespace) -> int:
                     {"id": c.id, "revision": c.revision, "reason": why} for c, why in skipped
                 ],
                 "context": block,
-                "budget_left": context.budget_bytes - cost,
+                "budget_left": budget_left(context.budget_bytes, cost),
                 "text": text,
             }
         )

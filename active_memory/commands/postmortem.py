@@ -240,7 +240,8 @@ def _config(record: RunRecord, config_path: Path | None) -> RuntimeConfig:
 def with_settings_files(config: RuntimeConfig, checkout: Checkout | None) -> RuntimeConfig:
     """`config` with the settings files applied (docs/settings.md): when the run's runtime
     JSON has no `activeMemory` section, the checkout's `.active-memory.toml` and the
-    user's file decide the scopes (`enabled`, `repository`, `graph`) and `budgetBytes`.
+    user's file decide the scopes (`enabled`, `repository`, `graph`). `budgetBytes` is
+    recall's, not the postmortem's: it is left as the run had it.
     An invalid settings file is a usage error."""
     if "active_memory" in config.settings.model_fields_set:
         return config  # the run decided; its section wins over every file
@@ -253,7 +254,6 @@ def with_settings_files(config: RuntimeConfig, checkout: Checkout | None) -> Run
         update={
             "repository": settings.repository,
             "graph": settings.graph,
-            "budget_bytes": settings.budget_bytes,
         }
     )
     runtime = config.settings.model_copy(update={"active_memory": section})

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from active_memory.session_budget import DEFAULT_BUDGET_BYTES
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -16,12 +18,6 @@ if TYPE_CHECKING:
 
     MatchKind = Literal["file", "folder", "identifier", "command", "keywords"]
     SkipReason = Literal["delivered_before", "over_budget", "unchecked"]
-
-DEFAULT_BUDGET_BYTES = 2048
-"""SPEC §2 `budgetBytes` default: bytes of cards, framing included, per provider session."""
-
-MIN_BUDGET_BYTES = 1
-MAX_BUDGET_BYTES = 16384
 
 MATCH_SCORES: dict[str, int] = {
     "file": 1000,
