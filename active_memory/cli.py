@@ -49,10 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
     import importlib
 
+    from active_memory import __version__
+
     parser = argparse.ArgumentParser(
         prog="active-memory",
         description="Lessons agents learned from costly runs, recalled when they matter.",
     )
+    parser.add_argument("--version", action="version", version=f"active-memory {__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"active_memory.commands.{name}")
@@ -139,7 +142,7 @@ def is_hook_call(arguments: Sequence[str]) -> bool:
     A harness treats exit 2 as "block the tool call", so a stray argument after the
     harness name must not reach the argument parser (it would exit 2).
     """
-    return len(arguments) >= 2 and arguments[0] == "hook" and arguments[1] in HOOK_HARNESSES
+    return len(arguments) >= 2 and arguments[0] == "hook" and arguments[1].lower() in HOOK_HARNESSES
 
 
 def run() -> None:
@@ -178,3 +181,7 @@ def _exit_now(code: int) -> None:
         pass
     logging.shutdown()
     os._exit(code)
+
+
+if __name__ == "__main__":  # `python -m active_memory.cli`: how a hook starts the worker
+    run()

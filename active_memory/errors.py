@@ -49,6 +49,10 @@ class RecordTooLarge(InvalidRecord):
     of ours or of a harness produces one: the file is corrupt or crafted."""
 
 
+class EmptySession(InvalidRecord):
+    """A session log holds no turn to learn from (no user turn, or nothing at all)."""
+
+
 class LessonNotFound(UsageError):
     """No lesson, active or retired, has this ID."""
 

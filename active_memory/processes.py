@@ -1,8 +1,17 @@
-"""Whether a process recorded in a state file (server discovery, postmortem journal) lives."""
+"""Processes of ours: whether one recorded in a state file (server discovery, postmortem
+journal, the worker) lives, and the environment a child we start may inherit."""
 
 from __future__ import annotations
 
 import os
+
+BASE_ENV = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
+    "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
+    "CLAUDE_CONFIG_DIR", "CODEX_HOME",
+)  # fmt: skip
+"""What a child (a harness CLI lane, the worker the session-end hook starts) needs to find
+itself, its login and its settings; nothing else of the parent's environment is passed."""
 
 
 def pid_alive(pid: int) -> bool:
@@ -21,3 +30,10 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def host_name() -> str:
+    """This machine's name, as queue entries and worker owners record it."""
+    import socket
+
+    return socket.gethostname() or "localhost"

@@ -87,6 +87,11 @@ add up (ACCUMULATED), so a user's file can add exclusions to a team's but never 
 
 ACCUMULATED = frozenset({"exclude"})
 
+TABLES = ("worker",)
+"""Tables the user's file may hold besides `KEYS`: `[worker]` (the automatic worker's
+lane, model, credentials and spending: `worker_settings.py`). A repository's file may not:
+a checkout never chooses what runs on its reader's machine or what it spends."""
+
 DEFAULT_SOURCE = "default"
 SCOPES_ENV = "ACTIVE_MEMORY_SCOPES"
 
@@ -208,6 +213,8 @@ def effective_settings(
         if path is None:
             continue
         values = read_settings_file(path, cache_dir=os.path.join(state, "recall", "settings"))
+        if values is not None and root and path == repository_settings_path(root):
+            _refuse_tables(path, values, os.path.join(state, USER_FILE))
         if values is not None:
             files.append(path)
             layers.append((path, values))
@@ -221,6 +228,17 @@ def effective_settings(
             Setting(default, DEFAULT_SOURCE),
         )
     return Settings(chosen, tuple(files))
+
+
+def _refuse_tables(path: str, values: dict[str, Any], user_file: str) -> None:
+    for name in TABLES:
+        if name in values:
+            raise SettingsError(
+                path,
+                f"[{name}]",
+                f"belongs in your own settings file ({user_file}): a "
+                "repository does not choose your worker's lane, model, credentials or spending",
+            )
 
 
 def _accumulated(name: str, default: Any, layers: list[tuple[str, dict[str, Any]]]) -> Setting:
@@ -325,8 +343,14 @@ def _parse(path: str) -> dict[str, Any]:
         raise SettingsError(path, None, "not valid TOML (nested too deeply)") from None
     values: dict[str, Any] = {}
     for key, value in document.items():
+        if key in TABLES:
+            # Kept as read; its own module checks it (worker_settings.py).
+            if not isinstance(value, dict):
+                raise SettingsError(path, key, f"must be a table ([{key}]), found {value!r}")
+            values[key] = value
+            continue
         if key not in KEYS:
-            allowed = ", ".join(KEYS)
+            allowed = ", ".join([*KEYS, *(f"[{name}]" for name in TABLES)])
             raise SettingsError(path, key, f"unknown setting; allowed: {allowed}")
         expected, _, check = KEYS[key]
         if not check(value):
@@ -368,5 +392,5 @@ def _write_cache(cache: str, stamp: tuple[int, int, int], values: dict[str, Any]
 
     try:  # noqa: SIM105 - contextlib would cost the hook process an import
         write_atomically(cache, marshal.dumps({"stamp": list(stamp), "values": values}), sync=False)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a TOML date in a table marshal cannot hold
         pass  # a cache that cannot be written only costs the next reader a parse

@@ -237,9 +237,21 @@ async def store(backend: Backend) -> AsyncIterator[Any]:
         await opened.aclose()
 
 
+async def drop_queue_hosts(backend: Backend) -> None:
+    """Undo schema version 11 (the machine a queue entry ended on, docs/queue.md)."""
+    if backend.name == "sqlite":
+        columns = [row[1] for row in await backend.sql("PRAGMA table_info(postmortem_queue)")]
+        if "host" in columns:
+            await backend.sql("ALTER TABLE postmortem_queue DROP COLUMN host")
+    else:
+        await backend.sql("ALTER TABLE IF EXISTS postmortem_queue DROP COLUMN IF EXISTS host")
+
+
 async def drop_effectiveness_events(backend: Backend) -> None:
     """Undo schema version 7 (dated effectiveness events, docs/store.md) and every one
-    after it (8: failure signatures, 9: evidence failures, 10: keeps)."""
+    after it (8: failure signatures, 9: evidence failures, 10: keeps, 11: queue entries'
+    host)."""
+    await drop_queue_hosts(backend)
     await backend.sql("DROP TABLE IF EXISTS lesson_keeps")
     await backend.sql("DROP TABLE IF EXISTS evidence_failures")
     await backend.sql("DROP TABLE IF EXISTS failure_signatures")

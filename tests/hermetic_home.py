@@ -39,6 +39,10 @@ CLEARED = (
 )
 """Variables that would send a default path outside the session's HOME."""
 
+QUIET = {"ACTIVE_MEMORY_AUTO_WORKER": "0"}
+"""Set for the whole session: a session-end hook run by a test starts no worker process
+(docs/queue.md); the tests of the automatic worker remove it from their processes."""
+
 HARNESS_FOLDERS = (".claude", ".codex", ".gemini", ".pi", ".copilot", ".hermes",
                    ".config/opencode", ".config/active-memory")  # fmt: skip
 """Where our installers write in a HOME: watched two levels deep (transcripts below)."""
@@ -133,8 +137,9 @@ def isolate() -> Isolation:
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Active Memory tests\n\temail = tests@active-memory.invalid\n"
     )
-    saved = {name: os.environ.get(name) for name in (*CLEARED, "HOME")}
+    saved = {name: os.environ.get(name) for name in (*CLEARED, *QUIET, "HOME")}
     for name in CLEARED:
         os.environ.pop(name, None)
+    os.environ.update(QUIET)
     os.environ["HOME"] = str(home)
     return Isolation(home, real, saved)

@@ -195,7 +195,8 @@ def test_hook_install_json_masks_the_users_own_keys_in_its_diff(
     from recall_support import make_checkout
 
     checkout = make_checkout(tmp_path / "api")
-    settings = checkout / ".claude" / "settings.json"
+    # A project install writes Claude Code's per-person file; the user's key is in it.
+    settings = checkout / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"env": {"AWS_ACCESS_KEY_ID": AWS}}), encoding="utf-8")
     monkeypatch.chdir(checkout)

@@ -196,13 +196,22 @@ def test_codex_session_ids_join_the_same_way(world: dict[str, Any], tmp_path: Pa
     assert record.deliveries is not None and len(record.deliveries) == 1
 
 
-def test_a_transcript_without_a_session_is_a_clear_error(
+def test_a_transcript_without_a_turn_is_an_empty_session_said_clearly(
     world: dict[str, Any], tmp_path: Path
 ) -> None:
+    from active_memory.errors import EmptySession
+
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
-    with pytest.raises(InvalidRecord, match="no run in the claude session log"):
+    # Nothing to learn, which the worker finishes as such (docs/queue.md), still a clear
+    # error for an import by hand.
+    with pytest.raises(EmptySession, match="no turn in the claude session log"):
         import_harness_session("claude", empty, session_id=None, cwd=None, env=world["env"])
+    garbled = tmp_path / "garbled.jsonl"
+    garbled.write_text("not a transcript\n", encoding="utf-8")
+    with pytest.raises(InvalidRecord, match="no run in the claude session log") as raised:
+        import_harness_session("claude", garbled, session_id=None, cwd=None, env=world["env"])
+    assert not isinstance(raised.value, EmptySession)
 
 
 def test_import_claude_writes_the_joined_deliveries(

@@ -198,9 +198,14 @@ def test_a_missing_transcript_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["import", "claude", str(tmp_path / "nope.jsonl")]) == 2
 
 
-def test_records_go_to_the_current_folder_by_default(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_records_go_to_the_state_folder_by_default_never_the_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "checkout"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("ZEROSHOT_STATE_DIR", str(tmp_path / "state"))
     assert main(["import", "claude", str(FIXTURE)]) == 0
-    assert [p.name for p in tmp_path.iterdir()] == [f"claude-{SESSION}.run.json"]
+    assert list(work.iterdir()) == []
+    written = tmp_path / "state" / "active-memory" / "imports" / f"claude-{SESSION}.run.json"
+    assert written.is_file() and f"written to {written.parent}" in capsys.readouterr().out

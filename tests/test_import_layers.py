@@ -40,6 +40,8 @@ LAYERS: dict[str, int] = {
     "reader": 2,
     # 3.
     "settings": 3,
+    "worker_settings": 3,  # not named: the [worker] table of the settings, the worker's lane
+    "worker_state": 3,  # not named: this machine's worker files (lock, status, spend)
     # 4.
     "recall": 4,
     "checkout": 4,

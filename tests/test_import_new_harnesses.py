@@ -115,21 +115,23 @@ def test_the_cli_refuses_a_missing_log(tmp_path: Path) -> None:
     assert done.returncode == 2 and "no such session log" in done.stderr
 
 
-def test_a_gemini_session_takes_the_postmortem_lane_the_worker_config_names(
+def test_a_gemini_session_takes_the_workers_lane_and_needs_a_model_named(
     tmp_path: Path,
 ) -> None:
-    from active_memory.errors import UsageError
     from active_memory.runlog.record import parse_run_record
-    from active_memory.worker.runtime import session_runtime
+    from active_memory.worker.lanes import LaneTarget
+    from active_memory.worker.runtime import NoModel, session_runtime
 
     path, _ = session_log("gemini", tmp_path)
     (run,) = import_session_log("gemini", path).runs
     record = parse_run_record(run.record, str(path))
-    with pytest.raises(UsageError, match=r"no postmortem lane of its own.*--config"):
+    with pytest.raises(NoModel, match=r"no postmortem lane of its own.*\[worker\] lane"):
         session_runtime(record, active_memory={})
-    with pytest.raises(UsageError, match="names no model"):
-        session_runtime(record, overrides={"harness": "claude"}, active_memory={})
+    # The lane is the worker's (claude -p): a Gemini model is no model for it.
+    with pytest.raises(NoModel, match=r"the claude lane needs a model.*\[worker\] model"):
+        session_runtime(record, target=LaneTarget(harness="claude"), active_memory={})
     config = session_runtime(
-        record, model="claude-sonnet-5", overrides={"harness": "claude"}, active_memory={}
+        record, target=LaneTarget(harness="claude", model="claude-sonnet-5"), active_memory={}
     )
     assert (config.settings.harness, config.settings.provider) == ("claude", "anthropic")
+    assert config.lane is not None and config.lane.model == "claude-sonnet-5"

@@ -83,7 +83,7 @@ def ours(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_claude_install_appends_our_group_and_keeps_everything_else(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     write_json(settings, CLAUDE_SETTINGS)
 
     code, out, _ = run(["install", "claude"], capsys)
@@ -103,7 +103,7 @@ def test_claude_install_appends_our_group_and_keeps_everything_else(
 
 
 def test_second_install_changes_nothing(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     write_json(settings, CLAUDE_SETTINGS)
     run(["install", "claude"], capsys)
     first = settings.read_bytes()
@@ -120,7 +120,7 @@ def test_second_install_changes_nothing(checkout: Path, capsys: pytest.CaptureFi
 def test_uninstall_restores_the_users_file_exactly(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     original = write_json(settings, CLAUDE_SETTINGS)
     run(["install", "claude"], capsys)
 
@@ -137,7 +137,7 @@ def test_uninstall_restores_the_users_file_exactly(
 def test_uninstall_removes_only_our_handler_from_a_shared_group(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     mine = {"type": "command", "command": "/opt/venv/bin/active-memory hook claude"}
     document = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [GUARD, mine]}]}}
     write_json(settings, document)
@@ -150,7 +150,7 @@ def test_uninstall_removes_only_our_handler_from_a_shared_group(
 def test_install_recognises_our_hook_spelled_with_a_path(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     mine = {"type": "command", "command": "'/opt/my venv/bin/active-memory' hook claude"}
     write_json(settings, {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [GUARD, mine]}]}})
 
@@ -166,7 +166,7 @@ def test_install_recognises_our_hook_spelled_with_a_path(
 def test_duplicates_of_our_hook_collapse_to_one(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     mine = {"type": "command", "command": "active-memory hook claude"}
     write_json(
         settings,
@@ -192,7 +192,7 @@ def test_duplicates_of_our_hook_collapse_to_one(
 def test_http_install_replaces_the_command_hook_and_keeps_the_token_out_of_the_file(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     write_json(settings, CLAUDE_SETTINGS)
     run(["install", "claude"], capsys)
 
@@ -217,14 +217,14 @@ def test_http_default_port_is_the_servers_default(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run(["install", "claude", "--http"], capsys)
-    url = ours(pre_tool_use(checkout / ".claude" / "settings.json"))[0]["url"]
+    url = ours(pre_tool_use(checkout / ".claude" / "settings.local.json"))[0]["url"]
     assert url.startswith(f"http://127.0.0.1:{DEFAULT_PORT}/")
 
 
 def test_dry_run_prints_a_diff_and_writes_nothing(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     original = write_json(settings, CLAUDE_SETTINGS)
 
     code, out, err = run(["install", "claude", "--dry-run"], capsys)
@@ -273,7 +273,7 @@ def test_user_install_creates_the_home_settings_file(
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{\n  "hooks": {\n    "PreToolUse": [\n  }\n', "settings.json:4: not valid JSON"),
+        ('{\n  "hooks": {\n    "PreToolUse": [\n  }\n', "settings.local.json:4: not valid JSON"),
         ('{"hooks": {}, // mine\n}\n', "not valid JSON"),
         ('["hooks"]\n', "top level must be a JSON object"),
         ('{"hooks": []}\n', "`hooks` must be a JSON object"),
@@ -284,7 +284,7 @@ def test_user_install_creates_the_home_settings_file(
 def test_malformed_settings_is_a_clear_error_and_left_untouched(
     checkout: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text(text)
 
@@ -296,13 +296,13 @@ def test_malformed_settings_is_a_clear_error_and_left_untouched(
         assert "nothing was changed" in err
         assert out == ""
         assert settings.read_text() == text
-    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.local.json"]
 
 
 def test_four_space_indentation_and_file_mode_are_kept(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     write_json(settings, CLAUDE_SETTINGS, indent=4)
     settings.chmod(0o600)
 
@@ -360,7 +360,7 @@ def test_claude_and_codex_hooks_do_not_claim_each_other(
 ) -> None:
     # One hooks file holding both commands (a user copied settings around): each
     # installer manages only its own.
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     codex_hook = {"type": "command", "command": "active-memory hook codex"}
     write_json(settings, {"hooks": {"PreToolUse": [{"hooks": [codex_hook]}]}})
 
@@ -373,7 +373,7 @@ def test_claude_and_codex_hooks_do_not_claim_each_other(
 def test_uninstall_drops_containers_that_only_held_our_hook(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     write_json(settings, {"model": "opus"})
 
     run(["install", "claude"], capsys)

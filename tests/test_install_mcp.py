@@ -46,14 +46,20 @@ def test_claude_project_install_writes_mcp_json_and_approves_it(
     servers = json.loads((checkout / ".mcp.json").read_text())["mcpServers"]
     assert servers["docs"] == OTHER
     assert servers["active-memory"] == {"type": "stdio", "command": SERVER, "args": ["mcp"]}
-    settings = json.loads((checkout / ".claude" / "settings.json").read_text())
+    settings = json.loads((checkout / ".claude" / "settings.local.json").read_text())
     assert settings["enabledMcpjsonServers"] == ["active-memory"]
     assert "PreToolUse" in settings["hooks"]  # the hooks are installed as well
     # Again: nothing changes.
-    before = (checkout / ".mcp.json").read_text(), (checkout / ".claude/settings.json").read_text()
+    before = (
+        (checkout / ".mcp.json").read_text(),
+        (checkout / ".claude/settings.local.json").read_text(),
+    )
     code, out, _ = run(["install", "claude", "--mcp"], capsys)
     assert code == 0 and "nothing changed" in out
-    after = (checkout / ".mcp.json").read_text(), (checkout / ".claude/settings.json").read_text()
+    after = (
+        (checkout / ".mcp.json").read_text(),
+        (checkout / ".claude/settings.local.json").read_text(),
+    )
     assert before == after
 
 
@@ -64,7 +70,7 @@ def test_claude_uninstall_with_mcp_keeps_the_other_servers(
     assert run(["install", "claude", "--mcp"], capsys)[0] == 0
     assert run(["uninstall", "claude", "--mcp"], capsys)[0] == 0
     assert (checkout / ".mcp.json").read_text() == original
-    settings_path = checkout / ".claude" / "settings.json"
+    settings_path = checkout / ".claude" / "settings.local.json"
     assert not settings_path.exists() or "enabledMcpjsonServers" not in settings_path.read_text()
 
 

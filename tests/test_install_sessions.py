@@ -46,7 +46,7 @@ def test_claude_install_adds_the_session_end_hook_with_the_absolute_script(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(["install", "claude"], capsys)[0] == 0
-    hooks = _hooks(checkout / ".claude" / "settings.json")
+    hooks = _hooks(checkout / ".claude" / "settings.local.json")
     assert hooks["PreToolUse"][0]["hooks"][0]["command"] == f"{HOOK} claude"
     assert hooks["SessionEnd"] == [
         {"hooks": [{"type": "command", "command": f"{HOOK} session-end claude", "timeout": 5}]}
@@ -54,14 +54,14 @@ def test_claude_install_adds_the_session_end_hook_with_the_absolute_script(
     # Idempotent, and uninstall takes both out, leaving nothing of ours.
     assert "already installed" in run(["install", "claude"], capsys)[1]
     run(["uninstall", "claude"], capsys)
-    assert not (checkout / ".claude" / "settings.json").exists()
+    assert not (checkout / ".claude" / "settings.local.json").exists()
 
 
 def test_http_install_keeps_a_command_session_end_hook(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run(["install", "claude", "--http"], capsys)
-    hooks = _hooks(checkout / ".claude" / "settings.json")
+    hooks = _hooks(checkout / ".claude" / "settings.local.json")
     assert hooks["PreToolUse"][0]["hooks"][0]["type"] == "http"
     assert hooks["SessionEnd"][0]["hooks"][0]["command"] == f"{HOOK} session-end claude"
 
@@ -96,7 +96,9 @@ def test_a_venv_install_runs_without_the_venv_on_path(checkout: Path, tmp_path: 
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    command = _hooks(checkout / ".claude" / "settings.json")["PreToolUse"][0]["hooks"][0]["command"]
+    command = _hooks(checkout / ".claude" / "settings.local.json")["PreToolUse"][0]["hooks"][0][
+        "command"
+    ]
     payload = {"session_id": "s", "cwd": str(checkout), "hook_event_name": "PreToolUse",
                "tool_name": "Read", "tool_input": {"file_path": "README.md"}}  # fmt: skip
     ran = subprocess.run(
@@ -211,7 +213,7 @@ def test_doctor_passes_for_a_working_install(
     found = {(item["harness"], item["where"]) for item in document["installed"]}
     assert found == {("claude", "project"), ("codex", "project")}
     names = {check["name"] for check in document["installed"][1]["checks"]}
-    assert names == {"present", "resolvable", "trusted", "settings", "store"}
+    assert names == {"present", "resolvable", "runs", "trusted", "settings", "store", "worker"}
 
 
 def test_doctor_reports_what_is_wrong_and_what_to_do(
@@ -219,7 +221,7 @@ def test_doctor_reports_what_is_wrong_and_what_to_do(
 ) -> None:
     assert run(["doctor"], capsys)[0] == 1  # nothing installed
     run(["install", "codex"], capsys)  # project not trusted
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     bare = {"type": "command", "command": "active-memory-hook-gone claude"}
     http = {"type": "http", "url": "http://127.0.0.1:9/active-memory/v1/hook/claude"}
@@ -248,7 +250,7 @@ def test_doctor_names_the_context_hooks_an_older_install_lacks(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run(["install", "claude"], capsys)
-    settings = checkout / ".claude" / "settings.json"
+    settings = checkout / ".claude" / "settings.local.json"
     document = json.loads(settings.read_text())
     for event in ("PostToolBatch", "UserPromptSubmit", "SessionStart"):
         del document["hooks"][event]  # what `hook install claude` wrote before issue 26

@@ -91,3 +91,33 @@ def test_the_worker_runs_a_postmortem_through_the_real_claude_lane(
     # Both discovery specialists asked the model through `claude -p`, on the session's model.
     assert len(asked) >= 2
     assert {r.body.get("model") for r in asked} == {"claude-sonnet-4-5-20250929"}
+
+
+def test_a_claude_p_that_stops_before_its_first_turn_is_done_with_nothing_to_learn(
+    claude: Path, tmp_path: Path
+) -> None:
+    # `claude -p` with no prompt refuses to start, yet fires SessionEnd naming a
+    # transcript it never writes (2.1.332): the worker must neither fail it nor exit 1.
+    store = tmp_path / "lessons.sqlite3"
+    with ModelServer([], default=text("never asked")) as server:
+        environment = claude_environment(tmp_path, server.url, KEY)
+        settings = Path(environment["HOME"]) / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        command = f"{BIN / 'active-memory-hook'} session-end claude --store {store}"
+        hooks = {"SessionEnd": [{"hooks": [{"type": "command", "command": command}]}]}
+        settings.write_text(json.dumps({"hooks": hooks}))
+        env = environment | {"ZEROSHOT_STATE_DIR": str(tmp_path / "state")}
+        done = subprocess.run(
+            [str(claude), "-p"], cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=120, env=env, check=False,
+        )  # fmt: skip
+        assert "Input must be provided" in done.stderr
+        worker = subprocess.run(
+            [str(BIN / "active-memory"), "worker", "--once", "--store", str(store), "--json"],
+            capture_output=True, text=True, timeout=120, env=os.environ | env, check=False,
+        )  # fmt: skip
+        assert server.model_requests() == []
+    assert worker.returncode == 0, worker.stderr
+    (item,) = json.loads(worker.stdout)["processed"]
+    assert item["state"] == "done"
+    assert item["reason"] == "nothing to learn: the session ended before its transcript was written"

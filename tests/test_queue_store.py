@@ -210,5 +210,26 @@ async def test_a_version_4_store_migrates_to_the_queue_keeping_its_lessons(
         if backend.name == "sqlite"
         else "SELECT version FROM active_memory_schema"
     )
-    assert rows[0][0] == SCHEMA_VERSION == 10  # queue 5, review 6, events 7, failures 8, cited 9,
-    # keeps 10
+    assert rows[0][0] == SCHEMA_VERSION == 11  # queue 5, review 6, events 7, failures 8, cited 9,
+    # keeps 10, hosts 11
+
+
+@pytest.mark.asyncio
+async def test_a_worker_claims_only_the_entries_of_its_own_machine(store: Any) -> None:
+    from dataclasses import replace
+
+    await q(store).enqueue(replace(end("here"), host="laptop"))
+    await q(store).enqueue(replace(end("there"), host="build-01"))
+    await q(store).enqueue(end("unplaced"))  # from before entries named their machine
+    claimed = await q(store).claim("w1", limit=5, lease=LEASE, settle=0.0, host="laptop")
+    assert sorted(e.session_id for e in claimed) == ["here", "unplaced"]
+    (there,) = await q(store).claim("w2", limit=5, lease=LEASE, settle=0.0, host="build-01")
+    assert (there.session_id, there.host) == ("there", "build-01")
+
+
+@pytest.mark.asyncio
+async def test_a_worker_never_claims_again_what_it_skips(store: Any) -> None:
+    first = await q(store).enqueue(end("a"))
+    await q(store).enqueue(end("b"))
+    claimed = await q(store).claim("w1", limit=5, lease=LEASE, settle=0.0, skip={first.id})
+    assert [e.session_id for e in claimed] == ["b"]

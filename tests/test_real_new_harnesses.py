@@ -210,3 +210,45 @@ def test_copilot_project_hooks_run_in_a_trusted_folder(tmp_path: Path, copilot_c
     with ModelServer() as server:
         _install(world, "copilot", "--project")
         _card_after_the_tool(_copilot(copilot, world, server, copilot_cache))
+
+
+def test_doctor_says_what_the_real_gemini_does_with_an_untrusted_projects_hooks(
+    tmp_path: Path,
+) -> None:
+    gemini = require_harness("gemini")
+    world = _world(tmp_path)
+    settings = world["home"] / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    # Gemini CLI's own defaults: folder trust on, this folder trusted nowhere.
+    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    _install(world, "gemini", "--project")
+    target = str(world["checkout"] / "src" / "api" / "client.py")
+
+    def doctor(env: dict[str, str]) -> dict[str, Any]:
+        done = subprocess.run([str(CLI), "hook", "doctor", "--json"], cwd=world["checkout"],
+                              env=env, capture_output=True, text=True, check=False)  # fmt: skip
+        (item,) = json.loads(done.stdout)["installed"]
+        checks: dict[str, Any] = {c["name"]: c for c in item["checks"]}
+        return checks
+
+    def session(env: dict[str, str], *flags: str) -> list[Received]:
+        with ModelServer() as server:
+            server.push(tool("read_file", {"file_path": target}), text("Read it."))
+            run = env | {"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": "fake-key",
+                         "GEMINI_CLI_NO_RELAUNCH": "true"}  # fmt: skip
+            subprocess.run(
+                [str(gemini), "-p", "Read the API client", "--yolo", "-m", "gemini-2.5-flash",
+                 *flags], cwd=world["checkout"], env=run, capture_output=True, text=True,
+                timeout=240, check=False,
+            )  # fmt: skip
+            return server.model_requests()
+
+    untrusted = doctor(world["env"])["trusted"]
+    assert untrusted["ok"] is False and "GEMINI_CLI_TRUST_WORKSPACE=true" in untrusted["fix"]
+    # What its exit-55 message suggests (--skip-trust) runs the session without the hooks.
+    skipped = session(world["env"], "--skip-trust")
+    assert any(r.tool_results() for r in skipped)  # the file was read, the hook never ran
+    assert all(RECOMMENDATION not in r.dump() for r in skipped)
+    trusting = world["env"] | {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    assert doctor(trusting)["trusted"]["ok"] is True
+    _card_after_the_tool(session(trusting))

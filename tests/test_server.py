@@ -351,7 +351,7 @@ def test_the_installed_http_hook_reaches_the_server_with_the_token(
         capture_output=True,
         timeout=60,
     )
-    settings = json.loads((running.checkout / ".claude" / "settings.json").read_text())
+    settings = json.loads((running.checkout / ".claude" / "settings.local.json").read_text())
     group = settings["hooks"]["PreToolUse"][0]
     assert re.fullmatch(group["matcher"], "Read")
     handler = group["hooks"][0]

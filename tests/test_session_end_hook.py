@@ -133,8 +133,9 @@ def test_a_broken_store_exits_0_silently_with_one_log_line(tmp_path: Path, kind:
             raw.execute("CREATE TABLE other (x)")
     done = run_hook(["claude", "--store", str(store)], claude_end("s", None, "/w"), tmp_path / "st")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    (line,) = log_lines(tmp_path / "st")
+    line = log_lines(tmp_path / "st")[-1]
     assert "session-end claude" in line and str(store) in line
+    assert "waits in the spool (1 waiting)" in line  # kept, not lost
 
 
 def test_an_unreachable_postgres_store_exits_0_with_one_log_line(tmp_path: Path) -> None:
@@ -184,3 +185,25 @@ def test_a_session_end_is_enqueued_in_a_postgres_store(postgres_url: str, tmp_pa
 
     (entry,) = anyio.run(read, backend="asyncio")
     assert (entry.harness, entry.session_id, entry.ends, entry.final) == ("claude", "pg-1", 2, True)
+
+
+@pytest.mark.parametrize(
+    ("harness", "payload", "final"),
+    [
+        ("pi", {"sessionID": "p-1", "cwd": "/w", "event": "session_shutdown:quit"}, True),
+        ("pi", {"sessionID": "p-2", "cwd": "/w", "event": "session_shutdown:new"}, True),
+        ("pi", {"sessionID": "p-3", "cwd": "/w", "event": "session_shutdown:reload"}, False),
+        ("pi", {"sessionID": "p-4", "cwd": "/w"}, True),
+        ("copilot", {"sessionId": "c-1", "cwd": "/w", "reason": "complete"}, True),
+        ("gemini", {"session_id": "g-1", "cwd": "/w", "hook_event_name": "SessionEnd"}, True),
+    ],
+)
+def test_every_harness_final_end_is_final(
+    tmp_path: Path, harness: str, payload: dict[str, Any], final: bool
+) -> None:
+    store = tmp_path / "q.sqlite3"
+    done = run_hook([harness, "--store", str(store)], payload, tmp_path / "st")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    with sqlite3.connect(store) as raw:
+        ((stored,),) = raw.execute("SELECT final FROM postmortem_queue").fetchall()
+    assert bool(stored) is final

@@ -13,6 +13,7 @@ from active_memory.errors import (
     StoreCorrupt,
     StoreMissing,
     StoreTooNew,
+    StoreUnavailable,
     UsageError,
 )
 from active_memory.lessons import (
@@ -99,10 +100,16 @@ async def test_a_damaged_store_is_reported_as_corrupt(store_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_missing_store_is_not_created_when_asked_not_to(tmp_path: Path) -> None:
-    path = tmp_path / "none" / "lessons.sqlite3"
+    path = tmp_path / "lessons.sqlite3"
     with pytest.raises(StoreMissing, match="no lesson store here yet"):
         await SqliteStore.open(path, create=False)
-    assert not path.parent.exists()
+    assert not path.exists()
+    # A store whose very folder is missing is no store not made yet: a typo, a mount gone.
+    elsewhere = tmp_path / "none" / "lessons.sqlite3"
+    with pytest.raises(StoreUnavailable, match="no such folder") as raised:
+        await SqliteStore.open(elsewhere, create=False)
+    assert not isinstance(raised.value, StoreMissing)
+    assert not elsewhere.parent.exists()
 
 
 @pytest.mark.asyncio

@@ -20,7 +20,9 @@ from active_memory.config import RuntimeConfig
 from active_memory.orchestrator import SessionFactory
 from active_memory.specialists.providers.base import Request
 from active_memory.store import SessionEnd, open_store
+from active_memory.store.queue import QueueEntry
 from active_memory.worker import Worker, WorkerOptions
+from active_memory.worker.without_lane import NOTHING_TO_LEARN
 
 
 def session_end(session: str, transcript: Path, cwd: str = "/w") -> SessionEnd:
@@ -50,6 +52,13 @@ async def states(location: str) -> dict[str, tuple[str, str]]:
         return {e.session_id: (e.state, e.reason) for e in await store.queue.entries()}
 
 
+def expire_leases(location: str) -> None:
+    """Every lease runs out now (as after a stall). Called in a thread: a blocking write on
+    the event loop's thread would wait on the worker's transaction, which waits on the loop."""
+    with sqlite3.connect(location, timeout=30) as raw:
+        raw.execute("UPDATE postmortem_queue SET lease_expires = 0")
+
+
 def fake(factory: FakeSessions) -> Any:
     def build(config: RuntimeConfig, checkout: Path | None) -> SessionFactory:
         return factory
@@ -64,9 +73,11 @@ async def test_a_poisoned_entry_fails_alone_with_its_reason(
     good = [quiet_transcript(tmp_path / f"g{i}.jsonl", f"g{i}", f"/w/g{i}") for i in range(3)]
     poisoned = tmp_path / "poison.jsonl"
     poisoned.write_text("this is not a transcript\n")
-    gone = tmp_path / "gone.jsonl"
+    gone = quiet_transcript(tmp_path / "gone.jsonl", "gone", "/w/gone")
+    ended = session_end("gone", gone)  # it existed when the session ended, then went
+    gone.unlink()
     await enqueue(backend.location, *(session_end(p.stem, p) for p in good),
-                  session_end("poison", poisoned), session_end("gone", gone))  # fmt: skip
+                  session_end("poison", poisoned), ended)  # fmt: skip
     _, processed = await run_worker(backend.location, fake(FakeSessions()), concurrency=2)
     found = await states(backend.location)
     assert {s: state for s, (state, _) in found.items()} == {
@@ -161,7 +172,7 @@ def test_queue_command_lists_entries_and_retries_or_drops_them(
 ) -> None:
     store = str(tmp_path / "q.sqlite3")
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("{}\n")
+    bad.write_text("not a transcript\n")
     anyio.run(enqueue, store, session_end("bad", bad))
     assert main(["worker", "--once", "--store", store, "--lane", "api", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
@@ -170,7 +181,7 @@ def test_queue_command_lists_entries_and_retries_or_drops_them(
     listed = json.loads(capsys.readouterr().out)
     assert listed["counts"] == {"pending": 0, "running": 0, "done": 0, "failed": 1}
     (entry,) = listed["entries"]
-    assert entry["state"] == "failed" and "no user turn" in entry["reason"]
+    assert entry["state"] == "failed" and "no run in the claude session log" in entry["reason"]
     assert main(["queue", "--store", store]) == 0
     assert "failed" in capsys.readouterr().out
     assert main(["queue", "retry", str(entry["id"]), "--store", store]) == 0
@@ -261,7 +272,7 @@ async def test_a_transient_failure_is_retried_with_backoff_then_succeeds(
     assert [p.state for p in processed] == ["done"]
     assert len(calls) == 3 and calls[2] - calls[1] >= calls[1] - calls[0] >= 0.1
     (entry,) = (await states(backend.location)).values()
-    assert entry == ("done", "")
+    assert entry == ("done", NOTHING_TO_LEARN)  # a quiet session: no model was asked
 
 
 @pytest.mark.asyncio
@@ -328,7 +339,8 @@ def test_a_session_this_workers_lane_cannot_run_goes_back_to_the_queue(
     assert main(["queue", "--store", store, "--json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["entries"]
     assert (entry["state"], entry["attempts"]) == ("pending", 0)
-    assert entry["not_before"] > entry["updated_at"] + 30  # offered again later, not at once
+    # Offered at once to a worker that can run it; this one did not claim it again.
+    assert entry["not_before"] == entry["updated_at"]
 
 
 @pytest.mark.asyncio
@@ -350,10 +362,11 @@ async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records
         # As if this worker had stalled past its lease: the lease runs out, a rival claims.
         async with open_store(location) as other:
             await asked.wait()
-            with sqlite3.connect(location) as raw:
-                raw.execute("UPDATE postmortem_queue SET lease_expires = 0")
-            (taken,) = await other.queue.claim("rival", limit=1, lease=60, settle=0)
-        assert taken.lease_owner == "rival"
+            taken: list[QueueEntry] = []
+            while not taken:  # the worker's heartbeat may renew in between: expire again
+                await anyio.to_thread.run_sync(expire_leases, location)
+                taken = await other.queue.claim("rival", limit=1, lease=60, settle=0)
+        assert taken[0].lease_owner == "rival"
 
     async with anyio.create_task_group() as group:
         group.start_soon(rival)
@@ -364,6 +377,39 @@ async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records
         (entry,) = await store.queue.entries()
         assert await store.select() == []  # the cancelled postmortem published nothing
     assert (entry.state, entry.lease_owner, entry.attempts) == ("running", "rival", 2)
+
+
+@pytest.mark.asyncio
+async def test_a_worker_never_claims_again_an_entry_it_is_still_running(
+    store_path: Path, tmp_path: Path
+) -> None:
+    location = str(store_path)
+    transcript = costly_transcript(tmp_path / "y.jsonl", "y-1", "/w/y")
+    await enqueue(location, session_end("y-1", transcript))
+    asked = anyio.Event()
+
+    async def ask_then_hang(request: Request) -> Any:
+        asked.set()
+        return await hang(request)
+
+    sessions = FakeSessions({"graph_discovery": ask_then_hang, "repository_discovery": hang})
+    worker = Worker(location, WorkerOptions(poll=0.02, lease=60.0, grace=0.1),
+                    sessions=fake(sessions))  # fmt: skip
+    seen: list[tuple[int, str | None]] = []
+    async with open_store(location) as store, anyio.create_task_group() as group:
+        group.start_soon(worker.run, store.queue)
+        with anyio.fail_after(20):
+            await asked.wait()
+        # Its lease runs out while it still runs the postmortem (a stalled process): the
+        # entry is claimable again, but not by the worker that runs it.
+        await anyio.to_thread.run_sync(expire_leases, location)
+        for _ in range(25):  # a claim every poll: some fifty chances to take it again
+            await anyio.sleep(0.04)
+            (entry,) = await store.queue.entries()
+            seen.append((entry.attempts, entry.lease_owner))
+        worker.stop()
+    assert set(seen) == {(1, worker.options.owner)}
+    assert worker.processed == [] or [p.state for p in worker.processed] == ["pending"]
 
 
 @pytest.mark.asyncio
@@ -406,6 +452,38 @@ async def test_a_broken_settings_file_fails_the_entry_and_collects_nothing(
     assert item.state == "failed"
     assert ".active-memory.toml" in item.reason and "repositry" in item.reason
     assert sessions.opened == []
+
+
+@pytest.mark.asyncio
+async def test_a_store_away_inside_a_claim_is_waited_for_and_each_wait_is_said(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from active_memory.errors import StoreUnavailable
+    from active_memory.worker import WorkerEvent
+    from active_memory.worker import entry as entry_module
+
+    real = entry_module.run_postmortem  # type: ignore[attr-defined]
+    calls: list[int] = []
+
+    async def away(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) <= 3:  # more than `retries`: the store's absence is not counted
+            raise StoreUnavailable(str(store_path), "cannot reach the PostgreSQL server")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(entry_module, "run_postmortem", away)
+    transcript = quiet_transcript(tmp_path / "t.jsonl", "t-1", "/w/t")
+    await enqueue(str(store_path), session_end("t-1", transcript))
+    said: list[WorkerEvent] = []
+    worker = Worker(str(store_path), WorkerOptions(once=True, poll=0.05, retries=1, backoff=0.01),
+                    sessions=fake(FakeSessions()), progress=said.append)  # fmt: skip
+    async with open_store(str(store_path)) as store:
+        processed = await worker.run(store.queue)
+    assert [p.state for p in processed] == ["done"]
+    waits = [e.detail for e in said if e.stage == "retrying"]
+    assert len(waits) == 3, said
+    assert all(w.startswith("store unreachable (") and w.endswith(" s") for w in waits)
+    assert "retrying in" in waits[0]
 
 
 @pytest.mark.asyncio

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `config` command family."""
-    parser = subcommands.add_parser("config", help="check a runtime JSON (SPEC §2)")
+    parser = subcommands.add_parser("config", help="check a runtime JSON (docs/config.md)")
     actions = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     check = actions.add_parser(
         "check",

@@ -75,7 +75,7 @@ def _render(result: ScanResult) -> None:
                     f" worked by {', '.join(current.workers)}"
                 )
     else:
-        console.print("No impact evidence in this run (nothing qualifies under SPEC §4).")
+        console.print("No impact evidence in this run (nothing qualifies: docs/evidence.md).")
     if result.skipped:
         table = Table(title=_count(len(result.skipped), "skip"), title_justify="left")
         for column in ("loop / map / family", "map item", "round", "reason"):

@@ -45,7 +45,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description="Put a finished harness session in the store's postmortem queue (see "
         "docs/queue.md). Never fails the session: errors are logged and the exit code is 0.",
     )
-    end.add_argument("harness", choices=SESSION_END_HARNESSES)
+    end.add_argument("harness", type=str.lower, choices=SESSION_END_HARNESSES)
     add_store_option(end)
     end.set_defaults(handler=_session_end)
     # The installers live beside the server; registered here when present.

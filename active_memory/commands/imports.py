@@ -4,6 +4,7 @@ records from other tools' logs and session databases."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,11 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument("path", metavar="PATH", help="the ledger, folder or session log")
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
-        "--out", metavar="DIR", default=None, help="folder for the records (default: here)"
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="folder for the records (default: <state dir>/active-memory/imports, never the "
+        "current folder: a checkout is no place for them)",
     )
     target.add_argument(
         "-o", "--output", metavar="FILE", default=None, help="write the one record to FILE"
@@ -66,6 +71,10 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.set_defaults(handler=_import)
 
 
+IMPORTS_FOLDER = "imports"
+"""Under the state dir: where `import` writes records when no -o / --out names a place."""
+
+
 def _import(args: argparse.Namespace) -> int:
     from active_memory.errors import UsageError
     from active_memory.runlog.importers import write
@@ -81,9 +90,15 @@ def _import(args: argparse.Namespace) -> int:
         _join_hooks(result, args.kind)
     _exclude(result)
     _seal(result, args.kind)
+    out_dir = args.out
+    if out_dir is None and args.output is None:
+        from active_memory.store.location import state_dir
+
+        out_dir = os.path.join(state_dir(), IMPORTS_FOLDER)
+        os.makedirs(out_dir, mode=0o700, exist_ok=True)
     paths = write.targets(
         [run.run_id for run in result.runs],
-        out_dir=args.out,
+        out_dir=out_dir,
         out_file=args.output,
         force=args.force,
     )
@@ -256,5 +271,7 @@ def _summary(runs: list[dict[str, Any]], skipped: int) -> None:
     for run in runs:
         table.add_row(run["run_id"], str(run["events"]), str(run["receipts"]), run["path"])
     console.print(table)
+    folders = sorted({os.path.dirname(str(run["path"])) or "." for run in runs})
+    console.print(f"written to {', '.join(folders)}", soft_wrap=True, markup=False)
     if skipped:
         console.print(f"{skipped} skipped (see above)")

@@ -32,7 +32,9 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description="Print a graph node's authored instructions followed by its graph "
         "lessons (framed, within the budget). The graph itself is never changed.",
     )
-    parser.add_argument("--graph", required=True, metavar="H", help="the graph hash")
+    parser.add_argument("--graph", required=True, metavar="H",
+                        help="the graph hash (or its first 8+ characters, as `lessons list` "
+                        "shows it)")  # fmt: skip
     parser.add_argument("--node", required=True, metavar="N", help="the node's name")
     parser.add_argument(
         "--graph-file",
@@ -89,6 +91,57 @@ def authored_instructions(graph_file: str, graph_hash: str, node: str) -> str:
     return text if isinstance(text, str) else ""
 
 
+MIN_PREFIX = 8
+"""The shortest graph-hash prefix `--graph` takes (`lessons list` shows 12 characters)."""
+
+
+def full_graph_hash(given: str, store: str | None, graph_file: str | None) -> str:
+    """`--graph` as the full hash: 64 hex characters as they are, or the one graph hash
+    of the store's graph lessons (or of `graph_file`) that starts with the prefix given,
+    as `lessons list` shows it (`7d5d8e1a2b3c…`)."""
+    from active_memory.errors import UsageError
+
+    prefix = given.strip().rstrip("…").rstrip(".").lower()
+    if not prefix or not set(prefix) <= set("0123456789abcdef") or len(prefix) > 64:
+        raise UsageError(f"--graph {given}: a graph hash is lowercase hex (64 characters, or "
+                         f"the first {MIN_PREFIX} or more that `lessons list` shows)")  # fmt: skip
+    if len(prefix) == 64:
+        return prefix
+    if len(prefix) < MIN_PREFIX:
+        raise UsageError(f"--graph {given}: give at least {MIN_PREFIX} characters of the hash")
+    known = _graph_hashes(store)
+    if graph_file:
+        from active_memory.reader import load_json
+        from active_memory.runlog.canonical import graph_hash as compute_hash
+
+        known.add(compute_hash(load_json(graph_file, "graph")))
+    found = sorted(h for h in known if h.startswith(prefix))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(f"--graph {given}: no graph lesson in the store has a hash that "
+                         "starts so; give the full hash (or --graph-file)")  # fmt: skip
+    raise UsageError(f"--graph {given}: {len(found)} graph hashes start so "
+                     f"({', '.join(h[:16] + '…' for h in found)}); give more of it")  # fmt: skip
+
+
+def _graph_hashes(store: str | None) -> set[str]:
+    import anyio
+
+    from active_memory.errors import StoreMissing
+    from active_memory.store import LessonQuery, open_store, resolve_store_location
+
+    async def read() -> set[str]:
+        try:
+            async with open_store(resolve_store_location(store), create=False) as opened:
+                found = await opened.summaries(LessonQuery(kind="graph", include_retired=True))
+        except StoreMissing:
+            return set()
+        return {item.graph_hash for item in found if item.graph_hash}
+
+    return anyio.run(read, backend="asyncio")
+
+
 def _instructions(args: argparse.Namespace) -> int:
     from active_memory.commands.recall import with_options
     from active_memory.errors import UsageError
@@ -99,9 +152,7 @@ def _instructions(args: argparse.Namespace) -> int:
     from active_memory.recall.types import ToolCall
     from active_memory.session_budget import budget_left
 
-    graph_hash = args.graph.strip().lower()
-    if len(graph_hash) != 64 or not set(graph_hash) <= set("0123456789abcdef"):
-        raise UsageError(f"--graph {args.graph}: a graph hash is 64 lowercase hex characters")
+    graph_hash = full_graph_hash(args.graph, args.store, args.graph_file)
     authored = (
         authored_instructions(args.graph_file, graph_hash, args.node) if args.graph_file else ""
     )

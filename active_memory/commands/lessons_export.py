@@ -155,9 +155,12 @@ def _export_rules(args: argparse.Namespace) -> int:
     if args.output:
         raise UsageError(f"-o: not with --format {args.format}; use --dir DIR")
     folder = os.path.abspath(args.dir or os.getcwd())
-    if not os.path.isdir(folder):
-        raise UsageError(f"--dir {args.dir}: not a folder")
-    root = find_checkout_root(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise UsageError(f"--dir {args.dir}: is a file, not a folder")
+    existing = folder  # a --dir to be made: its checkout is the one of its nearest parent
+    while not os.path.isdir(existing):
+        existing = os.path.dirname(existing)
+    root = find_checkout_root(existing)
     here = repository_namespace(root) if root else None
     namespace = args.scope or here
     if not namespace:
@@ -176,6 +179,10 @@ def _export_rules(args: argparse.Namespace) -> int:
         return living, await store.effectiveness([lesson.id for lesson in living])
 
     lessons, counters = run_or_empty(args, job) or ([], {})
+    try:
+        target.mkdir(parents=True, exist_ok=True)  # --dir is made, as -o's folder is not
+    except OSError as exc:
+        raise UsageError(f"--dir {args.dir}: cannot create it ({exc.strerror})") from None
     # Staleness is judged against the exported repository's own checkout: this one when
     # it is that repository's, else the one this machine knows (known_checkouts).
     from active_memory.known_checkouts import KnownCheckouts

@@ -10,7 +10,6 @@ from active_memory.commands.common import add_json_option, add_store_option, pri
 from active_memory.commands.lessons_store import non_negative, positive, run_or_empty
 
 if TYPE_CHECKING:
-    from active_memory.lessons import HistoryEntry, Lesson
     from active_memory.store import LessonStore
 
 
@@ -59,7 +58,10 @@ def add_list_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]
     listing.add_argument(
         "--offset", type=non_negative, default=0, metavar="N", help="skip the first N lessons"
     )
-    listing.add_argument("--all", action="store_true", help="no limit, even on a terminal")
+    listing.add_argument(
+        "--all", action="store_true",
+        help="every lesson: retired tombstones included, no paging (even on a terminal)",
+    )  # fmt: skip
     listing.add_argument(
         "--table",
         action="store_true",
@@ -84,14 +86,16 @@ def list_lessons(args: argparse.Namespace) -> int:
     from active_memory.store.effectiveness import Effectiveness
 
     if args.deferred:
-        return _list_deferred(args)
+        from active_memory.commands.lessons_deferred import list_deferred
+
+        return list_deferred(args, run_or_empty)
 
     query = LessonQuery(
         repository=args.repository,
         graph_hash=args.graph,
         node=args.node,
         kind=args.kind,
-        include_retired=args.retired,
+        include_retired=args.retired or args.all,
     )
     by_effectiveness = args.sort == "effectiveness"
     terminal = not args.json and (args.table or sys.stdout.isatty())
@@ -197,73 +201,3 @@ def _page_note(shown: int, total: int, offset: int) -> str:
         f"; showing {offset + 1}-{offset + shown} of {total}: --offset {offset + shown} "
         "for the next page, --limit N or --all for more"
     )
-
-
-def _list_deferred(args: argparse.Namespace) -> int:
-    """`lessons list --deferred`: each deferred lesson and its latest deferral."""
-    from datetime import UTC, datetime
-
-    from active_memory.lessons import Lesson
-    from active_memory.store import LessonQuery
-
-    query = LessonQuery(
-        repository=args.repository, graph_hash=args.graph, node=args.node, kind=args.kind
-    )
-
-    async def job(store: LessonStore) -> list[tuple[Lesson, HistoryEntry | None]]:
-        found: list[tuple[Lesson, HistoryEntry | None]] = []
-        for item in await store.select(query):
-            if isinstance(item, Lesson) and item.status == "deferred":
-                history = await store.history(item.id)
-                found.append(
-                    (item, next((h for h in reversed(history) if h.action == "defer"), None))
-                )
-        return found
-
-    deferred: list[tuple[Lesson, HistoryEntry | None]] = run_or_empty(args, job) or []
-    now = datetime.now(UTC)
-    rows = []
-    for lesson, entry in deferred:
-        at = entry.at if entry is not None else None
-        age = (now - at).days if at is not None and at.tzinfo is not None else None
-        rows.append(
-            {
-                **lesson.model_dump(mode="json"),
-                "deferral": {
-                    "reason": entry.reason if entry is not None else "",
-                    "at": at.isoformat() if at is not None else None,
-                    "by": entry.author.model_dump(mode="json") if entry is not None else None,
-                    "age_days": age,
-                },
-            }
-        )
-    if args.json:
-        print_json({"lessons": rows})
-        return 0
-    from rich.table import Table
-
-    from active_memory.commands.render import stdout_console
-
-    console = stdout_console()
-    if not rows:
-        console.print("No deferred lessons match.")
-        return 0
-    table = Table("id", "rev", "title", "deferred", "by", "reason")
-    for row in rows:
-        deferral = row["deferral"]
-        by = deferral["by"] or {}
-        when = f"{deferral['age_days']} d ago" if deferral["age_days"] is not None else "?"
-        table.add_row(
-            row["id"],
-            str(row["revision"]),
-            row["title"],
-            when,
-            str(by.get("specialist") or "?"),
-            deferral["reason"] or "(no reason recorded)",
-        )
-    console.print(table)
-    console.print(
-        "Deferred lessons are not shown to agents; the next postmortem of their scope "
-        "offers them to maintenance again (keep, adapt or retire)."
-    )
-    return 0

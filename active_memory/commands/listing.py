@@ -10,6 +10,13 @@ if TYPE_CHECKING:
     from active_memory.store.models import LessonSummary
 
 
+COUNT_NAMES = ("runs_delivered", "recurred_when_delivered", "runs_touched_not_delivered",
+               "recurred_when_not_delivered")  # fmt: skip
+"""The effectiveness counts of `--sort effectiveness`, named as in `--json`'s
+`effectiveness` (runs delivered, of them recurred; runs that touched the lesson's files
+without its card, of them recurred)."""
+
+
 def summary_scope(item: LessonSummary) -> str:
     """`repo:github.com/acme/api` or `graph 7d5d…/worker @ repo:…`."""
     if item.scope_kind == "repository":
@@ -22,7 +29,8 @@ def summary_lines(
     lessons: Sequence[LessonSummary], counters: Mapping[str, Effectiveness] | None = None
 ) -> str:
     """Plain listing: one tab-separated line per lesson (ID, revision, status, [four
-    effectiveness counts,] scope, title); tabs and newlines inside a title become spaces."""
+    effectiveness counts, each labelled `name=N`,] scope, title); tabs and newlines inside
+    a title become spaces."""
     lines = []
     for item in lessons:
         counts = ""
@@ -32,7 +40,8 @@ def summary_lines(
                 (c.runs_delivered, c.recurred_when_delivered, c.runs_touched_not_delivered,
                  c.recurred_when_not_delivered) if c else (0, 0, 0, 0)
             )  # fmt: skip
-            counts = "".join(f"{value}\t" for value in values)
+            counts = "".join(f"{name}={value}\t" for name, value in zip(COUNT_NAMES, values,
+                                                                          strict=True))  # fmt: skip
         title = " ".join((item.title or "(retired)").split())
         lines.append(
             f"{item.id}\t{item.revision}\t{item.status}\t{counts}{summary_scope(item)}\t{title}\n"

@@ -29,6 +29,10 @@ def _mcp(args: argparse.Namespace) -> int:
     if not os.path.isdir(folder):
         raise UsageError(f"--cwd {args.cwd}: not a folder")
     try:
+        # The server imports the SDK only when it is built: ask for it first, so a base
+        # install gets the hint, not an internal error from inside the server.
+        import mcp  # noqa: F401
+
         from active_memory.mcp_server import run_stdio
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "mcp":

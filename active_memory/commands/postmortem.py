@@ -55,7 +55,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--config",
         metavar="FILE",
         type=Path,
-        help="runtime JSON (SPEC §2) to use instead of the record's `runtime`",
+        help="runtime JSON (docs/config.md) to use instead of the record's `runtime`",
     )
     parser.add_argument(
         "--graph",
@@ -252,18 +252,29 @@ def _lane(
     """The specialists' lane (`--lane`, else the plan's); an impossible one exits 2 now,
     and a recordings file is read now, so a bad one exits 2 too. `waiting` is told where
     each exchange task is."""
+    from active_memory.errors import UsageError
     from active_memory.orchestrator import LaneOptions, choose_lane
 
-    chosen = choose_lane(
-        config,
-        args.lane,
-        LaneOptions(
-            recordings=args.replay,
-            exchange_dir=args.exchange_dir,
-            exchange_waiting=waiting,
-            checkout=checkout.root if checkout is not None else None,
-        ),
-    )
+    try:
+        chosen = choose_lane(
+            config,
+            args.lane,
+            LaneOptions(
+                recordings=args.replay,
+                exchange_dir=args.exchange_dir,
+                exchange_waiting=waiting,
+                checkout=checkout.root if checkout is not None else None,
+            ),
+        )
+    except UsageError as exc:
+        if args.lane in ("replay", "exchange") or args.replay is not None:
+            raise
+        # No model at hand: say how to look without one.
+        raise UsageError(
+            f"{exc}. Without a model: `--replay RECORDINGS.json` answers from recorded "
+            "answers (the example's: examples/recordings.json), and `--show-tasks DIR` "
+            "writes what each specialist would be asked"
+        ) from None
     if chosen.name == "replay" and args.replay is not None:
         import anyio
 

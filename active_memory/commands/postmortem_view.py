@@ -74,7 +74,7 @@ class Display:
         if event.detail:
             text += f": {event.detail}"
         if not self.live:
-            self._line(f"{name}: {text}")
+            self._line(f"{event.specialist}: {text}" if event.specialist else text)
             return
         task = self._task(name)
         if event.stage in ("finished", "published"):

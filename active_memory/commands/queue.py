@@ -48,21 +48,76 @@ def _list(args: argparse.Namespace) -> int:
     import anyio
 
     from active_memory.errors import StoreMissing
-    from active_memory.store import open_store, resolve_store_location
+    from active_memory.store import open_store, resolve_store_location, spool
+    from active_memory.worker_state import worker_report
 
-    async def read() -> list[QueueEntry]:
+    location = resolve_store_location(args.store)
+
+    async def read() -> tuple[list[QueueEntry], int]:
+        create = spool.spooled(location) > 0  # spooled ends need the store made
         try:
-            async with open_store(resolve_store_location(args.store), create=False) as store:
-                return await store.queue.entries(args.state or STATES)
+            async with open_store(location, create=create) as store:
+                flushed = await _flush(store, location)
+                return await store.queue.entries(args.state or STATES), flushed
         except StoreMissing:
-            return []  # no store yet: nothing was ever queued
+            return [], 0  # no store yet: nothing was ever queued
 
-    entries = anyio.run(read, backend="asyncio")
+    entries, flushed = anyio.run(read, backend="asyncio")
+    report = worker_report(location)
     if args.json:
-        print_json({"entries": [e.to_json() for e in entries], "counts": _counts(entries)})
+        print_json({"entries": [e.to_json() for e in entries], "counts": _counts(entries),
+                    "spooled": {"queued_now": flushed, "waiting": report["spooled"]},
+                    "worker": report})  # fmt: skip
     else:
         _table(entries)
+        if flushed:
+            print(f"queued {flushed} session end(s) the hooks had kept in the spool")
+        for line in worker_lines(report):
+            print(line)
     return 0
+
+
+async def _flush(store: Any, location: str) -> int:
+    """Queue the session ends hooks kept in the spool while the store was away."""
+    from active_memory.store import spool
+
+    taken = spool.take(location)
+    written = 0
+    try:
+        for item in taken:
+            await store.queue.enqueue(item.end)
+            written += 1
+    finally:
+        spool.settle(taken, written)
+    return written
+
+
+def worker_lines(report: dict[str, Any]) -> list[str]:
+    """`queue`'s lines about this machine's worker: whether and where it runs, its lane,
+    and what today cost (docs/queue.md)."""
+    lines = []
+    status = report["status"]
+    if status["running"]:
+        kind = "automatic worker" if status.get("auto") else "worker"
+        lines.append(f"{kind}: running, pid {status.get('pid', '?')} on "
+                     f"{status.get('host', '?')} since {status.get('started_at', '?')}; "
+                     f"{status.get('lane', '')}; log {status['log']}")  # fmt: skip
+    elif report["auto_start"]:
+        lines.append(f"worker: not running; the next session end starts one (log "
+                     f"{status['log']})")  # fmt: skip
+    else:
+        lines.append(f"worker: not running, and session ends start none "
+                     f"({report['auto_start_off']}); run `active-memory worker`")  # fmt: skip
+    if not status["running"]:
+        lines.append(f"lane: {report['lane']}")
+    today = report["today"]
+    cost = f", ${today['cost_usd']:.2f}" if today.get("cost_usd") else ""
+    cap = report.get("cap") or "no daily cap"
+    lines.append(f"today ({today['day']} UTC): {today['postmortems']} postmortem(s), "
+                 f"{today['tokens']:,} tokens{cost}; {cap}")  # fmt: skip
+    if report["spooled"]:
+        lines.append(f"spool: {report['spooled']} session end(s) wait for the store")
+    return lines
 
 
 def _change(args: argparse.Namespace) -> int:
@@ -95,6 +150,7 @@ def _table(entries: list[QueueEntry]) -> None:
     import time
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False)
@@ -109,8 +165,8 @@ def _table(entries: list[QueueEntry]) -> None:
     now = time.time()
     for e in entries:
         table.add_row(
-            str(e.id), e.state, e.harness, e.session_id, str(e.attempts),
-            _ago(now - e.updated_at), _note(e),
+            str(e.id), e.state, e.harness, escape(e.session_id), str(e.attempts),
+            _ago(now - e.updated_at), escape(_note(e)),
         )  # fmt: skip
     console.print(table)
     counts = _counts(entries)

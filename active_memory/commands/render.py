@@ -22,9 +22,18 @@ if TYPE_CHECKING:  # only types: `lessons list` need not load the store and the 
     from active_memory.store.effectiveness import Effectiveness
 
 
+PIPED_WIDTH = 200
+"""The width tables get when stdout is not a terminal (a pipe, a file): wide enough that
+nothing is cut; cells still wrap past it."""
+
+
 def stdout_console() -> Console:
-    """A console on stdout that keeps long IDs and paths whole."""
-    return Console(soft_wrap=False, highlight=False)
+    """A console on stdout that keeps long IDs and paths whole (and, piped, a wide page
+    instead of 80 columns)."""
+    console = Console(soft_wrap=False, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, PIPED_WIDTH)
+    return console
 
 
 def scope_label(lesson: Lesson | Tombstone | LessonSummary) -> str:
@@ -126,31 +135,24 @@ def lesson_table(
 
 
 def history_table(lesson_id: str, entries: Sequence[HistoryEntry]) -> Table:
-    """One row per revision: when, who, what and why (run and model only if recorded)."""
+    """One row per revision: when, who, what and why. Who (specialist, run, model) and the
+    change (action, the status it left) share a cell each, so the reason keeps its room
+    on an 80-column terminal: cells wrap, nothing is cut."""
     table = Table(title=f"History of {lesson_id}", title_justify="left")
-    with_run = any(entry.author.run_id for entry in entries)
-    with_model = any(entry.author.model for entry in entries)
-    for column in ("rev", "action", "status", "when (UTC)"):
-        table.add_column(column, no_wrap=True)
+    table.add_column("rev", no_wrap=True, justify="right")
+    table.add_column("change", no_wrap=True)
+    table.add_column("when (UTC)")
     table.add_column("by", overflow="fold")
-    if with_run:
-        table.add_column("run", overflow="fold")
-    if with_model:
-        table.add_column("model", overflow="fold")
-    table.add_column("reason", overflow="fold", min_width=16)
+    table.add_column("reason", overflow="fold")
     for entry in entries:
-        row = [
+        who = [entry.author.specialist, entry.author.run_id or "", entry.author.model or ""]
+        table.add_row(
             str(entry.revision),
-            entry.action,
-            entry.status,
+            f"{entry.action}\n{entry.status}",
             entry.at.strftime("%Y-%m-%d %H:%M"),
-            entry.author.specialist,
-        ]
-        if with_run:
-            row.append(entry.author.run_id or "")
-        if with_model:
-            row.append(entry.author.model or "")
-        table.add_row(*row, entry.reason)
+            "\n".join(part for part in who if part),
+            entry.reason,
+        )
     return table
 
 

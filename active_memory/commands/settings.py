@@ -16,7 +16,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="show the effective settings (enabled, repository, graph, budgetBytes) and "
         "where each value came from",
         description="The settings hooks, the recall server and the worker use here, in "
-        "SPEC order: the run's runtime JSON (--config) or ACTIVE_MEMORY_* variables, then "
+        "this order: the run's runtime JSON (--config) or ACTIVE_MEMORY_* variables, then "
         ".active-memory.toml at the checkout root, then <state dir>/active-memory/"
         "settings.toml, then the defaults (docs/settings.md).",
     )
@@ -27,7 +27,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--config",
         metavar="RUNTIME.json",
         default=None,
-        help="a run's runtime JSON: its activeMemory section comes first",
+        help="a runtime JSON, or a run record (its `runtime`): its activeMemory section "
+        "comes first",
     )
     add_json_option(parser)
     parser.set_defaults(handler=_settings)
@@ -82,12 +83,30 @@ def _settings(args: argparse.Namespace) -> int:
 
 
 def _runtime(path: str) -> dict[str, Any]:
-    # The whole plan is checked (SPEC §2: every violation is a clear error, exit 2); only
-    # the keys it really sets count as the run's.
+    """The runtime JSON at `path`, or a run record's `runtime` (what a run ran with).
+
+    The whole plan is checked (every violation is an error, exit 2), and the error names
+    the file; only the keys it really sets count as the run's.
+    """
     from pathlib import Path
 
     from active_memory.config import parse_runtime_settings, read_json_file
+    from active_memory.errors import UsageError
 
     document = read_json_file(Path(path), "runtime JSON")
-    parse_runtime_settings(document)
+    if isinstance(document, dict) and str(document.get("schema", "")).startswith(
+        "active-memory/run@"
+    ):
+        document = document.get("runtime")  # a run record: the plan it ran with
+        if not isinstance(document, dict):
+            raise UsageError(f"{path}: this run record has no `runtime` to take settings from")
+    try:
+        parse_runtime_settings(document)
+    except UsageError as exc:
+        lines = str(exc).splitlines()
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        raise UsageError(
+            f"{path}: not a runtime JSON or a run record: {lines[0].strip()}{more}; "
+            "see docs/config.md"
+        ) from None
     return document if isinstance(document, dict) else {}

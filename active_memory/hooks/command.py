@@ -85,20 +85,32 @@ def _context_event(arguments: Sequence[str], data: bytes, env: Mapping[str, str]
     event = arguments[1] if len(arguments) == 2 else None
     from active_memory.hooks import compaction
 
-    if compaction.handles(arguments[0]):
-        compaction.handle(arguments[0], jsonio.loads(data.decode("utf-8")), env)
+    client = arguments[0].lower()  # `Claude` is claude
+    if compaction.handles(client):
+        compaction.handle(client, jsonio.loads(data.decode("utf-8")), env)
         return
-    handle_event(arguments[0], jsonio.loads(data.decode("utf-8")), env, event)
+    handle_event(client, jsonio.loads(data.decode("utf-8")), env, event)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Answer one hook call from stdin; always 0 (errors are logged, never raised)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     environment = os.environ if env is None else env
+    harness = (arguments[0] if arguments else "").lower()  # `Claude` is claude
+    if harness in ("-h", "--help", "--version"):  # a person, not a harness, is asking
+        from active_memory import __version__
+
+        usage = "" if harness == "--version" else f"{USAGE}\n"
+        sys.stdout.write(f"active-memory-hook {__version__}\n{usage}")
+        return 0
+    if environment.get("ACTIVE_MEMORY_HOOK_PROBE"):  # `hook doctor` runs us as a harness would
+        from active_memory.hooks.hook_probe import probe_answer
+
+        sys.stdout.write(f"{probe_answer(environment, ' '.join(arguments[:2]))}\n")
+        return 0
     from active_memory.private import use_private_umask
 
     previous_umask = use_private_umask()  # logs, ledgers, snapshots: owner only
-    harness = arguments[0] if arguments else ""
     if harness == "session-end":
         from active_memory.hooks import session_end
 

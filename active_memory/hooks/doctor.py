@@ -13,10 +13,16 @@ For every harness and place (project, user) whose configuration holds a hook of 
 - `trusted` (Copilot CLI, project): the repository is in Copilot's `trustedFolders`;
 - `trusted` (Codex): each hook of ours has a `[hooks.state]` entry whose hash matches,
   and a project install's project is trusted (codex_trust.py);
+- `trusted` (Gemini CLI, project): Gemini CLI's own trust rules would run the folder's
+  hooks (hooks/hook_probe.py);
+- `runs`: each command of ours, started as its harness starts it (a shell in the
+  project folder; the Pi and OpenCode plugins spawn it directly), answers a probe;
 - `server` (Claude Code HTTP hook): the recall server answers its health check;
 - `settings`: the settings files that apply here are valid (settings.py);
 - `store`: the lesson store can be opened and read (a missing SQLite store is fine: the
-  first postmortem creates it).
+  first postmortem creates it);
+- `worker`: whether and where this machine's worker of the store runs, whether a
+  session end starts one, and the lane it would run on (a problem when there is none).
 
 Each failed check says what to do. The command exits 1 when any check fails, or when no
 hook of ours is installed anywhere.
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,15 +80,19 @@ def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]
                 registered = inspect_mcp(harness, where, cwd, environment)
                 if registered is not None:
                     found.append(registered)
-    shared = [_settings_check(cwd, environment), _store_check(environment)]
+    shared = [_settings_check(cwd, environment), _store_check(environment),
+              _worker_check(environment)]  # fmt: skip
     for item in found:
         item.checks.extend(shared)
     return found
 
 
-def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Installed | None:
+def inspect(
+    harness: str, where: str, path: Path, env: Mapping[str, str], *, run: bool = True
+) -> Installed | None:
     """The checks of one hooks file (None: no hook of ours in it); settings and store
-    are checked by `diagnose` once for all."""
+    are checked by `diagnose` once for all. `run`: also start each command as its harness
+    would (`hook install` reads its file back without)."""
     text = read_text(path)
     if text is None:
         return None
@@ -94,17 +104,29 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
         detail = "plugin file (tool.execute.after, session.idle, exit)"
         item.checks.append(Check("present", True, detail))
         item.checks.append(_resolvable([command], env))
+        if run:
+            local = os.path.expanduser(command)  # the plugin expands a `~/` command itself
+            item.checks.append(_runs([[local, "after-tool"]], path, env))
         return item
     if harness == "hermes":
         if not text.startswith(hermes.MARKER):
             return None
-        return _inspect_hermes(item, text, env)
+        _inspect_hermes(item, text, env)
+        if run:  # the plugin spawns the command itself, a `~/` expanded (hermes_plugin.py)
+            command = os.path.expanduser(hermes.plugin_command(text) or "active-memory-hook")
+            item.checks.append(
+                _runs([[command, "after-tool"], [command, "session-end", "hermes"]], path, env)
+            )
+        return item
     if harness == "pi":
         if not text.startswith(pi.MARKER):
             return None
         command = pi.extension_command(text) or "active-memory-hook"
         item.checks.append(Check("present", True, "extension file (tool_result, session_shutdown)"))
         item.checks.append(_resolvable([command], env))
+        if run:
+            local = os.path.expanduser(command)  # the extension expands a `~/` command itself
+            item.checks.append(_runs([[local, "pi"], [local, "session-end", "pi"]], path, env))
         return item
     document = parse_json_object(path, text)
     found = _ours_by_event(harness, document)
@@ -114,6 +136,10 @@ def inspect(harness: str, where: str, path: Path, env: Mapping[str, str]) -> Ins
     key = "bash" if harness == "copilot" else "command"
     handlers = [h for hs in found.values() for h in hs if h.get("type") == "command"]
     item.checks.append(_resolvable([h[key] for h in handlers], env))
+    if run:
+        item.checks.append(_runs([h[key] for h in handlers], path, env))
+    if harness == "gemini" and item.where == "project":
+        item.checks.append(_gemini_trusted(path.parent.parent, env))
     if harness == "codex":
         item.checks.append(_trusted(path, document, where, env))
     if harness == "copilot" and item.where == "project":
@@ -164,6 +190,59 @@ def _present(harness: str, found: Mapping[str, list[Any]]) -> Check:
         f"missing: {', '.join(missing)}",
         f"run `active-memory hook install {harness}` again",
     )
+
+
+def _runs(commands: Sequence[str | list[str]], path: Path, env: Mapping[str, str]) -> Check:
+    """Each command, started as its harness starts it, answers the probe (hook_probe.py)."""
+    from active_memory.hooks.hook_probe import probe
+    from active_memory.hooks.installers import find_project_root
+
+    folder = find_project_root(path.parent)
+    seen: list[str] = []
+    unique = {json.dumps(c): c for c in commands}.values()  # one run per distinct command
+    for command in unique:
+        ok, said = probe(command, folder, env)
+        if not ok:
+            return Check("runs", False, said, "run `active-memory hook install …` again with "
+                         "the active-memory you use, or fix what the error says")  # fmt: skip
+        seen.append(said)
+    return Check("runs", True, f"{len(seen)} command(s) answer as the harness runs them")
+
+
+def _gemini_trusted(root: Path, env: Mapping[str, str]) -> Check:
+    from active_memory.hooks.hook_probe import gemini_trusted
+
+    trusted, why = gemini_trusted(root, env)
+    if trusted:
+        return Check("trusted", True, why)
+    return Check(
+        "trusted", False, f"Gemini CLI blocks this folder's project hooks: {why}",
+        f"start `gemini` in {root} and trust the folder, or set GEMINI_CLI_TRUST_WORKSPACE="
+        "true where Gemini CLI runs (its --skip-trust does not run hooks), or "
+        "`active-memory hook install gemini --user`",
+    )  # fmt: skip
+
+
+def _worker_check(env: Mapping[str, str]) -> Check:
+    from active_memory.store.location import resolve_store_location
+    from active_memory.worker_state import worker_report
+
+    report = worker_report(resolve_store_location(None, env), env)
+    status = report["status"]
+    if status["running"]:
+        detail = (f"running, pid {status.get('pid')} on {status.get('host')} since "
+                  f"{status.get('started_at')}; {status.get('lane')}")  # fmt: skip
+    elif report["auto_start"]:
+        detail = f"not running; the next session end starts one on lane {report['lane']}"
+    else:
+        detail = f"not running, and session ends start none ({report['auto_start_off']})"
+    lane = str(report["lane"])
+    if lane.startswith("none") and not status["running"] and report["auto_start"]:
+        return Check("worker", False, f"{detail}", "set the worker's lane in the settings "
+                     "file (docs/queue.md, \"The automatic worker\")")  # fmt: skip
+    if report.get("cap_reached"):
+        return Check("worker", True, f"{detail}; {report['cap_reached']}")
+    return Check("worker", True, detail)
 
 
 def _inspect_hermes(item: Installed, text: str, env: Mapping[str, str]) -> Installed:

@@ -87,7 +87,7 @@ def register(hook_subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("harness", choices=tuple(_NAMES), help="which harness")
+    parser.add_argument("harness", type=str.lower, choices=tuple(_NAMES), help="which harness")
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--project",
@@ -144,6 +144,12 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         if install
         else (None, None)
     )
+    if script is not None and args.where == "project" and args.harness != "claude":
+        # Files a team commits name no one's home (Claude Code has a per-person file).
+        from active_memory.hooks.installers.command_path import portable_script
+
+        script, portable_note = portable_script(script)
+        entry_note = "; ".join(n for n in (entry_note, portable_note) if n) or None
     path = installers.target_path(args.harness, args.where, Path.cwd())
     change = installers.plan(
         args.harness,
@@ -227,7 +233,7 @@ def _recheck(harness: str, where: str, path: Path) -> list[dict[str, object]]:
 
     from active_memory.hooks import doctor
 
-    item = doctor.inspect(harness, where, path, os.environ)
+    item = doctor.inspect(harness, where, path, os.environ, run=False)
     return [check.to_json() for check in item.checks] if item is not None else []
 
 

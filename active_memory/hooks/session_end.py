@@ -23,6 +23,13 @@ Stdin is the harness's own end-of-session payload:
 - Copilot CLI `sessionEnd` (1.0.102, captured): `sessionId`, `timestamp`, `cwd`,
   `reason`; no transcript path: it is `$COPILOT_HOME/session-state/<sessionId>/events.jsonl`.
 
+Then it starts this machine's worker of the store unless one runs
+(`hooks/worker_start.py`; `[worker] enabled = false` turns that off). A session end
+that cannot reach the store (a PostgreSQL server away, a SQLite lock held past the
+hook's bound) is kept in the spool (`store/spool.py`) and queued by the next hook,
+worker or `queue` that reaches the store; the spooled ends this hook finds go in after
+its own.
+
 Like every hook it never fails or delays the session: on any problem it prints nothing,
 exits 0 and writes one line to `<state dir>/active-memory/recall/hook.log`. It imports
 the standard library and `active_memory.store.enqueue` only (a SQLite store is written
@@ -58,8 +65,8 @@ def parse_arguments(arguments: Sequence[str]) -> tuple[str, str | None]:
             store = rest.pop(0)
         elif item.startswith("--store="):
             store = item.split("=", 1)[1]
-        elif not harness and item in HARNESSES:
-            harness = item
+        elif not harness and item.lower() in HARNESSES:
+            harness = item.lower()
         else:
             raise ValueError(f"unexpected argument {item!r}; {USAGE}")
     if not harness:
@@ -115,6 +122,8 @@ def session_end(harness: str, payload: Any, env: Mapping[str, str] | None = None
     if harness in SESSION_SIZE_QUERIES and size is not None:
         # One database holds every session: the session's own size says whether it grew.
         size = _session_size(harness, path, session_id.strip())
+    from active_memory.processes import host_name
+
     return SessionEnd(
         harness=harness,
         session_id=session_id.strip(),
@@ -123,6 +132,7 @@ def session_end(harness: str, payload: Any, env: Mapping[str, str] | None = None
         event=str(event)[:64],
         model=model if isinstance(model, str) else "",
         size=size,
+        host=host_name(),
     )
 
 
@@ -215,16 +225,53 @@ def _copilot_events(session_id: Any, env: Mapping[str, str]) -> str | None:
     return os.path.join(os.path.expanduser(home), "session-state", session_id, "events.jsonl")
 
 
-def respond(arguments: Sequence[str], data: bytes, env: Mapping[str, str]) -> None:
-    """Enqueue the end `data` describes; raises on any problem (the caller logs it)."""
+def respond(arguments: Sequence[str], data: bytes, env: Mapping[str, str]) -> list[str]:
+    """Enqueue the end `data` describes (or spool it), then start the worker; returns what
+    the hook log should say. Raises when the end is lost (the caller logs it)."""
     import json
 
+    from active_memory.store import spool
     from active_memory.store.enqueue import enqueue
-    from active_memory.store.location import resolve_store_location
+    from active_memory.store.location import mask_url, resolve_store_location
 
     harness, option = parse_arguments(arguments)
     end = session_end(harness, json.loads(data.decode("utf-8")), env)
-    enqueue(resolve_store_location(option, env), end)
+    location = resolve_store_location(option, env)
+    notes: list[str] = []
+    taken = spool.take(location, env)
+    try:
+        _, written = enqueue(location, end, spooled=[item.end for item in taken])
+    except Exception as exc:
+        spool.settle(taken, 0)
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        try:
+            spool.spool(location, end, env)
+        except (spool.SpoolFull, OSError) as full:
+            raise RuntimeError(
+                f"{mask_url(location)}: {reason}; the session end could not be spooled "
+                f"either ({full}), so it is lost; import it by hand later"
+            ) from None
+        notes.append(
+            f"could not queue the session end ({reason}); it waits in the spool "
+            f"({spool.spooled(location, env)} waiting) until a hook, worker or "
+            "`active-memory queue` reaches the store"
+        )
+    else:
+        spool.settle(taken, written)
+        if written:
+            notes.append(f"queued {written} spooled session end(s)")
+    notes.extend(_start_worker(location, env))
+    return notes
+
+
+def _start_worker(location: str, env: Mapping[str, str]) -> list[str]:
+    try:
+        from active_memory.hooks.worker_start import start_worker
+
+        start_worker(location, env)
+    except Exception as exc:  # the end is queued: a worker typed later still runs it
+        return [f"the worker was not started: {' '.join(str(exc).split())}"]
+    return []
 
 
 def main(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> int:
@@ -241,14 +288,17 @@ def main(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> int:
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
-            respond(arguments, sys.stdin.buffer.read(), environment)
+            notes = respond(arguments, sys.stdin.buffer.read(), environment)
     except BaseException as exc:  # a hook must never fail the session
         from active_memory.hooks.hook_log import log_error
 
         log_error(name, exc, environment)  # one line: the failure, not what preceded it
         return 0
     if said.getvalue().strip():
+        notes.insert(0, said.getvalue())
+    if notes:
         from active_memory.hooks.hook_log import log_line
 
-        log_line(name, said.getvalue(), environment)
+        for note in notes:
+            log_line(name, note, environment)
     return 0

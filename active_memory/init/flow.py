@@ -32,6 +32,11 @@ ANSWER_ACTION = (
     "`failures`), then run this command again"
 )
 DONE_ACTION = "none: the session is complete; running it again returns the same receipt"
+NOTHING_ACTION = (
+    "none: no finished run to learn from was found ({found}); pass --runs DIR with run "
+    "records (`active-memory import …` makes them from session logs), or --checkout DIR "
+    "for runs recorded on another machine, and run this command again: nothing was saved"
+)
 
 
 def advance(
@@ -68,6 +73,14 @@ def advance(
         )
         assert state is not None
         head = {"session": str(session.path), "inventory": state["inventory"]}
+        if new and not state["inventory"]["selected"]:
+            # Nothing to do is no completed session: the next call looks again.
+            (session.path / "session.json").unlink()
+            excluded = len(state["inventory"]["excluded"])
+            looked = f"{excluded} run(s) excluded, see inventory.excluded" if excluded else (
+                "no run records or zeroshot ledgers")  # fmt: skip
+            return {"phase": "complete", "next_action": NOTHING_ACTION.format(found=looked),
+                    **head, "receipt": None}  # fmt: skip
         if receipt is not None:
             return {"phase": "complete", "next_action": DONE_ACTION, **head, "receipt": receipt}
         if session.read("publishing.json") is not None:

@@ -224,6 +224,12 @@ def _judge(
     try:
         root = worktree_root(repository.checkout)
     except NotACheckout as exc:
+        if candidates:  # recorded on another machine: a --checkout may be its repository
+            found = _resolve(source, record, candidates)
+            if isinstance(found, Selected):
+                return found
+            why = found.reason.removeprefix("the run recorded no workspace, and ")
+            return Excluded(source, run_id, found.kind, f"{exc}; {why}")
         return Excluded(source, run_id, "missing_checkout", str(exc))
     problem = _unproven(record, root)
     if problem is not None:

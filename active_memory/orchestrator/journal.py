@@ -136,6 +136,15 @@ class InterruptedPostmortem(BaseModel):
     path: Path
 
 
+def _failures(report: PostmortemReport) -> str | None:
+    failed = [
+        f"{name}: {s.status}" + (f" ({s.reason})" if s.reason else "")
+        for name, s in report.specialists.items()
+        if s.status in ("failed", "timed_out")
+    ]
+    return "; ".join(failed) or None
+
+
 def mark_key(run_id: str) -> str:
     """The store key of a run's postmortem publish mark."""
     return f"postmortem:{run_id}"
@@ -230,6 +239,8 @@ class Journal:
             update["usage"] = usage
         if report is not None:
             update["statuses"] = {n: s.status for n, s in report.specialists.items()}
+            # A finished postmortem whose specialists failed says why (issue 29).
+            update["reason"] = reason or _failures(report)
             update["usage"] = report.usage
             update["specialist_usage"] = {n: s.usage for n, s in report.specialists.items()}
             update["published"] = report.published.model_dump()

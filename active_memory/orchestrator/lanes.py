@@ -20,7 +20,6 @@ both call `choose_lane`.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,9 @@ from active_memory.errors import UsageError
 from active_memory.orchestrator.sessions import SessionFactory, lane_sessions
 from active_memory.specialists.providers import SessionOptions
 from active_memory.specialists.providers.credentials import declared_names
+from active_memory.worker_settings import BINARY_VARIABLES as BINARY_VARIABLES
+from active_memory.worker_settings import INSTALL_HINTS, PROVIDER_KEYS, PROVIDER_SDKS, sdk_installed
+from active_memory.worker_settings import find_executable as find_executable
 
 if TYPE_CHECKING:
     from active_memory.specialists.providers.exchange import Pending
@@ -38,18 +40,6 @@ if TYPE_CHECKING:
 LaneName: TypeAlias = Literal["api", "claude", "codex", "replay", "exchange"]
 LANE_NAMES: tuple[LaneName, ...] = get_args(LaneName)
 
-# The key each API provider needs (the adapters read the same names).
-PROVIDER_KEYS = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-}
-# Where a CLI lane finds its binary when it is not on PATH (e.g. under a service manager).
-BINARY_VARIABLES = {"claude": "ACTIVE_MEMORY_CLAUDE_BIN", "codex": "ACTIVE_MEMORY_CODEX_BIN"}
-_INSTALL_HINT = {
-    "claude": "install Claude Code (npm install -g @anthropic-ai/claude-code)",
-    "codex": "install Codex (npm install -g @openai/codex)",
-}
 _CLI_LABEL = {"claude": "claude -p", "codex": "codex exec"}
 
 
@@ -148,15 +138,6 @@ def plan_lane(lane: SpecialistLane, environ: Mapping[str, str]) -> tuple[LaneNam
     return harness, f"the plan's harness {lane.harness} ({_CLI_LABEL[lane.harness]})"
 
 
-def find_executable(name: str, environ: Mapping[str, str]) -> str | None:
-    """A CLI lane's binary: its ACTIVE_MEMORY_*_BIN variable, else PATH (None: not found)."""
-    configured = environ.get(BINARY_VARIABLES[name], "")
-    if configured:
-        path = Path(configured).expanduser()
-        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    return shutil.which(name, path=environ.get("PATH"))
-
-
 def _cli_lane(
     name: LaneName,
     chosen_by: Literal["option", "plan"],
@@ -181,7 +162,7 @@ def _cli_lane(
         )
         key = PROVIDER_KEYS.get(lane.provider, "the provider's key")
         raise UsageError(
-            f"the {name} lane ({reason}): {where}; {_INSTALL_HINT[name]} or set {variable} "
+            f"the {name} lane ({reason}): {where}; {INSTALL_HINTS[name]} or set {variable} "
             f"to its path, or use --lane api with {key} in nodes.{lane.source_node}.env"
         )
     session_options = SessionOptions(
@@ -207,4 +188,11 @@ def _require_api_key(lane: SpecialistLane, environ: Mapping[str, str]) -> None:
     if not environ.get(key):
         raise UsageError(
             f"--lane api: {key} is declared in {where} but not set in the environment; export it"
+        )
+    if not sdk_installed(lane.provider):
+        extra = "anthropic" if lane.provider == "anthropic" else "openai"
+        raise UsageError(
+            f"--lane api: provider {lane.provider} needs the {PROVIDER_SDKS[lane.provider]} "
+            f"package, which is not installed: pip install 'active-memory[{extra}]', or use "
+            f"--lane {lane.harness}"
         )

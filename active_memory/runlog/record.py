@@ -392,10 +392,25 @@ _SCHEMA_PATTERN = re.compile(r"^active-memory/run@(\d+)$")
 
 
 def load_run_record(path: str | Path) -> RunRecord:
-    """Read and validate a run record file; raise `InvalidRecord` naming what is wrong."""
+    """Read and validate a run record file; raise `InvalidRecord` naming what is wrong.
+
+    A JSON Lines file (one document per line: a harness's session log) is not a run
+    record: the error says how to build one from it."""
+    from active_memory.errors import UsageError
     from active_memory.reader import load_json
 
-    return parse_run_record(load_json(path, "run record"), str(path))
+    try:
+        data = load_json(path, "run record")
+    except UsageError as exc:
+        if "Extra data" not in str(exc):
+            raise
+        raise InvalidRecord(
+            str(path),
+            "holds one JSON document per line (a session log?), not a run record; build "
+            f"one with `active-memory import claude|codex|pi|gemini|copilot {path} -o "
+            "run.json`, then use run.json",
+        ) from None
+    return parse_run_record(data, str(path))
 
 
 def parse_run_record(data: Any, source: str = "<run record>") -> RunRecord:

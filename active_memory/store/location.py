@@ -76,6 +76,29 @@ def journal_folder(location: str, env: Mapping[str, str] | None = None) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(location)), JOURNAL_FOLDER)
 
 
+WORKER_FOLDER = "worker"
+
+
+def worker_folder(location: str, env: Mapping[str, str] | None = None) -> str:
+    """Where the worker of the store at `location` keeps this machine's files (its lock,
+    status, log, spend ledger and the spool of session ends that could not be queued):
+    a `worker` folder beside a SQLite file, the state folder's for PostgreSQL (each
+    machine has its own). It follows the store for the reason the journal does."""
+    if is_postgres_url(location) or location.startswith(":memory:") or not location:
+        return os.path.join(state_dir(env), WORKER_FOLDER)
+    return os.path.join(os.path.dirname(os.path.abspath(location)), WORKER_FOLDER)
+
+
+def store_key(location: str) -> str:
+    """A file name for the store at `location` among others in one worker folder: the
+    SQLite file's name, or the masked URL (never a password) of a PostgreSQL store."""
+    from active_memory.file_names import safe_name
+
+    if is_postgres_url(location):
+        return safe_name(mask_url(location))
+    return safe_name(os.path.basename(location) or "store")
+
+
 def resolve_store_location(option: str | None, env: Mapping[str, str] | None = None) -> str:
     """The store to use: the `--store` option, else $ACTIVE_MEMORY_STORE, else the default."""
     env = os.environ if env is None else env

@@ -20,6 +20,7 @@ never leaves this module: `location` and every message use the masked URL.
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
@@ -340,6 +341,11 @@ def connect_error(location: str, secret: str | None, exc: Exception) -> StoreUna
         reason = f"missing permission to connect: {text}"
     elif isinstance(exc, TimeoutError):
         reason = "the server did not answer in time; check the host and port"
+    elif isinstance(exc, ssl.SSLError):
+        reason = (
+            f"the TLS connection failed ({text}); check the URL's sslmode and sslrootcert "
+            '(docs/store.md, "TLS")'
+        )
     elif isinstance(exc, OSError):
         reason = f"cannot reach the PostgreSQL server ({text}); is it running at that address?"
     elif isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | ValueError):

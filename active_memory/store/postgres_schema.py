@@ -295,6 +295,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
     ),
     KEEPS_MIGRATION,
+    # Version 11 (docs/queue.md): the machine a session ended on; a worker claims only
+    # its own machine's entries (and those from before, which name none).
+    ("ALTER TABLE postmortem_queue ADD COLUMN host TEXT NOT NULL DEFAULT ''",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

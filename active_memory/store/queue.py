@@ -7,10 +7,14 @@ workers of many machines agree on when a lease expires). A backend reads `now` o
 transaction and hands it to the functions here.
 
 - An end event (`SessionEnd`) inserts or refreshes the one entry of (harness, session).
-  A *final* event (Claude Code / Codex `SessionEnd`, OpenCode's `session.end` at exit,
-  Hermes' `on_session_finalize`) makes the entry claimable at once; a *turn* event
-  (Codex `Stop`, OpenCode's `session.idle`, Hermes' `on_session_end`, after every turn)
-  only once no other end arrived for the worker's settle delay.
+  A *final* event (`FINAL_EVENTS`: Claude Code, Codex and Gemini CLI `SessionEnd`,
+  Copilot CLI `sessionEnd`, Pi's `session_shutdown` but a reload, OpenCode's
+  `session.end` at exit, Hermes' `on_session_finalize`) makes the entry claimable at
+  once; a *turn* event (Codex `Stop`, OpenCode's `session.idle`, Hermes'
+  `on_session_end`, Pi's reload, after every turn) only once no other end arrived for
+  the worker's settle delay.
+- An entry records the machine it ended on (`host`); a worker claims only entries of
+  its own machine (and older ones that name none), whose transcripts it can read.
 - A claim moves `pending` → `running` with a lease (`lease_owner`, `lease_expires`) and
   counts an attempt. A `running` entry whose lease expired is claimable by any worker
   (its worker died); past `MAX_CLAIMS` claims it is `failed` instead (a poisoned entry
@@ -47,14 +51,21 @@ DEFAULT_LEASE = 60.0
 DEFAULT_SETTLE = 120.0
 """Quiet time after a turn event (Codex `Stop`) before the session counts as settled."""
 
-FINAL_EVENTS = frozenset(
-    {"SessionEnd", "session.end", "session.deleted", "session.idle.final", "on_session_finalize"}
-)
+FINAL_EVENTS = frozenset({
+    "SessionEnd",  # Claude Code, Codex, Gemini CLI
+    "sessionEnd",  # Copilot CLI
+    "session.end", "session.deleted", "session.idle.final",  # OpenCode
+    "on_session_finalize",  # Hermes
+    # Pi's session_shutdown, by its reason: the session is over (quit) or replaced by
+    # another (new, resume, fork). A reload keeps the session going: a turn end.
+    "session_shutdown", "session_shutdown:quit", "session_shutdown:new",
+    "session_shutdown:resume", "session_shutdown:fork",
+})  # fmt: skip
 
 QUEUE_COLUMNS = (
     "id, harness, session_id, transcript, cwd, model, event, final, size, processed_size, "
     "state, attempts, ends, enqueued_at, updated_at, last_end_at, not_before, lease_owner, "
-    "lease_expires, scope, holds_scope, reason, result"
+    "lease_expires, scope, holds_scope, reason, result, host"
 )
 _NAMES = tuple(name.strip() for name in QUEUE_COLUMNS.split(","))
 
@@ -70,6 +81,7 @@ class SessionEnd:
     event: str
     model: str = ""
     size: int | None = None  # transcript bytes at the event (None: unknown)
+    host: str = ""  # the machine it ended on (where its transcript can be read)
 
     @property
     def final(self) -> bool:
@@ -104,6 +116,7 @@ class QueueEntry:
     holds_scope: bool
     reason: str
     result: dict[str, Any] | None = field(default=None)
+    host: str = ""  # where it was enqueued: only that machine's workers claim it
 
     def to_json(self) -> dict[str, Any]:
         """The entry in `queue --json` (times as epoch seconds)."""
@@ -136,6 +149,7 @@ def plan_enqueue(end: SessionEnd, current: QueueEntry | None, now: float) -> Val
         "transcript": end.transcript or (current.transcript if current else ""),
         "cwd": end.cwd or (current.cwd if current else ""),
         "model": end.model or (current.model if current else ""),
+        "host": end.host or (current.host if current else ""),
         "event": end.event,
         "final": int(end.final),
         "last_end_at": now,
@@ -172,8 +186,13 @@ def plan_enqueue(end: SessionEnd, current: QueueEntry | None, now: float) -> Val
     }
 
 
-def claimable(entry: QueueEntry, now: float, settle: float, busy: set[str]) -> bool:
-    """May a worker claim `entry` now? `busy`: scopes another worker holds."""
+def claimable(
+    entry: QueueEntry, now: float, settle: float, busy: set[str], host: str | None = None
+) -> bool:
+    """May a worker claim `entry` now? `busy`: scopes another worker holds; `host`: the
+    worker's machine (None: any), which claims only its own entries and unplaced ones."""
+    if host is not None and entry.host not in ("", host):
+        return False
     if entry.state == "running":
         return entry.lease_expires is not None and entry.lease_expires <= now
     if entry.state != "pending" or entry.not_before > now:
@@ -190,8 +209,9 @@ def plan_claim(entry: QueueEntry, owner: str, now: float, lease: float) -> Value
         return {
             **_released(now),
             "state": "failed",
-            "reason": f"claimed {entry.attempts} times without finishing (a worker crashed or "
-            f"was killed each time); last: {entry.reason or 'no reason recorded'}",
+            "reason": f"claimed {entry.attempts} times without finishing (its worker crashed "
+            f"or was killed, or its lane could not run it, each time); last: "
+            f"{entry.reason or 'no reason recorded'}",
         }
     return {
         "state": "running",
@@ -220,7 +240,7 @@ def plan_bind_scope(
     }
 
 
-Outcome = Literal["done", "failed", "released"]
+Outcome = Literal["done", "failed", "released", "retry"]
 
 
 def plan_finish(
@@ -229,17 +249,20 @@ def plan_finish(
 ) -> Values:  # fmt: skip
     """The columns that end a running entry's attempt.
 
-    `released`: back to pending, the attempt uncounted (a drained worker). `done` goes
-    back to pending instead when a later end showed the session grew meanwhile.
+    `released`: back to pending, the attempt uncounted (a drained worker, a lane this
+    worker lacks); `retry`: back to pending after `retry_in`, the attempt counted (a lane
+    that failed to run: after `MAX_CLAIMS` the entry fails). `done` goes back to pending
+    instead when a later end showed the session grew meanwhile.
     """
     base = _released(now)
     # A reason or a result may quote an error (a store URL with its password, a key in a
     # command): the queue is a file we write too, so both pass the one screen.
     reason = mask(reason)
     result = mask_value(result) if result is not None else None
-    if outcome == "released":
+    if outcome in ("released", "retry"):
+        attempts = max(entry.attempts - 1, 0) if outcome == "released" else entry.attempts
         return {**base, "state": "pending", "not_before": now + retry_in, "reason": reason,
-                "attempts": max(entry.attempts - 1, 0)}  # fmt: skip
+                "attempts": attempts}  # fmt: skip
     if outcome == "failed":
         return {**base, "state": "failed", "reason": reason}
     values = {**base, "result": json.dumps(result or {}, sort_keys=True), "reason": reason}

@@ -12,7 +12,7 @@ one repository scope.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 from active_memory.errors import QueueEntryNotFound, UsageError
@@ -59,12 +59,15 @@ class PostmortemQueue:
         return await self._write(self._enqueue, end)
 
     async def claim(
-        self, owner: str, *, limit: int, lease: float, settle: float
-    ) -> list[QueueEntry]:
-        """Claim up to `limit` claimable entries for `owner` (oldest first)."""
+        self, owner: str, *, limit: int, lease: float, settle: float, host: str | None = None,
+        skip: Collection[int] = (),
+    ) -> list[QueueEntry]:  # fmt: skip
+        """Claim up to `limit` claimable entries for `owner` (oldest first); with `host`,
+        only entries enqueued on that machine (or naming none); never those in `skip`
+        (entries this worker already found it cannot run)."""
         if limit <= 0:
             return []
-        return await self._write(self._claim, owner, limit, lease, settle)
+        return await self._write(self._claim, owner, limit, lease, settle, host, frozenset(skip))
 
     async def renew(self, entry_id: int, owner: str, lease: float) -> bool:
         """Extend `owner`'s lease; False when the entry is no longer `owner`'s."""
@@ -123,8 +126,9 @@ class PostmortemQueue:
         return found
 
     async def _claim(
-        self, tx: Tx, now: float, owner: str, limit: int, lease: float, settle: float
-    ) -> list[QueueEntry]:
+        self, tx: Tx, now: float, owner: str, limit: int, lease: float, settle: float,
+        host: str | None, skip: frozenset[int],
+    ) -> list[QueueEntry]:  # fmt: skip
         busy = {
             row[0]
             for row in await tx.fetch(
@@ -133,20 +137,26 @@ class PostmortemQueue:
                 now,
             )
         }
+        # Another machine's entries are not even read: on PostgreSQL they stay unlocked
+        # for that machine's workers.
+        mine, hosts = ("", ()) if host is None else (" AND host IN (?, '')", (host,))
         rows = await tx.fetch(
             f"SELECT {QUEUE_COLUMNS} FROM postmortem_queue WHERE "
-            "(state = 'pending' AND not_before <= ? AND (final = 1 OR last_end_at <= ?)) "
-            "OR (state = 'running' AND lease_expires <= ?) "
+            "((state = 'pending' AND not_before <= ? AND (final = 1 OR last_end_at <= ?)) "
+            f"OR (state = 'running' AND lease_expires <= ?)){mine} "
             f"ORDER BY not_before, id LIMIT ?{self._d.skip_locked}",
             now,
             now - settle,
             now,
-            limit * 4 + 16,
+            *hosts,
+            limit * 4 + 16 + len(skip),
         )
         claimed: list[QueueEntry] = []
         for row in rows:
             entry = row_to_entry(tuple(row))
-            if len(claimed) == limit or not claimable(entry, now, settle, busy):
+            if entry.id in skip or len(claimed) == limit:
+                continue
+            if not claimable(entry, now, settle, busy, host):
                 continue
             values = plan_claim(entry, owner, now, lease)
             await _update(tx, entry.id, values)

@@ -37,7 +37,12 @@ from active_memory.errors import (
 from active_memory.private import create_private
 from active_memory.store.dialect import Dialect, Row, Tx
 from active_memory.store.lesson_store import LessonStore
-from active_memory.store.sqlite_file import backup_destination, checked_path, release_claim
+from active_memory.store.sqlite_file import (
+    backup_destination,
+    checked_path,
+    count_open,
+    release_claim,
+)
 from active_memory.store.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -85,6 +90,7 @@ class SqliteDialect(Dialect):
         self._conn = conn
         self._tx = _Connection(conn)
         self._turn = anyio.Lock()
+        self._counted = False  # counted in sqlite_file.OPEN_IN_THIS_PROCESS
 
     def among(self, column: str, values: Iterable[str]) -> tuple[str, Any]:
         return f"{column} IN (SELECT value FROM json_each(?))", json.dumps(list(values))
@@ -115,17 +121,29 @@ class SqliteDialect(Dialect):
         cls, location: str, target: str, busy_timeout: float, *, read_only: bool
     ) -> SqliteDialect:
         """Connect to `target` (a path, a `mode=ro` URI, `:memory:`) and set the store up."""
+        counted = target != ":memory:"
+        if counted:  # before SQLite opens the file: no header read of ours from here on
+            count_open(location, +1)
         try:
             conn = await aiosqlite.connect(
                 target, isolation_level=None, timeout=busy_timeout, uri=read_only
             )
         except sqlite3.Error as exc:
+            if counted:
+                count_open(location, -1)
             raise StoreUnavailable(location, f"cannot open the store: {exc}") from None
         dialect = cls(location, conn, busy_timeout, read_only=read_only)
+        dialect._counted = counted
         return await dialect.started(dialect._migrate)
 
     async def _close(self) -> None:
-        await self._conn.close()
+        try:
+            await self._conn.close()
+        finally:
+            # Uncounted once SQLite let go of the file (its last close may checkpoint).
+            if self._counted:
+                count_open(self.location, -1)
+                self._counted = False
 
     async def _configure(self) -> None:
         await self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")

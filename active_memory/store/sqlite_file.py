@@ -5,6 +5,8 @@ takes on its destination."""
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 from pathlib import Path
 
 from active_memory.errors import StoreCorrupt, StoreMissing, StoreUnavailable, UsageError
@@ -21,6 +23,49 @@ def _note(message: str) -> None:
     print(f"active-memory: note: {message}", file=sys.stderr)
 
 
+OPEN_IN_THIS_PROCESS: dict[str, int] = {}
+"""Store files this process holds SQLite connections to, by real path, and how many.
+
+Reading such a file's header here would cost those connections their locks: closing any
+descriptor of a file drops every POSIX lock this process holds on it, SQLite's included,
+and another process may then take the store for unused and delete its WAL under them
+(every later statement of theirs: "disk I/O error"). A file SQLite already has open here
+was checked when it was first opened."""
+
+
+_HEADER_TURN = threading.Lock()
+"""Held while a header is read and while a connection is counted: a header read and the
+opening of a connection to the same file never overlap (two stores opened at once in one
+process, each in its own thread)."""
+
+
+def held(path: Path) -> bool:
+    """This process has the store at `path` open through SQLite."""
+    return OPEN_IN_THIS_PROCESS.get(os.path.realpath(path), 0) > 0
+
+
+def count_open(path: str, change: int) -> None:
+    """A connection to the store file at `path` is about to open (+1; before SQLite opens
+    it, so no header read here can start after) or closed or failed to open (-1)."""
+    key = os.path.realpath(path)
+    with _HEADER_TURN:
+        left = OPEN_IN_THIS_PROCESS.get(key, 0) + change
+        if left > 0:
+            OPEN_IN_THIS_PROCESS[key] = left
+        else:
+            OPEN_IN_THIS_PROCESS.pop(key, None)
+
+
+def _header(path: Path) -> bytes | None:
+    """The first bytes of `path`, or None when SQLite has it open here (then it was
+    checked when first opened, and reading it would drop SQLite's locks)."""
+    with _HEADER_TURN:
+        if held(path):
+            return None
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER))
+
+
 def checked_path(location: str | Path, create: bool) -> Path:
     """Refuse a path that is not a SQLite file before SQLite touches it."""
     path = Path(location).expanduser()
@@ -28,10 +73,11 @@ def checked_path(location: str | Path, create: bool) -> Path:
         raise StoreUnavailable(str(path), "is a folder; give the path of a store file")
     if path.exists():
         try:
-            with path.open("rb") as handle:
-                header = handle.read(len(SQLITE_HEADER))
+            header = _header(path)
         except OSError as exc:
             raise StoreUnavailable(str(path), f"cannot read the store: {exc.strerror}") from None
+        if header is None:
+            return path
         if header and header != SQLITE_HEADER:
             raise StoreCorrupt(
                 str(path),
@@ -41,6 +87,11 @@ def checked_path(location: str | Path, create: bool) -> Path:
         _tighten_store(path)
         return path
     if not create:
+        if not path.parent.is_dir() and path.absolute() != default_store_path().absolute():
+            # Not a store not made yet: a path that cannot be one (a typo, a missing mount).
+            raise StoreUnavailable(
+                str(path), f"no such folder {path.parent}; check --store or ACTIVE_MEMORY_STORE"
+            )
         raise StoreMissing(str(path))
     try:
         path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)

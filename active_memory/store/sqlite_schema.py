@@ -250,6 +250,9 @@ MIGRATIONS: tuple[str, ...] = (
     FAILURE_SIGNATURES_MIGRATION,
     EVIDENCE_FAILURES_MIGRATION,
     KEEPS_MIGRATION,
+    # Version 11 (docs/queue.md): the machine a session ended on; a worker claims only
+    # its own machine's entries (and those from before, which name none).
+    "ALTER TABLE postmortem_queue ADD COLUMN host TEXT NOT NULL DEFAULT '';",
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

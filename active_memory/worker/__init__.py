@@ -20,4 +20,5 @@ from active_memory.worker.engine import WorkerEvent as WorkerEvent
 from active_memory.worker.engine import WorkerOptions as WorkerOptions
 from active_memory.worker.lanes import LANES as LANES
 from active_memory.worker.lanes import LaneChoice as LaneChoice
+from active_memory.worker.lanes import WorkerLane as WorkerLane
 from active_memory.worker.lanes import session_factory as session_factory

@@ -2,15 +2,19 @@
 
 A harness session has no zeroshot runtime plan. The worker builds one (docs/queue.md):
 
-- `harness`: the session's (`claude` or `codex`), as the importer recorded it; a Pi,
-  Gemini CLI or Copilot CLI session takes the lane its `--config RUNTIME.json` names
-  (`harness` claude or codex), with `--model` or that file's `nodes.worker.model`;
-- `provider`: the one the session used when the transcript says so and it fits the
-  harness, else the harness's first-party provider (claude → anthropic, codex → openai);
+- `harness`: the worker's lane's (`LaneTarget.harness`: `claude -p` runs plans of harness
+  claude, `codex exec` of codex, the API lane's provider decides); for file lanes
+  (replay, exchange) `--config RUNTIME.json`'s `harness`, else the session's (claude or
+  codex);
+- `provider`: the API lane's; else the one the session used when the transcript says so
+  and it fits the harness, else the harness's first-party provider (claude → anthropic,
+  codex → openai);
 - `size`: `standard`;
-- `nodes.worker`: an agent on the model the session used (`--model` overrides; the
-  session-end payload's model is the fallback), declaring the provider's key and base-URL
-  names, so the API lane reads them from the worker's environment;
+- `nodes.worker`: an agent on `LaneTarget.model` (`--model`, `[worker] model`), else
+  `--config`'s `nodes.worker.model`, else the model the session used (the session-end
+  payload's model as the fallback), when the session ran the plan's harness; declaring
+  the provider's key and base-URL names, so the API lane reads them from the lane's
+  environment. A session of another harness with no model named raises `NoModel`;
 - `activeMemory` from the settings module (`active_memory/settings.py`): `--config
   RUNTIME.json`'s section, then the repository's `.active-memory.toml`, then the user's
   settings file, then SPEC §2's defaults; so a repository that opted out of a scope is
@@ -31,6 +35,7 @@ from active_memory.config import (
 )
 from active_memory.errors import UsageError
 from active_memory.runlog.record import RunRecord
+from active_memory.worker.lanes import LaneTarget
 
 DECLARED_ENV = {
     "anthropic": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"],
@@ -40,42 +45,47 @@ DECLARED_ENV = {
 SESSION_NODE = "worker"
 
 
+class NoModel(UsageError):
+    """The plan needs a model and none is named for this session (`reason` says what to set)."""
+
+
+PROBE_MODEL = "no-model-named"
+"""The model of a plan built only to learn whether a postmortem would ask a model."""
+
+
 def session_runtime(
     record: RunRecord,
     *,
-    model: str | None = None,
+    target: LaneTarget | None = None,
     fallback_model: str = "",
     overrides: dict[str, Any] | None = None,
     active_memory: dict[str, Any] | None = None,
 ) -> RuntimeConfig:
     """The runtime config for the postmortem of an imported harness session.
 
-    Raises `UsageError` when no model is known or the result is not a valid plan.
+    Raises `NoModel` when no model is known, `UsageError` when the plan is not valid.
     """
+    target = target or LaneTarget()
     recorded = record.runtime or {}
-    harness = str(recorded.get("harness") or "")
+    session = str(recorded.get("harness") or "")
     node = (recorded.get("nodes") or {}).get(SESSION_NODE) or {}
-    session_model = node.get("model") or fallback_model
+    harness = target.harness or str((overrides or {}).get("harness") or "") or session
     if harness not in PROVIDERS_BY_HARNESS:
-        # Pi, Gemini CLI and Copilot CLI sessions have no postmortem lane of their own:
-        # the worker's config names the lane (docs/harnesses.md, "Session end"), and the
-        # session's own model (another vendor's) is no model for it.
-        lane = str((overrides or {}).get("harness") or "")
-        if lane not in PROVIDERS_BY_HARNESS:
-            raise UsageError(
-                f"run {record.run_id}: a {harness or '(unnamed)'} session has no postmortem "
-                "lane of its own; run the worker with --config RUNTIME.json whose `harness` "
-                "is claude or codex (and --model, or that file's nodes.worker.model)"
-            )
-        harness, session_model = lane, ""
+        raise NoModel(
+            f"run {record.run_id}: a {session or '(unnamed)'} session has no postmortem lane "
+            "of its own; set [worker] lane (claude, codex or api) and model in your "
+            "settings file, or run the worker with --lane and --model"
+        )
     providers = PROVIDERS_BY_HARNESS[harness]
-    provider = recorded.get("provider")
+    provider = target.provider or recorded.get("provider")
     if provider not in providers:
         provider = providers[0]
-    chosen = model or session_model or _configured_model(overrides)
+    own = (node.get("model") or fallback_model) if session == harness else ""
+    chosen = target.model or _configured_model(overrides) or own
     if not chosen:
-        raise UsageError(
-            f"run {record.run_id}: the session names no model; pass --model to the worker"
+        raise NoModel(
+            f"run {record.run_id}: the {harness} lane needs a model for a {session} session; "
+            "set [worker] model in your settings file (or pass --model)"
         )
     plan: dict[str, Any] = {
         "harness": harness,
@@ -86,12 +96,12 @@ def session_runtime(
     for key, value in (overrides or {}).items():
         if key == "nodes" and isinstance(value, dict):
             plan["nodes"] = {**plan["nodes"], **value}
-        else:
+        elif key not in ("harness", "provider") or target.harness is None:
             plan[key] = value
     if active_memory is not None:  # already layered over the config file's section
         plan["activeMemory"] = active_memory
-    if model:  # the command line wins over a config file
-        plan["nodes"][SESSION_NODE] = {**plan["nodes"][SESSION_NODE], "model": model}
+    if target.model:  # the command line and the settings win over a config file
+        plan["nodes"][SESSION_NODE] = {**plan["nodes"][SESSION_NODE], "model": target.model}
     if record.graph is None or record.graph.ir is None:
         raise UsageError(f"run {record.run_id}: the imported record has no graph")
     return resolve_config(parse_runtime_settings(plan), record.graph.ir)

@@ -74,6 +74,8 @@ def isolated_home(root: Path) -> dict[str, str]:
         "CODEX_HOME": str(codex_home),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
+        # A session end starts no worker here: the tests of the automatic worker drop it.
+        "ACTIVE_MEMORY_AUTO_WORKER": "0",
         "PIP_CACHE_DIR": pip_cache(),
     }
 

@@ -42,8 +42,9 @@ def target_path(
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
     if harness == "claude":
-        base = find_project_root(cwd) if where == "project" else home
-        return claude.settings_path(base)
+        if where == "project":
+            return claude.local_settings_path(find_project_root(cwd))
+        return claude.settings_path(home)
     if harness == "codex":
         if where == "project":
             return codex.hooks_path(find_project_root(cwd) / ".codex")
@@ -178,7 +179,17 @@ def _plan_hooks(
     where: Where,
 ) -> Plan:
     if harness == "claude":
-        return Plan([claude.plan(path, install, http, port, script)])
+        changes = [claude.plan(path, install, http, port, script)]
+        if where == "project":
+            checkout = path.parent.parent
+            # Ours in the committed file (written there by earlier versions) go away.
+            legacy = claude.plan(claude.settings_path(checkout), False, http, port, None)
+            if legacy.changed:
+                changes.append(legacy)
+            exclude = claude.git_exclude_change(checkout, path) if install else None
+            if exclude is not None:
+                changes.append(exclude)
+        return Plan(changes)
     if harness == "opencode":
         return Plan([opencode.plan(path, install, script)])
     if harness == "pi":

@@ -1,5 +1,10 @@
 """Claude Code: a PreToolUse hook (command or HTTP), context hooks and a SessionEnd hook
-in `.claude/settings.json`.
+in `~/.claude/settings.json` (`--user`) or, for a project, in
+`.claude/settings.local.json`: Claude Code's per-person project file, kept out of git
+(the installer adds it to `.git/info/exclude` when nothing ignores it), because the hooks
+name this user's hook entry and `.claude/settings.json` is the file teams commit. A
+project install also takes ours out of `.claude/settings.json`, where earlier versions
+wrote them.
 
 The PreToolUse hook answers tool calls with lesson cards; the context hooks
 (`PostToolBatch`, `UserPromptSubmit`, `SessionStart` after a compaction or a clear) run
@@ -81,6 +86,47 @@ ENV_HEADER_TITLE = "-".join(part.capitalize() for part in ENV_HEADER_PREFIX.spli
 def settings_path(base: Path) -> Path:
     """`<base>/.claude/settings.json` (base: the checkout root or the home folder)."""
     return base / ".claude" / "settings.json"
+
+
+def local_settings_path(root: Path) -> Path:
+    """`<root>/.claude/settings.local.json`: a project's per-person settings."""
+    return root / ".claude" / "settings.local.json"
+
+
+def git_exclude_change(root: Path, path: Path) -> FileChange | None:
+    """The line that keeps `path` (in the checkout at `root`) out of git, in the
+    repository's `info/exclude`; None when git already ignores it or there is no git."""
+    import subprocess
+
+    relative = path.relative_to(root).as_posix()
+    try:
+        ignored = subprocess.run(
+            ["git", "-C", str(root), "check-ignore", "-q", relative],
+            capture_output=True, timeout=10, check=False,
+        )  # fmt: skip
+        found = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--git-path", "info/exclude"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if ignored.returncode == 0 or found.returncode != 0 or not found.stdout.strip():
+        return None
+    exclude = Path(found.stdout.strip())
+    exclude = exclude if exclude.is_absolute() else root / exclude
+    try:
+        before = exclude.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        before = None
+    except OSError:
+        return None
+    text = before or ""
+    line = f"/{relative}"
+    if line in text.splitlines():
+        return None
+    after = text + ("" if not text or text.endswith("\n") else "\n")
+    after += f"# active-memory: Claude Code's per-person hooks (hook install claude)\n{line}\n"
+    return FileChange(exclude, before, after)
 
 
 def is_ours(handler: Any) -> bool:

@@ -104,12 +104,30 @@ def install_hook_entry(
 
 
 def shell_command(script: Path, *arguments: str) -> str:
-    """`script arguments…` as a shell command line (the path quoted only when needed)."""
+    """`script arguments…` as a shell command line (the path quoted only when needed; a
+    `~/…` path keeps its tilde unquoted, so each user's shell expands it)."""
     if sys.platform == "win32":  # pragma: no cover - cmd.exe quoting
         text = str(script)
         quoted = f'"{text}"' if " " in text else text
         return " ".join([quoted, *arguments])
-    return " ".join([shlex.quote(str(script)), *(shlex.quote(a) for a in arguments)])
+    text = str(script)
+    first = "~/" + shlex.quote(text[2:]) if text.startswith("~/") else shlex.quote(text)
+    return " ".join([first, *(shlex.quote(a) for a in arguments)])
+
+
+def portable_script(script: Path, env: Mapping[str, str] | None = None) -> tuple[Path, str | None]:
+    """The command a project install writes: `~/…` when `script` lies in the home folder,
+    so a file the team commits names no one's home (each teammate's own `hook install`
+    writes their lean entry at the same place); else `script` and a note saying so."""
+    environment = os.environ if env is None else env
+    home = os.path.abspath(environment.get("HOME") or os.path.expanduser("~"))
+    text = os.path.abspath(str(script))
+    if text.startswith(home.rstrip(os.sep) + os.sep):
+        return Path("~") / os.path.relpath(text, home), None
+    return script, (
+        f"the project's hook files name {script}, a path of this machine outside your home "
+        "folder: teammates need the same path, or install with --user"
+    )
 
 
 def command_executable(command: str) -> str | None:

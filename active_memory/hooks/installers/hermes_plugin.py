@@ -33,7 +33,9 @@ def _cwd() -> str:
 def _ask(arguments: list[str], payload: dict[str, Any]) -> str:
     try:
         done = subprocess.run(
-            [COMMAND, *arguments],
+            # A project install names the command from the home folder (`~/…`): nothing of
+            # one user in a file a team commits.
+            [os.path.expanduser(COMMAND), *arguments],
             input=json.dumps(payload).encode("utf-8"),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

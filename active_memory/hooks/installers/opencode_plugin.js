@@ -11,8 +11,13 @@
 // recall must never break a tool call or a session.
 
 import { spawn, spawnSync } from "node:child_process";
+import { homedir } from "node:os";
+import { join } from "node:path";
 
 const COMMAND = process.env.ACTIVE_MEMORY_HOOK_COMMAND || "active-memory-hook";
+// A project install names the command from the home folder ("~/…"): nothing of one
+// user in a file a team commits.
+const EXECUTABLE = COMMAND.startsWith("~/") ? join(homedir(), COMMAND.slice(2)) : COMMAND;
 const TIMEOUT_MS = 5000;
 const MAX_PENDING = 1000;
 
@@ -20,7 +25,7 @@ function askActiveMemory(payload, cwd, args = ["after-tool"], running = undefine
   return new Promise((resolve) => {
     let child;
     try {
-      child = spawn(COMMAND, args, { cwd, stdio: ["pipe", "pipe", "ignore"] });
+      child = spawn(EXECUTABLE, args, { cwd, stdio: ["pipe", "pipe", "ignore"] });
     } catch {
       resolve("");
       return;
@@ -76,7 +81,7 @@ export const ActiveMemory = async ({ directory, worktree }) => {
     }
     for (const sessionID of sessions) {
       try {
-        spawnSync(COMMAND, ["session-end", "opencode"], {
+        spawnSync(EXECUTABLE, ["session-end", "opencode"], {
           cwd,
           input: JSON.stringify({ sessionID, cwd, event: "session.end" }),
           stdio: ["pipe", "ignore", "ignore"],

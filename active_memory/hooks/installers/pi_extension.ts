@@ -12,15 +12,20 @@
 // Plain JavaScript, so that Pi loads it without type checks.
 
 import { spawn } from "node:child_process";
+import { homedir } from "node:os";
+import { join } from "node:path";
 
 const COMMAND = process.env.ACTIVE_MEMORY_HOOK_COMMAND || "active-memory-hook";
+// A project install names the command from the home folder ("~/…"): nothing of one
+// user in a file a team commits.
+const EXECUTABLE = COMMAND.startsWith("~/") ? join(homedir(), COMMAND.slice(2)) : COMMAND;
 const TIMEOUT_MS = 5000;
 
 function askActiveMemory(payload, cwd, args = ["pi"]) {
   return new Promise((resolve) => {
     let child;
     try {
-      child = spawn(COMMAND, args, { cwd, stdio: ["pipe", "pipe", "ignore"] });
+      child = spawn(EXECUTABLE, args, { cwd, stdio: ["pipe", "pipe", "ignore"] });
     } catch {
       resolve("");
       return;

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from active_memory.credential_gate import mask_value
-from active_memory.errors import InvalidRecord, UsageError
+from active_memory.errors import EmptySession, InvalidRecord, UsageError
 
 # Imported with this module, not inside the join: the worker joins sessions in several
 # threads at once, and two threads initialising the `recall` package together can see
@@ -109,6 +109,13 @@ def import_harness_session(
     result = _import(harness, transcript, session_id)
     if not result.runs:
         reasons = "; ".join(skipped.reason for skipped in result.skipped[:3]) or "empty"
+        turnless = result.skipped and all(
+            s.reason.startswith("no user turn") for s in result.skipped
+        )
+        if turnless or _empty_file(transcript):
+            # A session that never had a turn (or a log with nothing in it): nothing to
+            # learn, which is not the transcript's fault.
+            raise EmptySession(str(transcript), f"no turn in the {harness} session log ({reasons})")
         raise InvalidRecord(str(transcript), f"no run in the {harness} session log ({reasons})")
     run = result.runs[0]
     if harness in DATABASE_HARNESSES:  # the root of a continued session: its own key
@@ -230,6 +237,13 @@ def session_of(record: Mapping[str, Any], harness: str) -> str | None:
     if isinstance(run_id, str) and run_id.startswith(prefix) and len(run_id) > len(prefix):
         return run_id[len(prefix) :]
     return None
+
+
+def _empty_file(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _import(harness: str, transcript: Path, session_id: str | None = None) -> ImportResult:

@@ -20,16 +20,10 @@ from typing import Any
 
 from active_memory.config import Effort, SpecialistLane
 from active_memory.errors import SpecialistFailed
+from active_memory.processes import BASE_ENV
 from active_memory.specialists.providers.base import BaseSession, Message, excerpt
 from active_memory.specialists.providers.credentials import Secrets, declared_names
 from active_memory.specialists.providers.process import Finished, run_cli
-
-# What a CLI needs to find itself, its login and its settings; nothing else is inherited.
-BASE_ENV = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
-    "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
-    "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-)  # fmt: skip
 
 
 def child_environment(

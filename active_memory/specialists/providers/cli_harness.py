@@ -5,8 +5,8 @@ See those modules for what each real binary needs; `cli_common` holds what they 
 
 from __future__ import annotations
 
+from active_memory.processes import BASE_ENV as BASE_ENV
 from active_memory.specialists.providers.claude_cli import ClaudeCliSession as ClaudeCliSession
-from active_memory.specialists.providers.cli_common import BASE_ENV as BASE_ENV
 from active_memory.specialists.providers.cli_common import CliSession as CliSession
 from active_memory.specialists.providers.cli_common import (
     child_environment as child_environment,
