@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "known_checkouts": 4,  # not named: each repository's checkout on this machine
     # 5.
     "runlog": 5,
+    "node_instructions": 5,
     "hooks": 5,
     "mcp_server": 5,
     "mcp_models": 5,
