@@ -39,7 +39,7 @@ LAYERS: dict[str, int] = {
     # 3.
     "settings": 3,
     # 4.
-    "recall": 4,
+    "recall": 4,  # signals → path_signals, terms; shell_signals (lazily); types
     "checkout": 4,
     "known_checkouts": 4,  # not named: each repository's checkout on this machine
     # 5.
