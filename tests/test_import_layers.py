@@ -17,7 +17,7 @@ PACKAGE = Path(active_memory.__file__).resolve().parent
 LAYERS: dict[str, int] = {
     # 1. vocabulary and small helpers
     ROOT_PART: 1,  # not named: `active_memory/__init__.py`, the version only
-    "lessons": 1,
+    "lessons": 1,  # a package: limits, fields, associations, scopes, citations, cards, …
     "errors": 1,
     "validation": 1,
     "private": 1,
