@@ -51,7 +51,7 @@ LAYERS: dict[str, int] = {
     "exports": 5,
     # 6.
     "evidence": 6,
-    "config": 6,
+    "config": 6,  # a package: fields, models, parse, source_node, files
     "skills": 6,
     "harness_plugins": 6,  # not named: the harnesses' plugin files (hooks + skills)
     # 7. to 10.
