@@ -43,7 +43,7 @@ LAYERS: dict[str, int] = {
     "checkout": 4,
     "known_checkouts": 4,  # not named: each repository's checkout on this machine
     # 5.
-    "runlog": 5,
+    "runlog": 5,  # importers/session → session_endings, _receipts, _timeline, _record
     "hooks": 5,
     "mcp_server": 5,
     "mcp_models": 5,
