@@ -152,11 +152,11 @@ PROVIDER_FORMATS: tuple[tuple[str, str, int, int], ...] = (
         0,
         0,
     ),
-    # Discord bot tokens (`Authorization: Bot …`; Discord's developer docs, and GitHub's
-    # secret scanning partners): three parts, the bot's user ID in base64, a timestamp
-    # (6 characters) and an HMAC (27 or more). The ID is a snowflake of 15 to 20 decimal
-    # digits, and base64 of ASCII digits has a fixed shape: each 3 digits read
-    # `[MNO][DTjz][AEIMQUYcgk][w-z0-5]`, and the last 1 or 2 read `[MNO][AQgw]` or
+    # Discord bot tokens (`Authorization: Bot …`; the example in Discord's API reference,
+    # "Authentication", has this shape): three parts, the bot's user ID in base64, a
+    # timestamp (6 characters) and an HMAC (27 or more). The ID is a snowflake of 15 to
+    # 20 decimal digits, and base64 of ASCII digits has a fixed shape: each 3 digits
+    # read `[MNO][DTjz][AEIMQUYcgk][w-z0-5]`, and the last 1 or 2 read `[MNO][AQgw]` or
     # `[MNO][DTjz][AEIMQUYcgk]`; a dotted name (`NetworkRequestSerializer.client.…`)
     # does not.
     (
