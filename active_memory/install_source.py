@@ -1,12 +1,12 @@
 """The pip command that adds an extra to this installation (README, "Install").
 
-Active Memory is on no package index: `pip install 'active-memory[server]'` finds
-nothing. An error that names a missing extra says instead how to reinstall this very
-installation with it: its own interpreter's pip (so the extra lands in the environment
-that runs the command) and the source it was installed from, as pip recorded it
-(`direct_url.json`, PEP 610: the clone's folder, a wheel's file, a VCS URL). Without that
-record (the package found on `PYTHONPATH`, or from an index some day), the clone holding
-the package when there is one, else the name.
+Active Memory is on no package index: pip finds nothing by its name. An error that names a
+missing extra says instead how to reinstall this very installation with it: its own
+interpreter's pip (so the extra lands in the environment that runs the command) and the
+source it was installed from, as pip recorded it (`direct_url.json`, PEP 610: the clone's
+folder, a wheel's file, a VCS URL). Without that record (the package found on
+`PYTHONPATH`, or from an index some day), the clone holding the package when there is one,
+else the name.
 
 Standard library only; read on error paths alone.
 """

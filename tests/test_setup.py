@@ -241,15 +241,25 @@ def test_setup_leaves_claude_code_to_its_enabled_plugin(tmp_path: Path) -> None:
 def test_setup_says_how_to_put_active_memory_on_path_until_it_is(tmp_path: Path) -> None:
     home = tmp_path / "home"
     local_bin = home / ".local" / "bin"
-    local_bin.mkdir(parents=True)
-    env = _env(home, f"{_bin(tmp_path, 'claude')}:{local_bin}")
-    first = _setup(env)
+    harnesses = _bin(tmp_path, "claude")
+    # No folder of the home on PATH: make ~/.local/bin, link, and put it on PATH.
+    first = _setup(_env(home, harnesses))
     link = f"ln -sf {CLI} ~/.local/bin/active-memory"
-    assert f"command: to type `active-memory` alone: {link}" in first.stdout
+    assert f"command: to type `active-memory` alone: mkdir -p ~/.local/bin && {link}, then " \
+        "add ~/.local/bin to PATH in your shell's profile" in first.stdout  # fmt: skip
+    # Linked (as the README's install does) but not yet on this shell's PATH.
+    local_bin.mkdir(parents=True)
     subprocess.run(["ln", "-sf", str(CLI), str(local_bin / "active-memory")], check=True)
-    second = _setup(env, "--json")
-    assert "command:" not in _setup(env).stdout
-    assert json.loads(second.stdout)["command"]["on_path"] is True
+    linked = _setup(_env(home, harnesses))
+    assert "command: to type `active-memory` alone: ~/.local/bin/active-memory is this " \
+        "installation, but ~/.local/bin is not on PATH" in linked.stdout  # fmt: skip
+    # A home folder on PATH without the link: the link into it, nothing more.
+    (local_bin / "active-memory").unlink()
+    on_path = _env(home, f"{harnesses}:{local_bin}")
+    assert f"command: to type `active-memory` alone: {link}\n" in _setup(on_path).stdout
+    subprocess.run(["ln", "-sf", str(CLI), str(local_bin / "active-memory")], check=True)
+    assert "command:" not in _setup(on_path).stdout
+    assert json.loads(_setup(on_path, "--json").stdout)["command"]["on_path"] is True
 
 
 def test_setup_says_when_session_ends_start_no_worker(tmp_path: Path) -> None:

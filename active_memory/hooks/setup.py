@@ -304,9 +304,12 @@ def command_on_path(env: Mapping[str, str] | None = None) -> CommandOnPath:
     folder = _home_folder_on_path(search, home)
     shown = _tilde(folder, home) if folder else "~/.local/bin"
     link = f"ln -sf {shlex.quote(script)} {shown}/active-memory"
-    if folder is None:
-        hint = (f"mkdir -p ~/.local/bin && {link}, then add ~/.local/bin to PATH in your "
-                "shell's profile (export PATH=\"$HOME/.local/bin:$PATH\")")  # fmt: skip
+    profile = 'in your shell\'s profile (export PATH="$HOME/.local/bin:$PATH")'
+    if folder is None and _same_file(os.path.join(home, ".local", "bin", "active-memory"), script):
+        hint = (f"~/.local/bin/active-memory is this installation, but ~/.local/bin is not on "
+                f"PATH: a new login shell may have it; if not, add it {profile}")  # fmt: skip
+    elif folder is None:
+        hint = f"mkdir -p ~/.local/bin && {link}, then add ~/.local/bin to PATH {profile}"
     else:
         hint = link
     if found is not None:
