@@ -20,6 +20,7 @@ import pytest
 from active_memory.hooks import setup
 from active_memory.hooks.installers import Plan
 from active_memory.hooks.installers.files import FileChange
+from active_memory.hooks.plugin_presence import plugin_in_use
 
 CLI = Path(sys.executable).parent / "active-memory"
 HARNESS_FILES = {
@@ -311,3 +312,30 @@ def test_doctor_in_the_home_folder_sees_a_user_install_once(tmp_path: Path) -> N
     assert sorted((i["harness"], i["where"]) for i in installed) == [
         ("claude", "user"), ("codex", "user"), ("gemini", "user")
     ]  # fmt: skip
+
+
+def test_a_plugin_turned_off_or_unreadable_is_no_plugin(tmp_path: Path) -> None:
+    # The records as each binary writes them (tests/test_setup_real.py installs them for
+    # real); turned off, or a file that cannot be parsed, the harness gets its hooks.
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    codex = home / ".codex" / "config.toml"
+    copilot = home / ".copilot" / "settings.json"
+    codex.parent.mkdir(parents=True)
+    copilot.parent.mkdir(parents=True)
+    codex.write_text('[plugins."active-memory@active-memory"]\nenabled = true\n')
+    copilot.write_text(json.dumps({"enabledPlugins": {"active-memory@mine": True}}))
+    assert plugin_in_use("codex", env) == (
+        f"the Active Memory plugin active-memory@active-memory is enabled in {codex}; it "
+        "brings the hooks"
+    )
+    assert plugin_in_use("copilot", env) is not None
+    assert plugin_in_use("copilot", env | {"COPILOT_HOME": str(tmp_path)}) is None
+    codex.write_text('[plugins."active-memory@active-memory"]\nenabled = false\n')
+    copilot.write_text(json.dumps({"enabledPlugins": {"active-memory@mine": False,
+                                                      "other@mine": True}}))  # fmt: skip
+    assert plugin_in_use("codex", env) is None and plugin_in_use("copilot", env) is None
+    codex.write_text("[plugins\n")
+    copilot.write_text("{")
+    assert plugin_in_use("codex", env) is None and plugin_in_use("copilot", env) is None
+    assert plugin_in_use("pi", env) is None

@@ -15,8 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fakes.harness import claude_environment, require_harness
+from fakes.harness import CLAUDE_QUIET, claude_environment, isolated_home, require_harness
 from fakes.model_server import ModelServer, text, tool
+from plugin_support import copy_repository, run
 from recall_support import publish, repository_lesson
 
 CLI = Path(sys.executable).parent / "active-memory"
@@ -71,3 +72,55 @@ def test_the_hooks_setup_installs_run_in_the_real_claude(tmp_path: Path) -> None
     assert queue.returncode == 0, queue.stderr
     entries = json.loads(queue.stdout)["entries"]
     assert [(e["harness"], e["final"]) for e in entries] == [("claude", True)]
+
+
+def test_setup_leaves_each_harness_that_has_our_plugin_to_it(tmp_path: Path) -> None:
+    # Each harness's own install commands, from a copy of this repository, as
+    # docs/plugins.md gives them; then `setup` with the four binaries on PATH.
+    binaries = {name: require_harness(name) for name in ("claude", "codex", "copilot", "gemini")}
+    source = copy_repository(tmp_path / "clone")
+    harness_bin = tmp_path / "bin"
+    harness_bin.mkdir()
+    for name, binary in binaries.items():
+        (harness_bin / name).symlink_to(binary)
+    env = isolated_home(tmp_path) | CLAUDE_QUIET | {
+        "PATH": f"{harness_bin}:/usr/bin:/bin", "COPILOT_OFFLINE": "true",
+        "GEMINI_CLI_NO_RELAUNCH": "true", "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }  # fmt: skip
+    home = Path(env["HOME"])
+    gemini_settings = home / ".gemini" / "settings.json"
+    gemini_settings.parent.mkdir(parents=True)
+    gemini_settings.write_text(json.dumps({"security": {"folderTrust": {"enabled": False}}}))
+    for command in (
+        ["claude", "plugin", "marketplace", "add", str(source)],
+        ["claude", "plugin", "install", "active-memory@active-memory"],
+        ["codex", "plugin", "marketplace", "add", str(source)],
+        ["codex", "plugin", "add", "active-memory@active-memory"],
+        ["copilot", "plugin", "marketplace", "add", str(source)],
+        ["copilot", "plugin", "install", "active-memory@active-memory"],
+        ["gemini", "extensions", "install", str(source / "plugins" / "gemini"), "--consent"],
+    ):
+        run([str(binaries[command[0]]), *command[1:]], env, home)
+
+    done = subprocess.run([str(CLI), "setup"], env=env, cwd=home, capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for name in ("Claude Code", "Codex", "Copilot CLI"):
+        assert any(line.startswith(f"{name} (") and "nothing to install: the Active Memory "
+                   "plugin active-memory@active-memory is enabled in" in line
+                   for line in lines), (name, done.stdout)  # fmt: skip
+    assert any(line.startswith("Gemini CLI (") and "nothing to install: the Active Memory "
+               "extension is installed in" in line for line in lines), done.stdout  # fmt: skip
+    assert "hook doctor: no hook of ours is installed (each harness has our plugin)" in lines
+    assert not (home / ".codex" / "hooks.json").exists()
+    assert not (home / ".copilot" / "hooks").exists()
+    for settings in (home / ".claude" / "settings.json", gemini_settings):
+        assert "active-memory-hook" not in settings.read_text(encoding="utf-8"), settings
+
+    # An extension the user turned off is no reason to leave Gemini CLI without hooks.
+    run([str(binaries["gemini"]), "extensions", "disable", "active-memory"], env, home)
+    again = subprocess.run([str(CLI), "setup", "gemini"], env=env, cwd=home,
+                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert f"installed the hooks in {gemini_settings}" in again.stdout, again.stdout
+    assert "active-memory-hook" in gemini_settings.read_text(encoding="utf-8")

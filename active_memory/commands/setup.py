@@ -98,9 +98,10 @@ def _run(args: argparse.Namespace) -> int:
         _write(plan)
     worker = _worker(env)
     found = None if args.dry_run else _doctor(cwd, env)
-    ok = (found is None or (bool(found) and all(item.ok for item in found))) and not worker[
-        "problem"
-    ]
+    # Nothing of ours to check is fine only when every harness was left to its plugin.
+    plugins_only = all(item.skipped for item in plan.harnesses)
+    doctor_ok = found is None or (all(item.ok for item in found) and (bool(found) or plugins_only))
+    ok = doctor_ok and not worker["problem"]
     if args.json:
         print_json(_document(plan, binaries, worker, command, found, args.dry_run, ok))
     else:
@@ -197,7 +198,7 @@ def _document(
         "worker": worker,
         "command": command.to_json(),
         "doctor": None if found is None else {
-            "ok": bool(found) and all(item.ok for item in found),
+            "ok": all(item.ok for item in found),
             "installed": [item.to_json() for item in found],
         },
         "ok": ok,
@@ -280,6 +281,9 @@ def _show_doctor(found: list[Installed]) -> None:
             if check.fix:
                 problems.append(f"    → {check.fix}")
     which = ", ".join(label(item) for item in found)
+    if not found:
+        print("hook doctor: no hook of ours is installed (each harness has our plugin)")
+        return
     if not problems:
         print(f"✓ hook doctor: the hooks are ok for {which}")
         return

@@ -8,10 +8,11 @@ nothing; a harness whose configuration cannot be read or merged fails the whole 
 before anything is written. `apply` then writes every planned file as one change: all
 or nothing across the harnesses. Installing twice changes nothing.
 
-What the loop needs besides the hooks is only reported, never changed: whether a
-session end will start the worker and on which lane (`worker_report`), and whether
-`active-memory` itself is on PATH (`command_on_path`). The command (commands/setup.py)
-then runs `hook doctor` over what is installed.
+A harness whose Active Memory plugin is on gets nothing: the plugin brings the same
+hooks (plugin_presence.py). What the loop needs besides the hooks is only reported,
+never changed: whether a session end will start the worker and on which lane
+(`worker_report`), and whether `active-memory` itself is on PATH (`command_on_path`).
+The command (commands/setup.py) then runs `hook doctor` over what is installed.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class HarnessSetup:
     path: Path
     plan: Plan
     skipped: str | None = None
-    """Why nothing is installed for this harness (its Active Memory plugin is enabled)."""
+    """Why nothing is installed for this harness (our plugin is on: plugin_presence.py)."""
 
     @property
     def name(self) -> str:
@@ -165,16 +166,17 @@ def prepare(
     until each can be.
     """
     from active_memory.errors import ActiveMemoryError
+    from active_memory.hooks.plugin_presence import plugin_in_use
 
     if trust_project and (where != "project" or "codex" not in chosen):
         raise UsageError("--trust-project: only with --project, for Codex")
     setup = SetupPlan(where, script)
     problems: dict[Harness, str] = {}
     for harness in chosen:
-        plugin = claude_plugin(env) if harness == "claude" else None
+        plugin = plugin_in_use(harness, env)
         if plugin is not None:
             path = installers.target_path(harness, where, cwd, env)
-            skipped = Plan([], _both_notes(cwd, env))
+            skipped = Plan([], _both_notes(harness, cwd, env))
             setup.harnesses.append(HarnessSetup(harness, binaries.get(harness), path, skipped,
                                                 skipped=plugin))  # fmt: skip
             continue
@@ -199,47 +201,20 @@ def prepare(
     return setup
 
 
-def claude_plugin(env: Mapping[str, str] | None = None) -> str | None:
-    """Why Claude Code needs no hook install: our plugin (`active-memory@…`) is enabled in
-    the user's `~/.claude/settings.json`, and it brings the same hooks (docs/plugins.md);
-    None when it is not. Installing both would run two hooks on every tool call."""
-    import json
-
-    from active_memory.hooks.installers import claude
-
-    environment = os.environ if env is None else env
-    path = claude.settings_path(Path(environment.get("HOME") or Path.home()))
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    enabled = document.get("enabledPlugins") if isinstance(document, dict) else None
-    if not isinstance(enabled, dict):
-        return None
-    for key, on in enabled.items():
-        if isinstance(key, str) and key.split("@")[0] == PLUGIN_NAME and on is True:
-            return f"the Active Memory plugin {key} is enabled in {path}; it brings the hooks"
-    return None
-
-
-def _both_notes(cwd: Path, env: Mapping[str, str] | None) -> list[str]:
-    """Hooks of ours installed beside the plugin: each tool call would run both."""
+def _both_notes(harness: Harness, cwd: Path, env: Mapping[str, str] | None) -> list[str]:
+    """Hooks of ours installed beside the harness's plugin: each tool call runs both."""
     from active_memory.errors import ActiveMemoryError
 
     notes = []
     for level in ("user", "project"):
         try:
-            path, removal, _ = plan_install("claude", level, cwd, None, install=False, env=env)
+            path, removal, _ = plan_install(harness, level, cwd, None, install=False, env=env)
         except ActiveMemoryError:
             continue
         if removal.changed:
             notes.append(f"{path} holds our hooks too, so every tool call runs both: "
-                         f"`active-memory hook uninstall claude --{level}`")  # fmt: skip
+                         f"`active-memory hook uninstall {harness} --{level}`")  # fmt: skip
     return notes
-
-
-PLUGIN_NAME = "active-memory"
-"""The Claude Code plugin's name in this repository's marketplace (.claude-plugin/)."""
 
 
 def apply(setup: SetupPlan) -> None:
