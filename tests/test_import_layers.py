@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "command_family": 1,  # not named: command families (lessons validates, recall matches)
     "natural_order": 1,  # not named: IDs in natural order (L-2 before L-10)
     "session_budget": 1,  # not named: SPEC §2 budgetBytes, one rule for every reader
+    "install_source": 1,  # not named: the pip command that adds an extra to this install
     # 2.
     "store": 2,
     "reader": 2,
