@@ -249,7 +249,7 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
 BASH_COMMAND = "cd src/mod7 && timeout 60 pytest file7.py -q"
 BARE_WORDS_COMMAND = "bd update " + " ".join(f"bead-{n}.{n}" for n in range(24))
 """The hard case of shell_paths' rule: bare words that name nothing, each looked up until
-the per-call bound (signals.MAX_LOOKUPS)."""
+the per-call bound (types.MAX_LOOKUPS)."""
 
 
 def bench_hooks(

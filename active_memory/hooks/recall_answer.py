@@ -106,6 +106,7 @@ def _would_deliver(call: Any, context: Any, cache: Any) -> bool:
     from active_memory.recall.ledger import ledger_path, read_state
     from active_memory.recall.match import iter_matches
     from active_memory.recall.signals import extract_signals
+    from active_memory.session_budget import budget_left
 
     signals = extract_signals(call, context.workspace_root)
     if not (signals.paths or signals.identifiers or signals.terms or signals.commands):
@@ -114,7 +115,7 @@ def _would_deliver(call: Any, context: Any, cache: Any) -> bool:
     if index is None:
         return False
     state = read_state(ledger_path(context))
-    remaining = max(0, context.budget_bytes - state.spent)
+    remaining = budget_left(context.budget_bytes, state.spent)
     admitted, _, _ = select(
         iter_matches(index, signals), state.delivered, remaining, floor=index.min_card
     )

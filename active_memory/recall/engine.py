@@ -29,6 +29,7 @@ from active_memory.recall.records import RECEIPT_PATHS, record_receipt
 from active_memory.recall.signals import extract_signals
 from active_memory.recall.snapshot import graph_cards, graph_scope, pinned, repository_index
 from active_memory.recall.types import RecallAnswer
+from active_memory.session_budget import budget_left
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def answer_tool_call(
     if context.exclude and not _drop_excluded(signals, context.exclude):
         # The call touched only excluded paths: no signal, no receipt, no card.
         state = read_state(ledger_path(context))
-        return RecallAnswer(budget_left=max(0, context.budget_bytes - state.spent))
+        return RecallAnswer(budget_left=budget_left(context.budget_bytes, state.spent))
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
         record_receipt(context, call.tool, paths, call.agent)
@@ -66,7 +67,7 @@ def answer_tool_call(
         signals.paths or signals.identifiers or signals.terms or signals.commands
     ):
         state = read_state(ledger_path(context))
-        left = max(0, context.budget_bytes - state.spent)
+        left = budget_left(context.budget_bytes, state.spent)
         return RecallAnswer(budget_left=left, paths=paths)
     hits: Iterable[CardHit]
     if context.dry_run:
