@@ -1,15 +1,19 @@
 """Set up Active Memory for a harness plugin: the package, from the plugin's own folder,
 into the plugin's data folder. Standard library only: nothing of ours is installed yet.
 
-    python3 bootstrap.py --source PLUGIN_ROOT --data PLUGIN_DATA [--quiet] [--message]
+    python3 bootstrap.py --source SOURCE --data PLUGIN_DATA [--message]
+        [--after-build MODULE [--after-build-arg ARG]…]
 
-A harness that installs plugins (Claude Code: `claude plugin install active-memory`)
-copies or points at this repository and gives the plugin a data folder of its own. At a
-session's start this script checks that the data folder holds a virtual environment
-built from exactly this source (a fingerprint of `pyproject.toml` and every file of the
-package); when it does, it returns at once. Otherwise it builds a new environment
-(`pip install SOURCE[mcp]`, using whatever index, mirror or `--find-links` pip is
-configured with), writes the lean hook entry, and only then switches to it:
+A harness that installs plugins (Claude Code, Codex, Copilot CLI; Gemini CLI extensions)
+copies or points at this repository and gives the plugin a data folder of its own (the
+plugin's launchers say which: docs/plugins.md). SOURCE is a folder holding
+`pyproject.toml`, `README.md` and the `active_memory` package (the repository, or a
+plugin folder whose links point there). At a session's start this script checks that the
+data folder holds a virtual environment built from exactly this source (a fingerprint of
+`pyproject.toml` and every file of the package); when it does, it returns at once.
+Otherwise it builds a new environment (`pip install SOURCE[mcp]`, using whatever index,
+mirror or `--find-links` pip is configured with), writes the lean hook entry, and only
+then switches to it:
 
     DATA/venv-<fingerprint>/     the environment (its scripts name its own python)
     DATA/bin/active-memory-hook  the lean hook entry (hooks/lean.py) of that environment
@@ -19,7 +23,10 @@ configured with), writes the lean hook entry, and only then switches to it:
 
 A half-built environment is never used: the links change only after pip and the entry
 succeeded, each with an atomic rename. Two sessions starting at once wait on one lock, so
-one builds and the other finds it done. A failure leaves the last good environment in
+one builds and the other finds it done. The build runs in a process of its own session,
+which this one waits for: a harness that stops the hook or the MCP server that started it
+(Codex stops its MCP servers when `codex exec` ends) does not stop the build, and the next
+session finds it done. A failure leaves the last good environment in
 place and says why; the hooks then keep running the old one (or, before the first
 success, answer nothing: a hook never fails a tool call).
 
@@ -127,6 +134,16 @@ def replace_link(link: Path, target: str) -> None:
     os.replace(temporary, link)
 
 
+_PIP_BOILERPLATE = ("note: This error originates", "See above for output", "[end of output]")
+
+
+def _telling_lines(output: str) -> list[str]:
+    """The lines of pip's output that say what went wrong: not the blank ones, the box
+    drawing around a subprocess's output, or pip's standard notes."""
+    lines = [line.strip(" │╰─>╭") for line in output.splitlines()]
+    return [line for line in lines if line and not any(b in line for b in _PIP_BOILERPLATE)]
+
+
 def build(source: Path, data: Path, print_id: str) -> tuple[bool, str]:
     """Build `venv-<print_id>` and switch to it; (succeeded, what to tell the user)."""
     venv = data / f"venv-{print_id}"
@@ -155,7 +172,7 @@ def build(source: Path, data: Path, print_id: str) -> tuple[bool, str]:
             shutil.rmtree(venv, ignore_errors=True)
             return False, f"{Path(step[0]).name} {step[1]} …: {exc}"
         if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            tail = _telling_lines(done.stderr or done.stdout)[-3:]
             log(data, f"failed: {' '.join(step[:4])} …\n" + (done.stderr or done.stdout)[-4000:])
             shutil.rmtree(venv, ignore_errors=True)
             return False, " / ".join(tail) or f"exit {done.returncode}"
@@ -214,17 +231,85 @@ def bootstrap(source: Path, data: Path) -> tuple[str, str]:
         return ("built", f"{seconds:.0f} s") if ok else ("failed", detail)
 
 
+def after_build(data: Path, step: list[str]) -> None:
+    """Run `python -m MODULE ARG…` of the new environment (a harness's own last step, e.g.
+    the Codex plugin's hook trust); what it did goes to the log, a failure never undoes
+    the build."""
+    python = data / "current" / "bin" / "python"
+    try:
+        done = subprocess.run(
+            [str(python), "-m", *step], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log(data, f"after the build, {step[0]} did not run: {exc}")
+        return
+    said = (done.stderr or done.stdout).strip()[-2000:]
+    log(data, f"after the build, {step[0]}: exit {done.returncode}" + (f": {said}" if said else ""))
+
+
+def setup(source: Path, data: Path, then: list[str] | None = None) -> tuple[str, str]:
+    """`bootstrap`, with the build in a worker process of its own session that this one
+    waits for (module docstring), then `then` (`after_build`): (status, detail)."""
+    data.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if current_fingerprint(data) == fingerprint(source):
+        return "ready", ""
+    command = [
+        sys.executable, str(Path(__file__).resolve()), "--worker",
+        "--source", str(source), "--data", str(data),
+    ]  # fmt: skip
+    if then:
+        command += ["--after-build", then[0], *(f"--after-build-arg={arg}" for arg in then[1:])]
+    try:
+        worker = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        )  # fmt: skip
+        output, _ = worker.communicate()
+    except OSError as exc:
+        return "failed", f"could not start the set-up process: {exc}"
+    try:
+        status, detail = json.loads(output.strip().splitlines()[-1])
+    except (ValueError, IndexError, TypeError):
+        return "failed", f"the set-up process ended without a result (exit {worker.returncode})"
+    return str(status), str(detail)
+
+
+def _work(source: Path, data: Path, then: list[str] | None) -> int:
+    """The worker: build (and `then`), then one JSON line `[status, detail]` for the
+    process waiting for it."""
+    try:
+        status, detail = bootstrap(source, data)
+    except OSError as exc:
+        status, detail = "failed", f"{exc.filename or data}: {exc.strerror or exc}"
+    if status == "built" and then:
+        after_build(data, then)
+    print(json.dumps([status, detail]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; see the module docstring."""
     parser = argparse.ArgumentParser(prog="bootstrap.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--source", required=True, help="the plugin's root (this repository)")
+    parser.add_argument("--source", required=True, help="the folder holding our source")
     parser.add_argument("--data", required=True, help="the plugin's data folder")
     parser.add_argument("--message", action="store_true", help="print a systemMessage JSON")
+    parser.add_argument(
+        "--after-build", metavar="MODULE",
+        help="a module of the new environment to run after a build (python -m MODULE ARG…)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--after-build-arg", metavar="ARG", action="append", default=[],
+        help="an argument for --after-build (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     source, data = Path(args.source).resolve(), Path(args.data)
     if not (source / "pyproject.toml").is_file() or not (source / PACKAGE).is_dir():
         print(f"bootstrap.py: {source} holds no Active Memory source", file=sys.stderr)
         return 2
+    then = [args.after_build, *args.after_build_arg] if args.after_build else None
+    if args.worker:
+        return _work(source, data, then)
     if sys.version_info < MIN_PYTHON:
         status, detail = (
             "failed",
@@ -235,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         try:
-            status, detail = bootstrap(source, data)
+            status, detail = setup(source, data, then)
         except OSError as exc:
             status, detail = "failed", f"{exc.filename or data}: {exc.strerror or exc}"
     if status == "ready":

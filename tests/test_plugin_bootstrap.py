@@ -11,8 +11,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +131,58 @@ def test_session_ends_kept_before_the_setup_are_queued_after_it(tmp_path: Path) 
         'session-end claude {"session_id": "b"}',
     ]
     assert list(early.iterdir()) == []
+
+
+def test_after_a_build_the_harness_s_last_step_runs_in_the_new_environment(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    venv = _built(data, "0123456789abcdef")
+    seen = tmp_path / "seen"
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\necho "$*" > {seen}\necho trusted >&2\n', "utf-8")
+    python.chmod(0o755)
+    bootstrap.after_build(data, ["some.module", "/plugin root", str(data)])
+    assert seen.read_text("utf-8").strip() == f"-m some.module /plugin root {data}"
+    assert "after the build, some.module: exit 0: trusted" in (data / "bootstrap.log").read_text()
+
+
+def _slow_source(root: Path, seconds: float) -> Path:
+    """A source whose build backend takes `seconds`, then fails."""
+    source = _source(root)
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "slow"\nbackend-path = ["."]\n'
+        '[project]\nname = "x"\nversion = "0"\n', "utf-8",
+    )  # fmt: skip
+    (source / "slow.py").write_text(
+        "import time\n\n\ndef get_requires_for_build_wheel(config_settings=None):\n"
+        f"    time.sleep({seconds})\n    raise RuntimeError('slow backend gave up')\n",
+        "utf-8",
+    )
+    return source
+
+
+def test_the_build_goes_on_when_the_process_that_started_it_is_killed(tmp_path: Path) -> None:
+    # Codex stops the MCP server whose launcher started the first set-up when `codex exec`
+    # ends; the build runs in a process of its own session and finishes regardless.
+    source = _slow_source(tmp_path / "src", 6)
+    data = tmp_path / "data"
+    parent = subprocess.Popen(
+        [sys.executable, str(BOOTSTRAP), "--source", str(source), "--data", str(data)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    log = data / "bootstrap.log"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "building from" not in _text(log):
+        time.sleep(0.1)
+    parent.kill()
+    parent.wait()
+    while time.monotonic() < deadline and not re.search(r"(built|failed) in \d+ s", _text(log)):
+        time.sleep(0.2)
+    assert re.search(r"failed in \d+ s: .*did not run successfully", _text(log)), _text(log)
+    assert "slow backend gave up" in _text(log)  # pip's whole account is in the log
+    assert not list(data.glob("venv-*"))  # the failed build cleaned up after itself
+
+
+def _text(path: Path) -> str:
+    return path.read_text("utf-8") if path.exists() else ""

@@ -4,12 +4,15 @@ and the server's certificate (self-signed CA, made by `.ci/run`) is verified, an
 certificate from another CA is refused in one line, the password never shown.
 
 `ACTIVE_MEMORY_TEST_POSTGRES_TLS` is that URL (`.ci/run` turns `ssl=on` on its cluster
-with a certificate it generates with openssl); without it the test skips, and fails
-with `CI=true`."""
+with a certificate it generates with openssl); without it the tests start a cluster of
+their own with `ssl=on` and a CA made the same way (tests/pg_cluster.py), and skip only
+without PostgreSQL's binaries (failing with `CI=true`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -20,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import pytest
 from conftest import _admin, with_database
+from pg_cluster import Cluster
 
 from active_memory.errors import StoreUnavailable
 from active_memory.store import SessionEnd, open_store
@@ -30,14 +34,46 @@ TLS_ENV = "ACTIVE_MEMORY_TEST_POSTGRES_TLS"
 CLI = Path(sys.executable).with_name("active-memory")
 
 
+def _openssl(*argv: str) -> None:
+    subprocess.run(["openssl", *argv], check=True, capture_output=True, timeout=60)
+
+
+def _certificates(folder: Path) -> None:
+    """A CA of its own and a server certificate it signed for localhost and 127.0.0.1."""
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+             "/CN=active-memory test CA", "-keyout", str(folder / "ca.key"),
+             "-out", str(folder / "ca.crt"))  # fmt: skip
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+             "-keyout", str(folder / "server.key"), "-out", str(folder / "server.csr"))  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    _openssl("x509", "-req", "-in", str(folder / "server.csr"), "-CA", str(folder / "ca.crt"),
+             "-CAkey", str(folder / "ca.key"), "-CAcreateserial", "-days", "1",
+             "-extfile", str(folder / "san.ext"), "-out", str(folder / "server.crt"))  # fmt: skip
+    (folder / "server.key").chmod(0o600)
+
+
+@contextlib.contextmanager
+def own_tls_server() -> Iterator[str]:
+    """A cluster of the test's own with `ssl=on`: its verify-full URL."""
+    cluster = Cluster()
+    _certificates(cluster.root)
+    if cluster.user:  # PostgreSQL reads its key as the cluster's user, and only 0600
+        for name in ("server.key", "server.crt"):
+            shutil.chown(cluster.root / name, cluster.user)
+    cluster.options = ("-c", "ssl=on", "-c", f"ssl_cert_file={cluster.root / 'server.crt'}",
+                       "-c", f"ssl_key_file={cluster.root / 'server.key'}")  # fmt: skip
+    with cluster:
+        yield with_query(cluster.url, sslmode="verify-full",
+                         sslrootcert=str(cluster.root / "ca.crt"))  # fmt: skip
+
+
 @pytest.fixture
 def tls_url() -> Iterator[str]:
     server = os.environ.get(TLS_ENV, "")
     if not server:
-        reason = f"{TLS_ENV} is not set (`.ci/run` starts PostgreSQL with ssl=on and sets it)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+        with own_tls_server() as url:
+            yield url  # the database `postgres` of a cluster no other test uses
+        return
     name = f"am_tls_{uuid.uuid4().hex[:12]}"
     anyio.run(_admin, server, f'CREATE DATABASE "{name}"', backend="asyncio")
     try:

@@ -153,3 +153,71 @@ def test_the_costs_page_counts_the_cards_a_real_hook_delivered(tmp_path: Path) -
         assert costs["per_lesson"] == [{"lesson": "L-1", "deliveries": 1, "bytes": size}]
         page = client.get("/costs").text
         assert 'href="/lessons/L-1">L-1</a>' in page
+
+
+def test_both_pages_say_whether_and_where_the_worker_runs_and_what_each_day_cost(
+    tmp_path: Path,
+) -> None:
+    import os
+    import socket
+    import time
+
+    from active_memory.worker_state import (
+        WorkerFiles,
+        record_spend,
+        take_lock,
+        utc_day,
+        write_status,
+    )
+
+    location = str(tmp_path / "lessons.sqlite3")
+    publish(location, seed_mutations())
+    env = {"ZEROSHOT_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
+    settings = tmp_path / "state" / "active-memory" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('[worker]\ndaily_tokens = 50000\n\n[worker.env]\nANTHROPIC_API_KEY = '
+                        '"sk-ant-api03-NEVERSHOWNkey0123456789abcdef"\n')  # fmt: skip
+    files = WorkerFiles.of(location, env)
+    today, yesterday = utc_day(), utc_day(time.time() - 86400)
+    for day, tokens, cost in ((today, 1500, 0.25), (today, 500, 0.5), (yesterday, 300, None)):
+        record_spend(files, {"day": day, "run_id": "r", "input_tokens": tokens,
+                             "output_tokens": 100, "cost_usd": cost, "requests": 2})  # fmt: skip
+    app = create_app(location, Gate(TOKEN), env=env)
+    with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        login(client)
+        worker = client.get("/api/costs").json()["worker"]
+        assert worker["status"]["running"] is False and worker["auto_start"] is True
+        assert worker["today"] == {"day": today, "postmortems": 2, "input_tokens": 2000,
+                                   "output_tokens": 200, "tokens": 2200, "cost_usd": 0.75,
+                                   "complete": True}  # fmt: skip
+        assert (worker["days"][1]["tokens"], worker["days"][1]["cost_usd"]) == (400, None)
+        for path in ("/costs", "/postmortems"):
+            html = client.get(path).text
+            assert "Not running; the next session end starts one." in html, path
+            assert "daily cap 50,000 tokens" in html
+            row = re.search(r'<table id="worker-days".*?</table>', html, re.S)
+            assert row is not None
+            assert f'{today} <span class="muted">(today)</span>' in row.group(0)
+            assert "2,000" in row.group(0) and "$0.75" in row.group(0)
+            assert "not reported by the lane" in row.group(0)  # yesterday's lane gave no $
+            assert "NEVERSHOWN" not in html
+        # A worker of this machine holds the store's lock: the page says where it runs.
+        held = take_lock(files.lock)
+        assert held is not None
+        try:
+            status = {"pid": os.getpid(), "host": socket.gethostname(), "auto": True,
+                      "started_at": "2026-12-07T10:00:00Z", "model": None,
+                      "lane": "lane claude (from the settings)"}  # fmt: skip
+            write_status(files, status)
+            html = client.get("/costs").text
+        finally:
+            os.close(held)
+        assert (
+            f"Automatic worker running: pid {os.getpid()} on <code>{socket.gethostname()}"
+            "</code> since 2026-12-07 10:00:00; lane claude (from the settings)."
+        ) in html
+        # Switched off: the page says so and what to run instead.
+        settings.write_text("[worker]\nenabled = false\n")
+        html = client.get("/postmortems").text
+        assert "session ends start none ([worker] enabled = false in" in html
+        assert "run <code>active-memory worker</code>" in html

@@ -20,6 +20,7 @@ from active_memory.config import RuntimeConfig
 from active_memory.orchestrator import SessionFactory
 from active_memory.specialists.providers.base import Request
 from active_memory.store import SessionEnd, open_store
+from active_memory.store.queue import QueueEntry
 from active_memory.worker import Worker, WorkerOptions
 from active_memory.worker.without_lane import NOTHING_TO_LEARN
 
@@ -49,6 +50,13 @@ async def run_worker(
 async def states(location: str) -> dict[str, tuple[str, str]]:
     async with open_store(location) as store:
         return {e.session_id: (e.state, e.reason) for e in await store.queue.entries()}
+
+
+def expire_leases(location: str) -> None:
+    """Every lease runs out now (as after a stall). Called in a thread: a blocking write on
+    the event loop's thread would wait on the worker's transaction, which waits on the loop."""
+    with sqlite3.connect(location, timeout=30) as raw:
+        raw.execute("UPDATE postmortem_queue SET lease_expires = 0")
 
 
 def fake(factory: FakeSessions) -> Any:
@@ -354,10 +362,11 @@ async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records
         # As if this worker had stalled past its lease: the lease runs out, a rival claims.
         async with open_store(location) as other:
             await asked.wait()
-            with sqlite3.connect(location) as raw:
-                raw.execute("UPDATE postmortem_queue SET lease_expires = 0")
-            (taken,) = await other.queue.claim("rival", limit=1, lease=60, settle=0)
-        assert taken.lease_owner == "rival"
+            taken: list[QueueEntry] = []
+            while not taken:  # the worker's heartbeat may renew in between: expire again
+                await anyio.to_thread.run_sync(expire_leases, location)
+                taken = await other.queue.claim("rival", limit=1, lease=60, settle=0)
+        assert taken[0].lease_owner == "rival"
 
     async with anyio.create_task_group() as group:
         group.start_soon(rival)
@@ -368,6 +377,39 @@ async def test_a_worker_whose_lease_was_taken_cancels_its_postmortem_and_records
         (entry,) = await store.queue.entries()
         assert await store.select() == []  # the cancelled postmortem published nothing
     assert (entry.state, entry.lease_owner, entry.attempts) == ("running", "rival", 2)
+
+
+@pytest.mark.asyncio
+async def test_a_worker_never_claims_again_an_entry_it_is_still_running(
+    store_path: Path, tmp_path: Path
+) -> None:
+    location = str(store_path)
+    transcript = costly_transcript(tmp_path / "y.jsonl", "y-1", "/w/y")
+    await enqueue(location, session_end("y-1", transcript))
+    asked = anyio.Event()
+
+    async def ask_then_hang(request: Request) -> Any:
+        asked.set()
+        return await hang(request)
+
+    sessions = FakeSessions({"graph_discovery": ask_then_hang, "repository_discovery": hang})
+    worker = Worker(location, WorkerOptions(poll=0.02, lease=60.0, grace=0.1),
+                    sessions=fake(sessions))  # fmt: skip
+    seen: list[tuple[int, str | None]] = []
+    async with open_store(location) as store, anyio.create_task_group() as group:
+        group.start_soon(worker.run, store.queue)
+        with anyio.fail_after(20):
+            await asked.wait()
+        # Its lease runs out while it still runs the postmortem (a stalled process): the
+        # entry is claimable again, but not by the worker that runs it.
+        await anyio.to_thread.run_sync(expire_leases, location)
+        for _ in range(25):  # a claim every poll: some fifty chances to take it again
+            await anyio.sleep(0.04)
+            (entry,) = await store.queue.entries()
+            seen.append((entry.attempts, entry.lease_owner))
+        worker.stop()
+    assert set(seen) == {(1, worker.options.owner)}
+    assert worker.processed == [] or [p.state for p in worker.processed] == ["pending"]
 
 
 @pytest.mark.asyncio

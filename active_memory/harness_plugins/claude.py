@@ -22,23 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from active_memory import __version__
+from active_memory.harness_plugins.identity import DESCRIPTION, MARKETPLACE, SETUP_TIMEOUT_SECONDS
+from active_memory.harness_plugins.identity import NAME as PLUGIN
 from active_memory.hooks.installers import claude
 
-PLUGIN = "active-memory"
-MARKETPLACE = "active-memory"
-DESCRIPTION = (
-    "Lessons your agents learn from their own costly mistakes, delivered as short cards "
-    "when a tool call touches the matching file, folder, identifier or command."
-)
 ROOT_VARIABLE = "${CLAUDE_PLUGIN_ROOT}"
 DATA_VARIABLE = "${CLAUDE_PLUGIN_DATA}"
 LAUNCHERS = "plugins/claude-code/bin"
 HOOK_LAUNCHER = f"{ROOT_VARIABLE}/{LAUNCHERS}/active-memory-hook"
 SETUP_LAUNCHER = f"{ROOT_VARIABLE}/{LAUNCHERS}/active-memory-setup"
 COMMAND_LAUNCHER = f"{ROOT_VARIABLE}/{LAUNCHERS}/active-memory"
-SETUP_TIMEOUT = 900
-"""Seconds Claude Code waits for the first set-up (a virtual environment and a pip
-install from the package index); later session starts return in milliseconds."""
+SETUP_TIMEOUT = SETUP_TIMEOUT_SECONDS
+"""Seconds Claude Code waits for the first set-up."""
 
 HOOKS_FILE = "plugins/claude-code/hooks.json"
 SKILLS_FOLDER = "plugins/claude-code/skills"

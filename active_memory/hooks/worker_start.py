@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 STATE_VARIABLES = ("ZEROSHOT_STATE_DIR",)
+"""Besides `BASE_ENV` (which holds `XDG_STATE_HOME` and `HOME`): what locates the state
+folder, so the worker reads the same settings, receipts and spool as the hook."""
 SPAWN_TIMEOUT = 1.0
 """The longest the hook waits for the shell that backgrounds the worker (it exits in a few
 milliseconds): the session's end is queued already, and Codex kills a SessionEnd hook at
 3 s."""
-"""Besides `BASE_ENV` (which holds `XDG_STATE_HOME` and `HOME`): what locates the state
-folder, so the worker reads the same settings, receipts and spool as the hook."""
 
 
 def start_worker(location: str, env: Mapping[str, str]) -> str:

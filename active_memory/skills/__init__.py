@@ -99,11 +99,15 @@ def command_path() -> str:
     return shutil.which("active-memory") or "active-memory"
 
 
-def render_skill(command: str | None = None) -> str:
-    """The whole `SKILL.md` (front matter, marker, instructions), the same for both."""
+def render_skill(command: str | None = None, *, shell_word: str | None = None) -> str:
+    """The whole `SKILL.md` (front matter, marker, instructions), the same for every
+    client. The command is `command` quoted for the shell, or `shell_word` as given (a
+    plugin's command, e.g. `"${CODEX_HOME:-$HOME/.codex}/…/active-memory"`, whose
+    variables the shell expands)."""
     body = resources.files(__name__).joinpath("active-memory-init.md").read_text("utf-8")
     text = Template(body).substitute(
-        command=shlex.quote(command or command_path()),  # pasted into shell commands
+        # pasted into shell commands
+        command=shell_word or shlex.quote(command or command_path()),
         title_max=TITLE_MAX_BYTES,
         recommendation_max=RECOMMENDATION_MAX_BYTES,
         keyword_min=KEYWORD_GROUP_MIN_TERMS,

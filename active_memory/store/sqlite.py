@@ -121,24 +121,29 @@ class SqliteDialect(Dialect):
         cls, location: str, target: str, busy_timeout: float, *, read_only: bool
     ) -> SqliteDialect:
         """Connect to `target` (a path, a `mode=ro` URI, `:memory:`) and set the store up."""
+        counted = target != ":memory:"
+        if counted:  # before SQLite opens the file: no header read of ours from here on
+            count_open(location, +1)
         try:
             conn = await aiosqlite.connect(
                 target, isolation_level=None, timeout=busy_timeout, uri=read_only
             )
         except sqlite3.Error as exc:
+            if counted:
+                count_open(location, -1)
             raise StoreUnavailable(location, f"cannot open the store: {exc}") from None
         dialect = cls(location, conn, busy_timeout, read_only=read_only)
-        started = await dialect.started(dialect._migrate)
-        if target != ":memory:":
-            count_open(location, +1)
-            dialect._counted = True
-        return started
+        dialect._counted = counted
+        return await dialect.started(dialect._migrate)
 
     async def _close(self) -> None:
-        if self._counted:
-            count_open(self.location, -1)
-            self._counted = False
-        await self._conn.close()
+        try:
+            await self._conn.close()
+        finally:
+            # Uncounted once SQLite let go of the file (its last close may checkpoint).
+            if self._counted:
+                count_open(self.location, -1)
+                self._counted = False
 
     async def _configure(self) -> None:
         await self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")

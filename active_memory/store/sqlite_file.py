@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 
 from active_memory.errors import StoreCorrupt, StoreMissing, StoreUnavailable, UsageError
@@ -32,19 +33,37 @@ and another process may then take the store for unused and delete its WAL under 
 was checked when it was first opened."""
 
 
+_HEADER_TURN = threading.Lock()
+"""Held while a header is read and while a connection is counted: a header read and the
+opening of a connection to the same file never overlap (two stores opened at once in one
+process, each in its own thread)."""
+
+
 def held(path: Path) -> bool:
     """This process has the store at `path` open through SQLite."""
     return OPEN_IN_THIS_PROCESS.get(os.path.realpath(path), 0) > 0
 
 
 def count_open(path: str, change: int) -> None:
-    """A connection to the store file at `path` opened (+1) or closed (-1) here."""
+    """A connection to the store file at `path` is about to open (+1; before SQLite opens
+    it, so no header read here can start after) or closed or failed to open (-1)."""
     key = os.path.realpath(path)
-    left = OPEN_IN_THIS_PROCESS.get(key, 0) + change
-    if left > 0:
-        OPEN_IN_THIS_PROCESS[key] = left
-    else:
-        OPEN_IN_THIS_PROCESS.pop(key, None)
+    with _HEADER_TURN:
+        left = OPEN_IN_THIS_PROCESS.get(key, 0) + change
+        if left > 0:
+            OPEN_IN_THIS_PROCESS[key] = left
+        else:
+            OPEN_IN_THIS_PROCESS.pop(key, None)
+
+
+def _header(path: Path) -> bytes | None:
+    """The first bytes of `path`, or None when SQLite has it open here (then it was
+    checked when first opened, and reading it would drop SQLite's locks)."""
+    with _HEADER_TURN:
+        if held(path):
+            return None
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER))
 
 
 def checked_path(location: str | Path, create: bool) -> Path:
@@ -52,14 +71,13 @@ def checked_path(location: str | Path, create: bool) -> Path:
     path = Path(location).expanduser()
     if path.is_dir():
         raise StoreUnavailable(str(path), "is a folder; give the path of a store file")
-    if path.exists() and held(path):
-        return path
     if path.exists():
         try:
-            with path.open("rb") as handle:
-                header = handle.read(len(SQLITE_HEADER))
+            header = _header(path)
         except OSError as exc:
             raise StoreUnavailable(str(path), f"cannot read the store: {exc.strerror}") from None
+        if header is None:
+            return path
         if header and header != SQLITE_HEADER:
             raise StoreCorrupt(
                 str(path),

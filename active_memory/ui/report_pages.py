@@ -44,12 +44,22 @@ def token_buckets(days: list[dict[str, Any]]) -> tuple[str, list[str], list[int]
     return per, labels, tokens_in, tokens_out
 
 
+async def worker_data(view: WebView) -> dict[str, Any]:
+    """This machine's worker of the view's store: whether and where it runs, its lane,
+    its cap and what each of the last 7 days cost (`worker_state.worker_report`, as
+    `queue --json` gives it; read again per request, the worker comes and goes)."""
+    from active_memory.worker_state import worker_report
+
+    return await anyio.to_thread.run_sync(worker_report, view.location, view.env)
+
+
 async def postmortems_data(view: WebView, run_id: str = "") -> dict[str, Any]:
-    """The journal (of one run, with `run_id`) and the queue."""
+    """The journal (of one run, with `run_id`), the queue and this machine's worker."""
     document = await anyio.to_thread.run_sync(
         costs.postmortems_page, view.location, view.env, run_id
     )
     document.update(await costs.queue_page(view.open_store()))
+    document["worker"] = await worker_data(view)
     return document
 
 
@@ -75,6 +85,7 @@ async def costs_data(view: WebView, repository: str = "") -> dict[str, Any]:
     document = await costs.costs_page(store, view.env)
     document["effectiveness"] = await effectiveness_history(store, None, repository or None)
     document["per_repository"] = await per_repository(view)
+    document["worker"] = await worker_data(view)
     return document
 
 

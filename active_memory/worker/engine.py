@@ -235,13 +235,17 @@ class Worker:
 
     async def _claim(self, queue: PostmortemQueue) -> list[QueueEntry]:
         await self._flush_spool(queue)
+        # Never an entry this worker still runs: a postmortem that outlived its lease (a
+        # stalled process, a long publish) is claimable again, and claiming it here would
+        # run it twice; its heartbeat says whether the lease is still this worker's.
         free = self.options.concurrency - len(self._running)
         if free <= 0 or self._cap.reached(self.location, self.say):
             return []
         try:
             claimed = await queue.claim(
                 self.options.owner, limit=free, lease=self.options.lease,
-                settle=self.options.settle, host=self.options.host, skip=self._cannot_run,
+                settle=self.options.settle, host=self.options.host,
+                skip={*self._cannot_run, *self._running},
             )  # fmt: skip
         except StoreUnavailable:
             raise

@@ -76,7 +76,19 @@ def isolated_home(root: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         # A session end starts no worker here: the tests of the automatic worker drop it.
         "ACTIVE_MEMORY_AUTO_WORKER": "0",
+        "PIP_CACHE_DIR": pip_cache(),
     }
+
+
+def pip_cache() -> str:
+    """The pip cache a plugin's set-up uses in a test (plugins/bootstrap.py installs the
+    package with pip): `ACTIVE_MEMORY_TEST_PIP_CACHE` (`.ci/run` keeps one between runs),
+    else one folder shared by the session's tests under its own HOME, so only the first
+    set-up of a run downloads the dependencies."""
+    configured = os.environ.get("ACTIVE_MEMORY_TEST_PIP_CACHE")
+    if configured:
+        return configured
+    return str(Path(os.environ.get("HOME", "/tmp")) / ".cache" / "active-memory-tests-pip")
 
 
 def claude_environment(root: Path, base_url: str, key: str) -> dict[str, str]:

@@ -29,7 +29,7 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +70,9 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(home) / ".codex" / "config.toml"
 
 
-def hook_key(source: Path, event: str, group: int, handler: int) -> str:
-    """The `[hooks.state]` key of one handler of the hooks file `source`."""
+def hook_key(source: Path | str, event: str, group: int, handler: int) -> str:
+    """The `[hooks.state]` key of one handler of the hooks file `source` (its absolute
+    path; for a plugin's hooks, `<plugin>@<marketplace>:<path in the plugin>`)."""
     return f"{source}:{LABELS[event]}:{group}:{handler}"
 
 
@@ -227,6 +228,44 @@ def _drop_empty_state(document: tomlkit.TOMLDocument) -> None:
         del hooks["state"]
         if not hooks:
             del document["hooks"]
+
+
+def handler_hashes(document: Mapping[str, Any], source: Path | str) -> dict[str, str]:
+    """{state key: trusted hash} for every command handler of the hooks `document` of
+    `source` (what `hook_key` takes)."""
+    return {
+        hook_key(source, event, group, index): hook_hash(event, _matcher(document, event, group), h)
+        for event, group, index, h in positions(document)
+    }
+
+
+def set_trusted(
+    document: tomlkit.TOMLDocument, trusted: Mapping[str, str], forget: Iterable[str] = ()
+) -> bool:
+    """Write each `trusted_hash` of `trusted` (by state key) into the config `document`,
+    keeping an entry's other fields; an entry the user disabled (`enabled = false`) is
+    left as it is. The `forget` entries are removed. Whether anything changed."""
+    state = _state(document)
+    changed = False
+    table: MutableMapping[str, Any] | None = None
+    for key, value in trusted.items():
+        entry = _plain(state.get(key)) or {}
+        if entry.get("enabled") is False or entry.get("trusted_hash") == value:
+            continue
+        table = table if table is not None else _ensure_state(document)
+        entry_table = tomlkit.table()
+        for name, field_value in {**entry, "trusted_hash": value}.items():
+            entry_table[name] = field_value
+        table[key] = entry_table
+        changed = True
+    for key in forget:
+        if key in state and key not in trusted:
+            table = table if table is not None else _ensure_state(document)
+            del table[key]
+            changed = True
+    if table is not None and not table:
+        _drop_empty_state(document)
+    return changed
 
 
 def project_trusted(document: Mapping[str, Any], root: Path) -> bool:
