@@ -110,8 +110,9 @@ def render() -> str:
     import re
 
     from active_memory import credentials
+    from active_memory.credential_formats import detect_secrets_rules
 
-    detect = credentials.detect_secrets_rules()
+    detect = detect_secrets_rules()
     gates: list[tuple[int, bool, tuple[str, ...], tuple[str, ...]]] = []
     for kind, pattern, _group in credentials.all_rules(detect):
         folded = bool(pattern.flags & re.IGNORECASE)

@@ -9,8 +9,8 @@ Three kinds of rule (docs/security.md, bench/secrets_bench.py):
 - Provider formats from `detect-secrets`' maintained regex plugins (GitLab, JWT, SendGrid,
   AWS, Slack, Stripe, Twilio, PyPI, Discord, Square, Mailchimp, Azure, private keys, …),
   chosen by the bench on a corpus of real formats and look-alikes; plus the formats they
-  lack (Anthropic, current OpenAI keys, npm, Hugging Face, Google OAuth, …). They match
-  anywhere.
+  lack (Anthropic, current OpenAI keys, npm, Hugging Face, Google OAuth, …), in
+  `credential_formats.py`. They match anywhere; each is compiled at its first use.
 - Credential-named assignments (`TOKEN=...`, `password: ...`, nested `secret: AUTH="…"`)
   whose value looks random (entropy at least `ENTROPY_MIN_BITS`), or, for password
   keys, is a password-shaped word of `PASSWORD_MIN_CHARS` or more. Matches may overlap:
@@ -22,14 +22,22 @@ That keeps prose, commit hashes in paths, UUIDs and short words out of the findi
 
 from __future__ import annotations
 
+import _thread
 import math
 import re
-import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections import Counter, namedtuple
+from collections.abc import Iterable, Iterator, Mapping
 
-from active_memory.credential_rules import DETECT_SECRETS
+from active_memory.credential_formats import OURS
+from active_memory.credential_rules import DETECT_SECRETS, GATES
+
+# `typing` (3 ms) is not imported at run time: a hook process that meets a key loads
+# this module, and every import counts against its start-up budget.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple, TypeAlias
+
+    Regex: TypeAlias = "re.Pattern[str] | LazyPattern"
 
 ENTROPY_MIN_BITS = 3.0
 """Bits per character an assigned value needs to count as a secret: random keys of 12+
@@ -42,106 +50,52 @@ short is also found by the provider rules only if it has a provider's shape)."""
 EXCERPT_CONTEXT = 24
 """Characters of context kept either side of a masked span in a finding's excerpt."""
 
-_KEYCHARS = r"[A-Za-z0-9_\-]"
-_HAS_DIGIT_AND_LETTER = r"(?=[A-Za-z0-9_\-]*[0-9])(?=[A-Za-z0-9_\-]*[A-Za-z])"
 
-# (kind, pattern, group): the group is the span that is secret (0 = the whole match).
-_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    (
-        "private-key",
-        re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
-            r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|.*\Z)",
-            re.DOTALL,
-        ),
-        0,
-    ),
-    ("anthropic-key", re.compile(rf"\bsk-ant-{_KEYCHARS}{{20,}}"), 0),
-    (
-        "openai-key",
-        re.compile(rf"\bsk-(?:proj-|svcacct-|admin-)?{_HAS_DIGIT_AND_LETTER}{_KEYCHARS}{{20,}}"),
-        0,
-    ),
-    ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"), 0),
-    ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), 0),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), 0),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
-    ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
-    (
-        "bearer-token",
-        re.compile(r"\b[Bb]earer\s+((?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{20,}=*)"),
-        1,
-    ),
-    # scheme://user:password@host; the password only.
-    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:([^\s/@]+)@"), 1),
-)
+class LazyPattern:
+    """A regex compiled at its first use. A hook process that masks a key path runs the
+    rules whose prefix the path holds: compiling all sixty at import would cost it more
+    than a bare interpreter's start-up (bench/README.md, "Credentials at rest")."""
 
-# Formats `detect-secrets` does not know, or knows only in one file's syntax.
-_EXTRA_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
-    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{34,}\b"), 0),
-    ("google-oauth-token", re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}"), 0),
-    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), 0),
-    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
-    ("shopify-token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), 0),
-    ("linear-key", re.compile(r"\blin_api_[A-Za-z0-9]{40}\b"), 0),
-    ("databricks-token", re.compile(r"\bdapi[a-f0-9]{32}\b"), 0),
-    ("postman-key", re.compile(r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b"), 0),
-    ("doppler-token", re.compile(r"\bdp\.(?:pt|st|ct|sa)\.[A-Za-z0-9]{40,}"), 0),
-    ("age-secret-key", re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"), 0),
-)
+    __slots__ = ("_compiled", "flags", "pattern")
 
-# `detect-secrets` regex plugins used as they are (their `denylist`), by secret type.
-# Left out on the bench's look-alike corpus: the public-IP rule (an address is not a
-# credential) and Artifactory (its `AP…` pattern matches ordinary identifiers).
-_DETECT_SECRETS_PLUGINS = (
-    ("aws", "AWSKeyDetector", "aws-key"),
-    ("azure_storage_key", "AzureStorageKeyDetector", "azure-storage-key"),
-    ("basic_auth", "BasicAuthDetector", "url-password"),
-    ("discord", "DiscordBotTokenDetector", "discord-token"),
-    ("github_token", "GitHubTokenDetector", "github-token"),
-    ("gitlab_token", "GitLabTokenDetector", "gitlab-token"),
-    ("jwt", "JwtTokenDetector", "jwt"),
-    ("mailchimp", "MailchimpDetector", "mailchimp-key"),
-    ("npm", "NpmDetector", "npm-token"),
-    ("openai", "OpenAIDetector", "openai-key"),
-    ("private_key", "PrivateKeyDetector", "private-key"),
-    ("pypi_token", "PypiTokenDetector", "pypi-token"),
-    ("sendgrid", "SendGridDetector", "sendgrid-key"),
-    ("slack", "SlackDetector", "slack-token"),
-    ("square_oauth", "SquareOAuthDetector", "square-secret"),
-    ("stripe", "StripeDetector", "stripe-key"),
-    ("telegram_token", "TelegramBotTokenDetector", "telegram-token"),
-    ("twilio", "TwilioKeyDetector", "twilio-key"),
-)
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        # As given, inline flags not read in: a provider rule states its flags, never
+        # inline (a test holds it), so that its gate knows whether it folds case.
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
 
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled regex (compiled once; two threads compiling it alike is harmless)."""
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
 
-def detect_secrets_rules() -> tuple[tuple[str, str, int, int], ...]:
-    """The denylists of `_DETECT_SECRETS_PLUGINS` as (kind, pattern, flags, group), read
-    from the installed library: what `credential_rules.DETECT_SECRETS` is generated from
-    (the screen itself never imports the library: 130 ms at start-up)."""
-    import importlib
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        """`re.Pattern.search`."""
+        return self.compiled().search(text, pos)
 
-    rules: list[tuple[str, str, int, int]] = []
-    for module, name, kind in _DETECT_SECRETS_PLUGINS:
-        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
-        for pattern in plugin.denylist:
-            # A pattern whose group is the secret masks the group; the rest the match.
-            flags = pattern.flags & ~re.UNICODE
-            rules.append((kind, pattern.pattern, flags, 1 if pattern.groups else 0))
-    return tuple(rules)
+    def match(self, text: str) -> re.Match[str] | None:
+        """`re.Pattern.match`."""
+        return self.compiled().match(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        """`re.Pattern.fullmatch`."""
+        return self.compiled().fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """`re.Pattern.finditer`."""
+        return self.compiled().finditer(text)
 
 
 def all_rules(
     detect: tuple[tuple[str, str, int, int], ...] = DETECT_SECRETS,
-) -> tuple[tuple[str, re.Pattern[str], int], ...]:
+) -> tuple[tuple[str, LazyPattern, int], ...]:
     """Every provider-format rule of the screen, most specific first: ours, then
-    detect-secrets' (from the precompiled table unless given)."""
-    maintained = tuple(
-        (kind, re.compile(source, flags), group) for kind, source, flags, group in detect
+    detect-secrets' (from the precompiled table unless given); none compiled yet."""
+    return tuple(
+        (kind, LazyPattern(source, flags), group) for kind, source, flags, group in (*OURS, *detect)
     )
-    return _RULES + _EXTRA_RULES + maintained
 
 
 _ALL_RULES = all_rules()
@@ -169,7 +123,7 @@ def _alternates_at_top(source: str) -> bool:
     return False
 
 
-def literal_prefix(pattern: re.Pattern[str]) -> str:
+def literal_prefix(pattern: Regex) -> str:
     """The literal text every match of `pattern` starts with ("" when there is none).
 
     Most formats start with a fixed prefix (`glpat-`, `eyJ`, `AccountKey=`): a text
@@ -202,7 +156,7 @@ def literal_prefix(pattern: re.Pattern[str]) -> str:
 _LEADING_ALTERNATIVES = re.compile(r"(?:\\b|\^)*\((?:\?:)?([^()]*)\)(?![?*{])")
 
 
-def literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...]:
+def literal_prefixes(pattern: Regex) -> tuple[str, ...]:
     """Texts of which every match of `pattern` starts with one (`()` when there are none).
 
     `literal_prefix`, or the alternatives of a leading group of plain literals
@@ -220,7 +174,7 @@ def literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...]:
     return alternatives
 
 
-def _prefixed(pattern: re.Pattern[str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+def _prefixed(pattern: LazyPattern) -> tuple[tuple[str, ...], LazyPattern | None]:
     """A rule's gate: its prefixes as substrings, or for a case-insensitive rule a regex
     of them with the rule's flags, so that exactly the letters the rule folds match
     (the long s, U+017F, is an `s` to the regex engine, not to `str.lower`)."""
@@ -228,7 +182,7 @@ def _prefixed(pattern: re.Pattern[str]) -> tuple[tuple[str, ...], re.Pattern[str
     if not prefixes or not pattern.flags & re.IGNORECASE:
         return prefixes, None
     alternatives = "|".join(re.escape(prefix) for prefix in prefixes)
-    return (), re.compile(alternatives, pattern.flags & ~re.VERBOSE)
+    return (), LazyPattern(alternatives, pattern.flags & ~re.VERBOSE)
 
 
 _PREFIXED = tuple(
@@ -248,46 +202,60 @@ _KEY = (
     r"(?:token|secret|passw(?:or)?d|passphrase|pwd|api[_\-]?key|access[_\-]?key"
     r"|private[_\-]?key|credentials?|auth)"
 )
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = LazyPattern(
     rf"(?i)\b[A-Za-z0-9_.\-]*{_KEY}[A-Za-z0-9_]*[\"']?\s*(?::=|=|:)\s*[\"']?"
     r"([^\s\"'`,;)\]}]+)"
 )
 # Every match of `_KEY` holds one of these (api_key, access-key, … hold `key`).
-_ASSIGNMENT_KEY = re.compile(r"(?i)token|secret|passw|passphrase|pwd|key|credential|auth")
-_PASSWORD_KEY = re.compile(r"(?i)passw(?:or)?d|passphrase|pwd")
-_PROSE_PASSWORD = re.compile(
+_ASSIGNMENT_KEY = LazyPattern(r"(?i)token|secret|passw|passphrase|pwd|key|credential|auth")
+_PASSWORD_KEY = LazyPattern(r"(?i)passw(?:or)?d|passphrase|pwd")
+_PROSE_PASSWORD = LazyPattern(
     r"(?i)\b(?:password|passphrase|passwd)\s+(?:is|was|of|=|:)\s+[\"'`]?([^\s\"'`,;]+)"
 )
-_NESTED = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(?::=|=|:)")
+_NESTED = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]*(?::=|=|:)")
 # Values that name something rather than hold it: an environment variable, a path.
 # A template slot cut by the value pattern (`<your password>` → `<your`) is one too.
-_A_NAME = re.compile(r"[A-Z][A-Z0-9_]*|~?\.{0,2}/.*|(?:<|\{\{|\$\{|%\().*")
-_PASSWORD_SHAPED = re.compile(r"(?=.*[A-Za-z])(?=.*[^A-Za-z]).+")
+_A_NAME = LazyPattern(r"[A-Z][A-Z0-9_]*|~?\.{0,2}/.*|(?:<|\{\{|\$\{|%\().*")
+_PASSWORD_SHAPED = LazyPattern(r"(?=.*[A-Za-z])(?=.*[^A-Za-z]).+")
 
 # Values that stand for a secret without being one: ${VAR}, $VAR, <token>, ***, xxxx,
 # and our own mask (`[REDACTED:kind]`, cut before its `]` by the assignment's value
 # pattern), so that masking a masked text changes nothing.
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = LazyPattern(
     r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|<[^>]*>|\*+|[xX]+|\.\.\.|…|\[REDACTED:[a-z0-9\-]+(?:\][.!?]*)?"
 )
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Match:
+# Named tuples, neither dataclasses nor `typing.NamedTuple`: a hook process that meets a
+# key loads this module, and `dataclasses` (with `inspect`) or `typing` cost it more
+# than they are worth. The type checker reads the `NamedTuple` forms.
+if TYPE_CHECKING:
+
+    class _MatchFields(NamedTuple):
+        start: int
+        end: int
+        kind: str
+
+    class _FindingFields(NamedTuple):
+        field: str
+        kind: str
+        excerpt: str
+
+else:
+    _MatchFields = namedtuple("Match", "start end kind")
+    _FindingFields = namedtuple("Finding", "field kind excerpt")
+
+
+class Match(_MatchFields):
     """One credential-shaped span of a text: `text[start:end]` is the secret."""
 
-    start: int
-    end: int
-    kind: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(_FindingFields):
     """A secret found in a named field; `excerpt` is masked and safe to print."""
 
-    field: str
-    kind: str
-    excerpt: str
+    __slots__ = ()
 
     def to_json(self) -> dict[str, str]:
         """`{"field", "kind", "excerpt"}`."""
@@ -302,7 +270,7 @@ def shannon_entropy(text: str) -> float:
     return -sum(n / total * math.log2(n / total) for n in Counter(text).values())
 
 
-def context_rules() -> tuple[tuple[re.Pattern[str], tuple[str, ...], tuple[str, ...]], ...]:
+def context_rules() -> tuple[tuple[LazyPattern, tuple[str, ...], tuple[str, ...]], ...]:
     """The rules read in context (assignments, passwords in prose), each with the folded
     key words every match holds and the characters it also needs (`credential_gate`)."""
     keys = ("token", "secret", "passw", "passphrase", "pwd", "key", "credential", "auth")
@@ -312,12 +280,7 @@ def context_rules() -> tuple[tuple[re.Pattern[str], tuple[str, ...], tuple[str, 
     )
 
 
-def min_width(pattern: re.Pattern[str]) -> int:
-    """The fewest characters any match of `pattern` spans (0 when it cannot be told)."""
-    return _min_width(pattern)
-
-
-def _min_width(pattern: re.Pattern[str]) -> int:
+def min_width(pattern: Regex) -> int:
     """The fewest characters any match of `pattern` spans (0 when it cannot be told)."""
     parser = getattr(re, "_parser", None)  # the stdlib's own regex parser (3.11+)
     try:
@@ -327,11 +290,10 @@ def _min_width(pattern: re.Pattern[str]) -> int:
     return width[0]
 
 
-SHORTEST_SECRET_CHARS = min(
-    _min_width(p) for p in (*(r[1] for r in _ALL_RULES), _ASSIGNMENT, _PROSE_PASSWORD)
-)
+SHORTEST_SECRET_CHARS = min(width for width, _folded, _anchors, _also in GATES)
 """A text shorter than every rule's shortest match holds no secret (`''`, `api`, `src`):
-it is not scanned at all."""
+it is not scanned at all. The widths are those of the generated table (`min_width` of
+every rule, read in context or not), not parsed again at each start."""
 
 CACHED_TEXT_CHARS = 1024
 """Texts up to this long found clean are remembered (`_CLEAN`, the latest 8,192): an
@@ -340,7 +302,7 @@ with a finding is never kept: no secret outlives the screen in a cache."""
 
 _CLEAN_MAX = 8192
 _CLEAN: dict[str, None] = {}
-_CLEAN_LOCK = threading.Lock()
+_CLEAN_LOCK = _thread.allocate_lock()  # `threading` would cost a hook process its import
 
 
 def find_secrets(text: str) -> list[Match]:
@@ -400,7 +362,7 @@ def _scan(text: str) -> list[Match]:
     return _merged(found)
 
 
-_MASK = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
+_MASK = LazyPattern(r"\[REDACTED:[a-z0-9\-]+\]")
 
 
 def _outside_masks(text: str, found: list[Match]) -> list[Match]:

@@ -43,6 +43,12 @@ class InvalidRecord(UsageError):
         self.detail = message
 
 
+class RecordTooLarge(InvalidRecord):
+    """A record holds a value past the bounded reader's limits: an integer that does not
+    fit 64 bits, a number out of range, nesting deeper than the reader allows. No writer
+    of ours or of a harness produces one: the file is corrupt or crafted."""
+
+
 class EmptySession(InvalidRecord):
     """A session log holds no turn to learn from (no user turn, or nothing at all)."""
 
@@ -174,7 +180,9 @@ class SpecialistFailed(ActiveMemoryError):
     `kind` says why, for reports and tests: `invalid_answer` (failed validation after the
     one repair turn), `empty_answer`, `not_json`, `refusal`, `provider` (see
     `ProviderError`), `credentials`, `harness` (a CLI exited badly), `missing_recording`,
-    `malformed_exchange`, `timed_out`. `errors` holds the last validation error lines.
+    `malformed_exchange`, `timed_out`, `unsafe_answer` (refused by a safety rule while
+    its schema failed too: no repair turn, only the rules named). `errors` holds the last
+    validation error lines.
     """
 
     def __init__(

@@ -154,6 +154,20 @@ def build_server(cwd: str | None = None, env: Mapping[str, str] | None = None) -
     )
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
+    def here() -> Place:
+        # A settings file that cannot be read is the user's to fix: the tool says which
+        # and why (a ToolError), instead of the SDK's bare "Error executing tool" and a
+        # traceback on stderr.
+        from active_memory.settings import SettingsError
+
+        try:
+            return Place(folder, environment)
+        except SettingsError as exc:
+            raise ToolError(
+                f"Active Memory's settings are invalid: {exc}; fix that file "
+                "(`active-memory settings` shows the effective values)"
+            ) from None
+
     @server.tool(annotations=read_only)
     async def search_lessons(
         query: Annotated[str, Field(description=QUERY, min_length=1)],
@@ -161,7 +175,7 @@ def build_server(cwd: str | None = None, env: Mapping[str, str] | None = None) -
     ) -> Annotated[CallToolResult, SearchResult]:
         """Search this repository's lessons: a short index (id, title, score, match), best
         first. Read a lesson with get_lesson."""
-        place = Place(folder, environment)
+        place = here()
         if not place.settings.scopes:
             return compact(SearchResult(results=[], note="Active Memory is off here (settings)"))
         if place.namespace is None:
@@ -183,7 +197,7 @@ def build_server(cwd: str | None = None, env: Mapping[str, str] | None = None) -
     ) -> Annotated[CallToolResult, LessonCard]:
         """One lesson of this repository: its card, why it exists, and whether the code it
         cites changed since."""
-        place = Place(folder, environment)
+        place = here()
         if not place.settings.scopes:
             raise ToolError("Active Memory is off here (settings)")
         lesson = next(

@@ -188,7 +188,7 @@ def parse_json(text: str, source: str, line: int | None = None) -> Any:
     """
     import json
 
-    from active_memory.errors import InvalidRecord
+    from active_memory.errors import InvalidRecord, RecordTooLarge
 
     def where(position: int) -> int:
         return line if line is not None else text.count("\n", 0, position) + 1
@@ -204,28 +204,32 @@ def parse_json(text: str, source: str, line: int | None = None) -> Any:
             message = f"not JSON: {exc.msg} at column {exc.colno}"
         raise InvalidRecord(source, message, where(exc.pos)) from None
     except RecursionError:
-        raise InvalidRecord(
+        raise RecordTooLarge(
             source, f"JSON nested deeper than {MAX_DEPTH} levels", where(_deep_point(text))
         ) from None
     except _Refused as exc:
-        raise InvalidRecord(source, str(exc), where(_find(text, exc.token))) from None
+        refused = RecordTooLarge if exc.too_large else InvalidRecord
+        raise refused(source, str(exc), where(_find(text, exc.token))) from None
     problem = _check(value)
     if problem is not None:
         message, token = problem
-        raise InvalidRecord(source, message, where(_find(text, token))) from None
+        # A value past the limits is refused as too large; a lone surrogate is bad text.
+        refused = InvalidRecord if token == "\\u" else RecordTooLarge
+        raise refused(source, message, where(_find(text, token))) from None
     return value
 
 
 class _Refused(ValueError):
-    def __init__(self, message: str, token: str) -> None:
+    def __init__(self, message: str, token: str, *, too_large: bool = True) -> None:
         super().__init__(message)
         self.token = token
+        self.too_large = too_large
 
 
 def _strict_int(token: str) -> int:
     digits = token.lstrip("-")
     if len(digits) > 19 or not -MAX_INT <= int(token) < MAX_INT:
-        raise _Refused(f"integer {token[:24]}… does not fit 64 bits", token)
+        raise _Refused(f"integer {token[:24]}… ({len(digits)} digits) does not fit 64 bits", token)
     return int(token)
 
 
@@ -237,7 +241,7 @@ def _strict_float(token: str) -> float:
 
 
 def _no_constant(token: str) -> Any:
-    raise _Refused(f"{token} is not JSON", token)
+    raise _Refused(f"{token} is not JSON", token, too_large=False)
 
 
 def check_value(value: Any) -> str | None:

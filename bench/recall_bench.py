@@ -24,8 +24,10 @@ Figures (every one next to a baseline from the same run, as a ratio):
    writes it), pip's console script and `python -m` side by side; the first call when
    `CURRENT` holds no usable stamp (it reads the store, docs/recall.md "Stamps"); the
    first call after a publish (an incremental build in the hook) and with no generation
-   at all (a complete build). Every ratio is against bare start-ups interleaved with the
-   figure's own calls (`--hooks-only`: this section alone);
+   at all (a complete build); the first and a warm call whose path holds an AWS key (the
+   credential screen's hard case: the full screen loads to mask the receipt). Every
+   ratio is against bare start-ups interleaved with the figure's own calls
+   (`--hooks-only`: this section alone);
 3. `serve` over the same store: round trips of matching calls of 32 runs (p50/p99) and
    the server's RSS as runs are added.
 
@@ -351,6 +353,22 @@ def bench_hooks(
         for label, values in (("first call of a run", firsts), ("warm call", warms)):
             rss = f"{max(v[1] for v in values) / 1024:7.1f} MiB"
             row(f"{label}, {name}", [v[0] for v in values], bares, rss, "")
+    # The hard case of the credential screen (issue 27): a path that holds a key, so the
+    # lean gate says yes and the full screen (`re` and its compiled rules) loads to mask
+    # the receipt before it is written.
+    plain = payload["tool_input"]
+    payload["tool_input"] = {"file_path": str(checkout / "src/mod7/AKIAIOSFODNN7EXAMPLE.py")}
+    call([lean, "claude"], "secret-warm", "secret-w")  # pins the warm run
+    firsts, warms, bares = [], [], []
+    for n in range(runs):
+        bares.append(bare_call())
+        firsts.append(call([lean, "claude"], f"secret-first-{n}", f"secret-f{n}"))
+        warms.append(call([lean, "claude"], "secret-warm", f"secret-w{n}"))
+    for label, values in (("first call of a run", firsts), ("warm call", warms)):
+        rss = f"{max(v[1] for v in values) / 1024:7.1f} MiB"
+        row(f"{label}, lean entry, a path holding a key", [v[0] for v in values], bares, rss,
+            "")  # fmt: skip
+    payload["tool_input"] = plain
     # The same first call when CURRENT holds no usable stamp (store written less than
     # STAMP_QUIET_SECONDS before it was last checked, or the stamp expired): it reads the
     # store's version and changes through sqlite3, then stamps CURRENT again.

@@ -16,7 +16,8 @@ careful model would write them for this run:
   out twice;
 - repository discovery proposes one lesson citing `src/checkout/currencies.py` (why both
   rounds were rejected) and one that cites a file the repository does not have, which
-  the checks refuse.
+  the checks refuse; its repair turn (SPEC §6: every lane gets one, replay replays it)
+  answers again without the refused lesson, as a careful model would.
 
 Discovery is shown the scope's stored lessons, so its tasks are recorded twice: with the
 example's lessons in the store, and from an empty store (a dry run before any import).
@@ -169,6 +170,18 @@ def repository_discovery(task: Json) -> Json:
     }
 
 
+def repaired(specialist: str, repair: Json) -> Json:
+    """The answer of a repair turn (`repair`: the first task, the refused answer and its
+    failures): the refused answer again without the lessons a failure names."""
+    refused = json.loads(repair["answer"])
+    named = {f"lessons[{index}]" for index in range(len(refused.get("lessons", [])))}
+    dropped = {n for n in named for failure in repair["failures"] if failure.startswith(n)}
+    if specialist.endswith("discovery"):
+        lessons = refused["lessons"]
+        return {"lessons": [x for i, x in enumerate(lessons) if f"lessons[{i}]" not in dropped]}
+    raise AssertionError(f"no repair is scripted for {specialist}: {repair['failures']}")
+
+
 SCRIPTS = {
     "repository_maintenance": repository_maintenance,
     "graph_maintenance": graph_maintenance,
@@ -217,6 +230,8 @@ async def record(out: Path, checkout_dir: Path) -> int:
 
         async def scripted(request: Request) -> Any:
             assert isinstance(request.input, dict)
+            if request.repair_of is not None:
+                return repaired(request.specialist, request.input)
             return SCRIPTS[request.specialist](request.input)
 
         def sessions(specialist: SpecialistName, *, deadline: float) -> ProviderSession:
@@ -255,7 +270,7 @@ def main(argv: list[str]) -> int:
     document = json.loads(out.read_text(encoding="utf-8"))
     document["recordings"].sort(key=lambda r: (r["specialist"], r["digest"]))
     out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {count} recordings to {out}")
+    print(f"wrote {len(document['recordings'])} recordings ({count} tasks asked) to {out}")
     return 0
 
 

@@ -19,7 +19,8 @@ then switches to it:
     DATA/bin/active-memory-hook  the lean hook entry (hooks/lean.py) of that environment
     DATA/bin/active-memory       a link to that environment's `active-memory`
     DATA/current                 a link to the environment in use
-    DATA/bootstrap.log           what each set-up did (kept short)
+    DATA/bootstrap.log           what each set-up did (kept short; what pip and a last
+                                 step printed passes the source's credential screen)
 
 A half-built environment is never used: the links change only after pip and the entry
 succeeded, each with an atomic rename. Two sessions starting at once wait on one lock, so
@@ -48,7 +49,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PACKAGE = "active_memory"
@@ -109,6 +110,33 @@ def locked(path: Path, wait: float) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_SCREEN: list[Callable[[str], str]] = []
+"""The source's credential masking function, once `use_screen` loaded it."""
+
+
+def use_screen(source: Path) -> None:
+    """Load the credential screen of `source` (`active_memory.credential_gate`, standard
+    library only like this script), for what a step printed (`screened`)."""
+    sys.path.insert(0, str(source))
+    sys.dont_write_bytecode = True  # the plugin's folder is the harness's, not ours
+    try:
+        from active_memory.credential_gate import mask
+    except Exception:  # a broken or partial source: `screened` keeps nothing it printed
+        return
+    finally:
+        sys.path.remove(str(source))
+    _SCREEN[:] = [mask]
+
+
+def screened(output: str) -> str:
+    """What pip or a step printed, with every credential masked (an index URL's token,
+    a key a build printed): nothing we write keeps one (docs/security.md). Without the
+    source's screen, nothing of it is kept."""
+    if not _SCREEN:
+        return "(its output is not kept: the source's credential screen did not load)"
+    return _SCREEN[0](output)
 
 
 def log(data: Path, line: str) -> None:
@@ -172,8 +200,9 @@ def build(source: Path, data: Path, print_id: str) -> tuple[bool, str]:
             shutil.rmtree(venv, ignore_errors=True)
             return False, f"{Path(step[0]).name} {step[1]} …: {exc}"
         if done.returncode != 0:
-            tail = _telling_lines(done.stderr or done.stdout)[-3:]
-            log(data, f"failed: {' '.join(step[:4])} …\n" + (done.stderr or done.stdout)[-4000:])
+            said = screened(done.stderr or done.stdout)
+            tail = _telling_lines(said)[-3:]
+            log(data, f"failed: {' '.join(step[:4])} …\n" + said[-4000:])
             shutil.rmtree(venv, ignore_errors=True)
             return False, " / ".join(tail) or f"exit {done.returncode}"
     replace_link(data / "bin" / "active-memory", str(venv / "bin" / "active-memory"))
@@ -243,7 +272,7 @@ def after_build(data: Path, step: list[str]) -> None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         log(data, f"after the build, {step[0]} did not run: {exc}")
         return
-    said = (done.stderr or done.stdout).strip()[-2000:]
+    said = screened(done.stderr or done.stdout).strip()[-2000:]
     log(data, f"after the build, {step[0]}: exit {done.returncode}" + (f": {said}" if said else ""))
 
 
@@ -309,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     then = [args.after_build, *args.after_build_arg] if args.after_build else None
     if args.worker:
+        use_screen(source)
         return _work(source, data, then)
     if sys.version_info < MIN_PYTHON:
         status, detail = (

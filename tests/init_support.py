@@ -145,8 +145,10 @@ def answer(task_file: str, body: Json, digest: str | None = None) -> None:
     (Path(task_file).parent / task["answer_file"]).write_text(json.dumps(envelope))
 
 
-def scripted_answers(session: Path, tasks: list[Json]) -> None:
-    """One proposal from alpha's repository discovery; every other task answers none."""
+def scripted_answers(session: Path, tasks: list[Json], *, flawed: bool = False) -> None:
+    """One proposal from alpha's repository discovery; every other task answers none.
+    `flawed`: that proposal has an unknown field (`confidence`) and cites lines 200-260
+    of a one-line file, what a repair turn must list."""
     for task in tasks:
         body: Json = {"lessons": []}
         if task["specialist"] == "repository_discovery":
@@ -154,6 +156,11 @@ def scripted_answers(session: Path, tasks: list[Json]) -> None:
             if record.run_id == "run-a1":
                 found = build_discovery("repository_discovery", record)
                 body = {"lessons": [proposal(evidence=[found.evidence[0].id])]}
+                if flawed:
+                    body["lessons"][0]["confidence"] = 0.9
+                    body["lessons"][0]["citations"] = [
+                        {"path": "api/schema.json", "lines": "200-260"}
+                    ]
         answer(task["task_file"], body)
 
 

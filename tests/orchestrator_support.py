@@ -132,21 +132,25 @@ async def snapshot(store: SqliteStore) -> list[Any]:
     return [x.model_dump() for x in await store.select(LessonQuery(include_retired=True))]
 
 
-def supplied(request: Request) -> list[dict[str, Any]]:
-    """The lessons a maintenance request supplied (its task's `lessons`; a check-repair
-    turn carries its task under `task`)."""
+def task_of(request: Request) -> dict[str, Any]:
+    """The specialist's task a request asks about: its input, or for a repair turn the
+    first input it carries under `task` (providers/repair.py)."""
     assert isinstance(request.input, dict)
-    task = request.input.get("task", request.input)
+    task = request.input["task"] if request.repair_of is not None else request.input
     assert isinstance(task, dict)
-    lessons = task["lessons"]
+    return task
+
+
+def supplied(request: Request) -> list[dict[str, Any]]:
+    """The lessons a maintenance request supplied (its task's `lessons`)."""
+    lessons = task_of(request)["lessons"]
     assert isinstance(lessons, list)
-    return lessons  # type: ignore[return-value]
+    return lessons
 
 
 def evidence_ids(request: Request) -> list[str]:
     """The evidence IDs a discovery request offers."""
-    assert isinstance(request.input, dict)
-    items = request.input["evidence"]
+    items = task_of(request)["evidence"]
     assert isinstance(items, list)
     return [str(item["id"]) for item in items if isinstance(item, dict)]
 

@@ -47,3 +47,36 @@ def test_the_hook_log_keeps_no_credential(tmp_path: Path) -> None:
     log_line("claude", f"PayloadError: bad path keys/{AWS}.txt", env)
     text = (tmp_path / "active-memory" / "recall" / "hook.log").read_text(encoding="utf-8")
     assert AWS not in text and "[REDACTED:" in text
+
+
+def test_a_rule_states_its_flags_so_that_its_gate_knows_whether_it_folds_case() -> None:
+    # Rules compile at their first use; until then their gate reads the flags as given.
+    # An inline `(?i)` would make a folding rule look case-sensitive to it.
+    import re
+
+    from active_memory.credentials import _PREFIXED
+
+    for kind, pattern, _group, _prefixes, _gate in _PREFIXED:
+        compiled = re.compile(pattern.pattern, pattern.flags)
+        assert compiled.flags & ~re.UNICODE == pattern.flags, kind
+
+
+def test_a_hook_that_masks_a_key_path_compiles_few_of_the_rules() -> None:
+    # The rules its prefixes name, and the few that have no literal prefix (Mailchimp,
+    # Telegram, Discord, a bearer token, a URL's password, detect-secrets' AWS).
+    import subprocess
+    import sys
+
+    script = (
+        "from active_memory.credential_gate import mask\n"
+        "from active_memory.credentials import _PREFIXED\n"
+        "print(mask('src/mod7/AKIAIOSFODNN7EXAMPLE.py'))\n"
+        "print(sum(p._compiled is not None for _, p, _, _, _ in _PREFIXED), len(_PREFIXED))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    masked, counts = done.stdout.splitlines()
+    assert masked == "src/mod7/[REDACTED:aws-access-key].py"
+    compiled, rules = map(int, counts.split())
+    assert 1 <= compiled <= 10 and rules > 50

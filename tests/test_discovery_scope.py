@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orchestrator_support import FakeSessions, config, evidence_ids, repo_lessons, run_record, seed
+from orchestrator_support import (
+    FakeSessions,
+    config,
+    evidence_ids,
+    repo_lessons,
+    run_record,
+    seed,
+    task_of,
+)
 from specialist_builders import make_repo
 
 from active_memory.checkout import Checkout
@@ -75,8 +83,7 @@ async def test_a_proposal_that_adapts_a_lesson_becomes_its_candidate(
     record = run_record(tmp_path, [], timeouts=True, checkout=repo)
 
     async def adapts(request: Request) -> Any:
-        assert isinstance(request.input, dict)
-        shown: Any = request.input["lessons"]
+        shown: Any = task_of(request)["lessons"]
         assert [x["id"] for x in shown] == ["L-1"]
         unknown = proposal(request, adapts="L-7", title="Commit the generated client too")
         return {"lessons": [proposal(request, adapts="L-1"), unknown]}
@@ -90,6 +97,11 @@ async def test_a_proposal_that_adapts_a_lesson_becomes_its_candidate(
     first, second = entry.rejected or []
     assert first.duplicate_of == "L-1" and "adaptation of L-1" in first.reason
     assert second.duplicate_of is None and "'L-7' is not one of the active lessons" in second.reason
+    # The unknown `adapts` is a fault the repair turn lists (the candidate is not).
+    assert entry.repair_turns == 1
+    [repair] = [r for r in sessions.requests if r.repair_of is not None]
+    assert any("L-7" in failure for failure in repair.failures)
+    assert not any("adaptation of L-1" in failure for failure in repair.failures)
     assert report.published.created == 0
     candidates = await store.candidates(["L-1"])
     [candidate] = candidates["L-1"]

@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "credentials": 1,  # the credential screen
     "credential_gate": 1,  # the credential screen's lean rules (its masking function)
     "credential_rules": 1,  # not named: the screen's precompiled table (generated)
+    "credential_formats": 1,  # the screen's provider formats, as regex sources
     "file_lock": 1,  # not named: the one file lock
     "file_names": 1,  # not named: file names for keys
     "cited_text": 1,  # not named: where a cited text is now (staleness's one rule)

@@ -159,6 +159,34 @@ def test_ignoring_a_short_folder_name_excludes_every_run_of_that_repository(
     assert selected == ["run-b1", "run-b2", "run-g1"]
 
 
+def test_a_discovery_answer_the_checks_refuse_gets_one_repair_task_then_publishes(
+    history: History,
+) -> None:
+    session = history.tmp / "session"
+    first = _call(history, session)
+    scripted_answers(session, first["tasks"], flawed=True)
+    waiting = _call(history, session)
+    assert waiting["phase"] == "discovery"
+    # One repair task, named after the first (`<specialist>-<digest16>.repair.task.json`),
+    # listing both failures; the other answers were taken.
+    [repair] = waiting["tasks"]
+    assert repair["specialist"] == "repository_discovery"
+    assert repair["task_file"].endswith(".repair.task.json")
+    assert Path(repair["repair_of"]).name == Path(repair["task_file"]).name.replace(
+        ".repair.task.json", ".task.json"
+    )
+    failures = "\n".join(repair["failures"])
+    assert "confidence" in failures and "200-260" in failures
+    assert not (session / "receipt.json").exists()
+    # The repair answered without the unknown field and inside the file: published.
+    scripted_answers(session, [repair])
+    done = _call(history, session)
+    assert done["phase"] == "complete"
+    assert len(done["receipt"]["published"]["created"]) == 1
+    [lesson] = _lessons(history)
+    assert lesson.scope.repository == "repo:github.com/acme/alpha"
+
+
 def test_a_stale_answer_bound_to_another_task_is_refused(history: History) -> None:
     session = history.tmp / "session"
     first = _call(history, session)

@@ -127,15 +127,31 @@ def test_maintenance_supplies_each_scope_alone_and_publishes_its_decisions(
     assert living[ids["beta"]].revision == 1
 
 
-def test_nothing_is_published_until_every_supplied_card_has_a_decision(
+def test_a_batch_without_every_decision_gets_a_repair_task_then_stops_the_call(
     history: History,
 ) -> None:
     ids = _seed(history)
     scripted_answers(history.tmp / "session", _call(history)["tasks"])
     _decide(_call(history)["tasks"], ids, skip="beta")
-    with pytest.raises(InitRefused, match="has no decision"):
-        _call(history)
+    # The refused batch gets its repair task, named after the first, listing the failure.
+    waiting = _call(history)
+    assert waiting["phase"] == "maintenance"
+    [repair] = [t for t in waiting["tasks"] if "repair_of" in t]
+    assert repair["task_file"].endswith(".repair.task.json")
+    assert Path(repair["repair_of"]).name == Path(repair["task_file"]).name.replace(
+        ".repair.task.json", ".task.json"
+    )
+    assert any("has no decision" in failure for failure in repair["failures"])
     assert not (history.tmp / "session" / "publishing.json").exists()
+    # A repair that still misses a decision stops the call, naming the repair answer file.
+    _decide([repair], ids, skip="beta")
+    with pytest.raises(InitRefused, match="has no decision") as refused:
+        _call(history)
+    assert repair["answer_file"] in str(refused.value)
+    assert not (history.tmp / "session" / "publishing.json").exists()
+    # Rewritten with every decision, the session completes.
+    _decide([repair], ids)
+    assert _call(history)["phase"] == "complete"
 
 
 def test_a_crash_after_publishing_maintenance_recovers_the_same_receipt(

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -34,9 +35,16 @@ def _load() -> Any:
 bootstrap = _load()
 
 
-def _source(root: Path) -> Path:
+SCREEN = ("credential_gate.py", "credential_rules.py", "credentials.py", "credential_formats.py")
+"""The credential screen's modules (standard library only), which the set-up loads from
+the source to mask what pip printed before it is logged."""
+
+
+def _source(root: Path, *, screen: bool = True) -> Path:
     (root / "active_memory").mkdir(parents=True)
     (root / "active_memory" / "__init__.py").write_text('__version__ = "0"\n', "utf-8")
+    for name in SCREEN if screen else ():
+        shutil.copy(ROOT / "active_memory" / name, root / "active_memory" / name)
     (root / "pyproject.toml").write_text('[project]\nname = "x"\n', "utf-8")
     return root
 
@@ -142,21 +150,23 @@ def test_after_a_build_the_harness_s_last_step_runs_in_the_new_environment(
     python = venv / "bin" / "python"
     python.write_text(f'#!/bin/sh\necho "$*" > {seen}\necho trusted >&2\n', "utf-8")
     python.chmod(0o755)
+    bootstrap.use_screen(ROOT)  # what the set-up's worker process does first
     bootstrap.after_build(data, ["some.module", "/plugin root", str(data)])
     assert seen.read_text("utf-8").strip() == f"-m some.module /plugin root {data}"
     assert "after the build, some.module: exit 0: trusted" in (data / "bootstrap.log").read_text()
 
 
-def _slow_source(root: Path, seconds: float) -> Path:
-    """A source whose build backend takes `seconds`, then fails."""
-    source = _source(root)
+def _slow_source(root: Path, seconds: float, said: str = "slow backend gave up", *,
+                 screen: bool = True) -> Path:  # fmt: skip
+    """A source whose build backend takes `seconds`, then fails saying `said`."""
+    source = _source(root, screen=screen)
     (source / "pyproject.toml").write_text(
         '[build-system]\nrequires = []\nbuild-backend = "slow"\nbackend-path = ["."]\n'
         '[project]\nname = "x"\nversion = "0"\n', "utf-8",
     )  # fmt: skip
     (source / "slow.py").write_text(
         "import time\n\n\ndef get_requires_for_build_wheel(config_settings=None):\n"
-        f"    time.sleep({seconds})\n    raise RuntimeError('slow backend gave up')\n",
+        f"    time.sleep({seconds})\n    raise RuntimeError({said!r})\n",
         "utf-8",
     )
     return source
@@ -186,3 +196,31 @@ def test_the_build_goes_on_when_the_process_that_started_it_is_killed(tmp_path: 
 
 def _text(path: Path) -> str:
     return path.read_text("utf-8") if path.exists() else ""
+
+
+LEAKY = (
+    "index https://ci:glpat-ABCDEFGHIJKLMNOPQRST12@git.example/simple refused AKIAIOSFODNN7EXAMPLE"
+)
+
+
+def test_a_failed_build_keeps_no_credential_pip_printed(tmp_path: Path) -> None:
+    source = _slow_source(tmp_path / "src", 0, LEAKY)
+    data = tmp_path / "data"
+    done = _run(source, data)
+    assert done.returncode == 0
+    message = json.loads(done.stdout)["systemMessage"]
+    log = _text(data / "bootstrap.log")
+    assert "[REDACTED:" in log and "git.example/simple refused" in log  # pip's account kept
+    for text in (log, message, done.stderr):
+        assert "glpat-ABCDEFGHIJ" not in text and "AKIAIOSFODNN7EXAMPLE" not in text
+    assert not list(source.rglob("__pycache__"))  # nothing written into the plugin's folder
+
+
+def test_without_the_source_s_screen_nothing_pip_printed_is_kept(tmp_path: Path) -> None:
+    source = _slow_source(tmp_path / "src", 0, LEAKY, screen=False)
+    data = tmp_path / "data"
+    done = _run(source, data)
+    log = _text(data / "bootstrap.log")
+    assert "failed" in log and "credential screen did not load" in log
+    for text in (log, done.stdout, done.stderr):
+        assert "glpat-ABCDEFGHIJ" not in text and "AKIAIOSFODNN7EXAMPLE" not in text

@@ -95,3 +95,58 @@ def test_show_tasks_with_replay_is_a_usage_error(
     code, _, err = show(checkout, tmp_path / "tasks", "--replay", str(tmp_path / "r.json"))
     assert code == 2 and "--show-tasks asks no model" in err
     assert not (tmp_path / "tasks").exists()
+
+
+def _seconds(prompt_chars: int, answer: int, reasoning: int) -> float:
+    """The documented time model (docs/specialists.md), redone here from its rates."""
+    prompt = -(-prompt_chars // 4)  # 4 characters a token, rounded up
+    first = prompt / 2000 + (reasoning + answer) / 50
+    repair = (prompt + answer + 300) / 2000 + (reasoning + answer) / 50
+    return first + repair
+
+
+def test_show_tasks_estimates_each_specialists_time_and_warns_when_120_s_do_not_fit(
+    state: Path, checkout: Path, tmp_path: Path
+) -> None:
+    out_dir = tmp_path / "tasks"
+    code, out, err = show(checkout, out_dir, "--json")
+    assert code == 0, err
+    estimate = json.loads(out)["estimate"]
+    # The example keeps the seed's 120 s, and its source node asks for high effort.
+    assert (estimate["timeout_ms"], estimate["effort"]) == (120_000, "high")
+    assert estimate["write_tokens_per_second"] == 50 and estimate["repair_turns_per_ask"] == 1
+    assert set(estimate["specialists"]) == set(SPECIALISTS)
+    for name, entry in estimate["specialists"].items():
+        chars = len((out_dir / f"{name}.prompt.md").read_text()) + len(
+            (out_dir / f"{name}.system.md").read_text()
+        )
+        assert entry["asks"] == entry["repair_turns"] == 1
+        assert entry["prompt_tokens"] == -(-chars // 4)
+        assert entry["reasoning_tokens"] == 8000  # high effort
+        expected = _seconds(chars, entry["answer_tokens"], 8000)
+        assert abs(entry["seconds"] - expected) < 0.1
+        assert entry["fits"] is (expected <= 120)
+    # 8,000 reasoning tokens twice at 50 tokens/s is 320 s alone: 120 s cannot fit.
+    assert estimate["fits"] is False
+    code, text, _ = show(checkout, tmp_path / "again")
+    assert code == 0
+    assert "DOES NOT FIT" in text and "warning: " in text
+    assert "globalAgents.postmortem.timeoutMs" in text
+
+
+def test_show_tasks_says_a_larger_timeout_at_low_effort_fits(
+    state: Path, checkout: Path, tmp_path: Path
+) -> None:
+    runtime = json.loads(RUN.read_text())["runtime"]
+    runtime["nodes"]["worker"]["effort"] = "low"
+    runtime["globalAgents"]["postmortem"]["timeoutMs"] = 600_000
+    config = tmp_path / "runtime.json"
+    config.write_text(json.dumps(runtime))
+    code, out, err = show(checkout, tmp_path / "tasks", "--config", str(config), "--json")
+    assert code == 0, err
+    estimate = json.loads(out)["estimate"]
+    assert (estimate["timeout_ms"], estimate["effort"]) == (600_000, "low")
+    assert estimate["fits"] is True
+    assert all(e["reasoning_tokens"] == 1000 for e in estimate["specialists"].values())
+    code, text, _ = show(checkout, tmp_path / "again", "--config", str(config))
+    assert "warning" not in text and text.count(", fits") == 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -96,13 +97,54 @@ async def test_answer_for_another_task_is_malformed(tmp_path: Path) -> None:
 
 
 @pytest.mark.asyncio
-async def test_invalid_answer_content_is_reported_with_its_errors(tmp_path: Path) -> None:
-    _, answer_file = exchange_paths(tmp_path, "graph_maintenance", input_digest(INPUT))
+async def test_an_invalid_answer_gets_a_repair_task_listing_each_failure(tmp_path: Path) -> None:
+    task_file, answer_file = exchange_paths(tmp_path, "graph_maintenance", input_digest(INPUT))
     answer_file.write_text(answer_document(BAD))
+    status = await exchange(tmp_path).submit("Keep or retire?", Discoveries, input=INPUT)
+    assert isinstance(status, Pending)
+    # The documented name: the first task's stem, then `.repair`.
+    repair_task, repair_answer = exchange_paths(
+        tmp_path, "graph_maintenance", input_digest(INPUT), repair=True
+    )
+    assert (status.task_file, status.answer_file) == (repair_task, repair_answer)
+    assert status.task_file.name.endswith(".repair.task.json")
+    assert status.repair_of == task_file
+    assert status.failures and status.failures[0].startswith("lessons[0].evidence")
+    task = json.loads(repair_task.read_text())
+    assert task["repair_of"] == task_file.name and task["failures"] == list(status.failures)
+    assert task["answer_file"] == repair_answer.name and task["digest"] == status.digest
+    roles = [m["role"] for m in task["messages"]]
+    assert roles == ["user", "assistant", "user"]
+    assert "not accepted" in task["messages"][-1]["content"]
+    assert status.failures[0] in task["messages"][-1]["content"]
+    # A repair answer that fails again fails the specialist, naming the repair file.
+    repair_answer.write_text(answer_document(BAD, digest=status.digest))
     with pytest.raises(SpecialistFailed) as caught:
         await exchange(tmp_path).submit("Keep or retire?", Discoveries, input=INPUT)
-    assert caught.value.kind == "invalid_answer" and str(answer_file) in caught.value.detail
+    assert caught.value.kind == "invalid_answer" and str(repair_answer) in caught.value.detail
+    assert "after one repair turn" in caught.value.detail
     assert caught.value.errors[0].startswith("lessons[0].evidence")
+    # A good repair answer is the reply.
+    repair_answer.write_text(answer_document(GOOD, digest=status.digest))
+    reply = await exchange(tmp_path).submit("Keep or retire?", Discoveries, input=INPUT)
+    assert not isinstance(reply, Pending)
+    assert reply.turns == 2 and reply.answer == Discoveries.model_validate(GOOD)
+
+
+@pytest.mark.asyncio
+async def test_a_task_file_carries_its_deadline_and_none_without_one(tmp_path: Path) -> None:
+    before = datetime.now(UTC)
+    status = await exchange(tmp_path / "a", seconds=90).submit("Keep?", Discoveries, input=INPUT)
+    assert isinstance(status, Pending)
+    task = json.loads(status.task_file.read_text())
+    deadline = datetime.fromisoformat(task["deadline"])
+    assert 85 <= task["seconds_left"] <= 90
+    assert before + timedelta(seconds=85) <= deadline <= before + timedelta(seconds=92)
+    status = await exchange(tmp_path / "b").submit("Keep?", Discoveries, input=INPUT)
+    assert isinstance(status, Pending)
+    task = json.loads(status.task_file.read_text())
+    assert task["deadline"] is None and task["seconds_left"] is None
+    assert "repair_of" not in task and "failures" not in task
 
 
 @pytest.mark.asyncio

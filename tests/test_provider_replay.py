@@ -22,6 +22,8 @@ from active_memory.specialists.providers import (
     input_digest,
     open_session,
 )
+from active_memory.specialists.providers.base import Request
+from active_memory.specialists.providers.function import FunctionSession
 from active_memory.specialists.providers.replay import (
     Recording,
     Recordings,
@@ -82,15 +84,35 @@ async def test_replay_miss_names_specialist_digest_and_how_to_record(tmp_path: P
 
 
 @pytest.mark.asyncio
-async def test_invalid_recording_fails_without_a_repair_turn(tmp_path: Path) -> None:
+async def test_an_invalid_recording_without_its_recorded_repair_names_the_repair(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "recordings.json"
     bad = Recording(specialist="repository_discovery", digest=input_digest(INPUT), answer=BAD)
     await save_recordings(path, Recordings(recordings=[bad]))
     with pytest.raises(SpecialistFailed) as caught:
         await replay(path).ask("prompt", Discoveries, input=INPUT)
-    assert caught.value.kind == "invalid_answer"
-    (error,) = caught.value.errors
-    assert error.startswith("lessons[0].evidence: List should have at least 1 item")
+    assert caught.value.kind == "missing_recording"
+    assert "no recorded repair turn for repository_discovery" in caught.value.detail
+
+
+@pytest.mark.asyncio
+async def test_a_recorded_repair_is_replayed(tmp_path: Path) -> None:
+    # Recorded through a live session: the refused first answer and its repair, each
+    # under its own input's digest; replay then asks the same two turns.
+    path = tmp_path / "recordings.json"
+
+    async def model(request: Request) -> JsonValue:
+        return GOOD if request.turn == 2 else BAD
+
+    recorder = RecordingSession(FunctionSession("repository_discovery", model), path)
+    first = await recorder.ask("prompt", Discoveries, input=INPUT)
+    assert first.turns == 2
+    stored = Recordings.model_validate_json(path.read_text()).recordings
+    assert [r.answer for r in stored] == [BAD, GOOD]
+    assert stored[0].digest == input_digest(INPUT) and stored[1].digest != stored[0].digest
+    reply = await replay(path).ask("prompt", Discoveries, input=INPUT)
+    assert reply.turns == 2 and reply.answer == Discoveries.model_validate(GOOD)
 
 
 @pytest.mark.asyncio

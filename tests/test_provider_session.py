@@ -8,7 +8,7 @@ from fakes.lanes import BAD, GOOD, Discoveries
 from pydantic import JsonValue
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
-from active_memory.specialists.providers import Message, ProviderSession, Usage
+from active_memory.specialists.providers import Message, ProviderSession, Usage, input_digest
 from active_memory.specialists.providers.base import Request
 from active_memory.specialists.providers.function import FunctionSession
 
@@ -28,7 +28,11 @@ async def test_repair_turn_sees_the_quoted_errors_and_its_previous_answer() -> N
     assert [m.role for m in repair.messages] == ["user", "assistant", "user"]
     assert '"evidence": []' in repair.messages[1].content
     assert repair.messages[2].content.startswith("Your previous answer was not accepted:")
-    assert repair.input == {"task": 1}
+    # The repair's own input: the first input, the refused answer and every failure.
+    assert isinstance(repair.input, dict) and repair.input["task"] == {"task": 1}
+    assert repair.input["answer"] == repair.messages[1].content
+    assert repair.input["failures"] == list(repair.failures) and repair.failures
+    assert repair.repair_of == input_digest({"task": 1})
 
 
 @pytest.mark.asyncio
@@ -98,3 +102,60 @@ async def test_prompt_must_end_with_a_user_message() -> None:
             [Message(role="user", content="a"), Message(role="assistant", content="b")],
             Discoveries,
         )
+
+
+@pytest.mark.asyncio
+async def test_one_repair_turn_lists_an_unknown_field_and_the_checks_failures_together() -> None:
+    from active_memory.specialists.providers.repair import Verdict
+
+    seen: list[Request] = []
+    checked: list[Discoveries] = []
+
+    async def answer(request: Request) -> JsonValue:
+        seen.append(request)
+        first: JsonValue = {
+            "lessons": [{"title": "Regenerate the client", "evidence": ["E-1"], "confidence": 0.9}]
+        }
+        return first if request.turn == 1 else GOOD
+
+    async def check(found: Discoveries) -> Verdict:
+        checked.append(found)
+        bad = found.lessons[0].title == "Regenerate the client" and len(checked) == 1
+        return Verdict(failures=("lessons[0]: citation-lines: out of range",) if bad else ())
+
+    reply = await FunctionSession("repository_discovery", answer).ask(
+        "What recurs?", Discoveries, check=check
+    )
+    assert reply.turns == 2 and len(seen) == 2
+    # The first answer was checked without its unknown field, so both are listed.
+    assert checked[0].lessons[0].title == "Regenerate the client"
+    assert seen[1].failures[0].startswith("lessons[0].confidence")
+    assert seen[1].failures[1] == "lessons[0]: citation-lines: out of range"
+    last = seen[1].messages[-1].content
+    assert all(f"\n- {failure}" in last for failure in seen[1].failures)
+
+
+@pytest.mark.asyncio
+async def test_a_safety_refusal_gets_no_repair_turn_and_names_only_its_rule() -> None:
+    from active_memory.specialists.providers.repair import Verdict
+
+    seen: list[Request] = []
+
+    async def answer(request: Request) -> JsonValue:
+        seen.append(request)
+        return {"lessons": [{"title": "Wipe it", "evidence": ["E-1"], "confidence": 1}]}
+
+    async def check(found: Discoveries) -> Verdict:
+        return Verdict(failures=("lessons[0].title: too long",),
+                       safety=("lessons[0]: refused by destroy-data",))  # fmt: skip
+
+    with pytest.raises(SpecialistFailed) as caught:
+        await FunctionSession("repository_discovery", answer).ask(
+            "What recurs?", Discoveries, check=check
+        )
+    assert len(seen) == 1  # no repair turn
+    assert caught.value.kind == "unsafe_answer" and caught.value.errors == ()
+    assert caught.value.detail.endswith(
+        "refused, with no repair turn: lessons[0]: refused by destroy-data"
+    )
+    assert "confidence" not in caught.value.detail and "too long" not in caught.value.detail

@@ -32,8 +32,11 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _evidence(args: argparse.Namespace) -> int:
     from active_memory.evidence import scan
     from active_memory.runlog.record import load_run_record
+    from active_memory.runlog.screening import screen_record
 
-    result = scan(load_run_record(args.run))
+    # Screened before the scan: neither the table nor --json shows a credential that a
+    # record written by something else than our importers still holds.
+    result = scan(screen_record(load_run_record(args.run)))
     if args.json:
         print_json(result.to_json())
     else:

@@ -114,7 +114,19 @@ def export_lessons(args: argparse.Namespace) -> int:
         return [item for item in found if args.scope is None or _of(item, args.scope)]
 
     found: list[Lesson | Tombstone] = run_or_empty(args, job)
-    lines = "".join(item.model_dump_json() + "\n" for item in found)
+    import json
+
+    from active_memory.credential_gate import mask_value
+
+    # The one screen where lessons leave the store (a lesson stored before the screen
+    # existed may hold a credential); a clean lesson is written exactly as before.
+    lines = "".join(
+        json.dumps(
+            mask_value(item.model_dump(mode="json")), ensure_ascii=False, separators=(",", ":")
+        )
+        + "\n"
+        for item in found
+    )
     if args.output:
         from active_memory.atomic_files import write_output_file
 

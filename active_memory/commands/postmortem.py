@@ -31,7 +31,6 @@ if TYPE_CHECKING:
         PostmortemReport,
         SessionFactory,
     )
-    from active_memory.orchestrator.preview import CaptureSessions
     from active_memory.runlog.record import RunRecord
     from active_memory.specialists.providers.exchange import Pending
     from active_memory.store import LessonStore
@@ -149,7 +148,9 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     outcome = anyio.run(_run, args, record, config, checkout, sessions, display)
     display.close()
     if capture is not None and not isinstance(outcome, int):
-        return _shown(args, outcome, capture)
+        from active_memory.commands.show_tasks import shown as show_tasks
+
+        return show_tasks(args, outcome, capture, config)
     if isinstance(outcome, int):
         print(
             "active-memory: postmortem interrupted; it stopped before publishing, "
@@ -162,38 +163,6 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     else:
         render(outcome)
     return 0 if outcome.ok else 1
-
-
-def _shown(args: argparse.Namespace, report: PostmortemReport, capture: CaptureSessions) -> int:
-    """Write the captured questions and say where they are (`--show-tasks`)."""
-    from active_memory.orchestrator.preview import write_tasks
-
-    written = write_tasks(args.show_tasks, capture.captured)
-    asked = {c.specialist for c in capture.captured}
-    not_asked = {
-        name: entry.reason or entry.status
-        for name, entry in report.specialists.items()
-        if name not in asked
-    }
-    if args.json:
-        print_json(
-            {
-                "run_id": report.run_id,
-                "directory": str(args.show_tasks),
-                "written": [str(p) for p in written],
-                "not_asked": not_asked,
-            }
-        )
-        return 0
-    print(f"{len(written)} file(s) written to {args.show_tasks} (no model was called):")
-    for path in written:
-        print(f"  {path.name}  {path.stat().st_size} bytes")
-    for name, why in not_asked.items():
-        print(f"  {name}: not asked ({why})")
-    return 0
-
-
-# --- inputs ----------------------------------------------------------------------
 
 
 def _with_graph(record: RunRecord, graph_path: Path | None) -> RunRecord:

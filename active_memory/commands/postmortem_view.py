@@ -139,9 +139,9 @@ def render(report: PostmortemReport) -> None:
             decided = str(entry.proposals) if entry.proposals is not None else "-"
             accepted = str(len(entry.accepted)) if entry.accepted is not None else "-"
         style = _STATUS_STYLE.get(entry.status, "")
-        table.add_row(
-            name, f"[{style}]{entry.status}[/]", supplied, decided, accepted, entry.reason or ""
-        )
+        repaired = f"{entry.repair_turns} repair turn(s)" if entry.repair_turns else ""
+        notes = "; ".join(x for x in (repaired, entry.reason or "") if x)
+        table.add_row(name, f"[{style}]{entry.status}[/]", supplied, decided, accepted, notes)
     console.print(table)
     decisions = [(n, d) for n, e in report.specialists.items() for d in e.decisions or ()]
     if decisions:

@@ -67,6 +67,7 @@ def _recall(args: argparse.Namespace) -> int:
     from active_memory.recall.signals import extract_signals
     from active_memory.recall.snapshot import SnapshotUnavailable
     from active_memory.recall.types import ToolCall
+    from active_memory.store.changes import StoreUnreadable
 
     payload = read_tool_json(args.tool_json)
     harness = "claude" if isinstance(payload, dict) and "tool_name" in payload else "after-tool"
@@ -89,6 +90,20 @@ def _recall(args: argparse.Namespace) -> int:
         answer = answer_tool_call(call, context)
     except (SnapshotCorrupt, SnapshotUnavailable, LedgerCorrupt) as exc:
         raise UsageError(str(exc)) from None
+    except StoreUnreadable as exc:
+        # Mostly a store in a folder this user may not write: SQLite must create the
+        # store's `-shm` file beside it to read a WAL store, and says "readonly" or
+        # "unable to open".
+        raise UsageError(
+            f"{exc}; a lesson store is read with its -wal and -shm files beside it: check "
+            "that its folder is writable by you (or copy the store to one that is)"
+        ) from None
+    except OSError as exc:  # recall's own state (generations, ledger) cannot be written
+        where = exc.filename or context.recall_dir
+        raise UsageError(
+            f"{where}: cannot write recall's state ({exc.strerror or exc}); check the state "
+            "folder's permissions or set ZEROSHOT_STATE_DIR"
+        ) from None
     signals = extract_signals(call, context.workspace_root)
     document = answer.to_json()
     document["repository"] = context.repository

@@ -103,7 +103,7 @@ def _ui(args: argparse.Namespace) -> int:
 
     from active_memory.errors import UsageError
     from active_memory.hooks.paths import default_token_path
-    from active_memory.hooks.server import bind_loopback, loopback_host
+    from active_memory.hooks.server import bind_loopback, loopback_host, stop_on_signals
     from active_memory.hooks.token import load_or_create_token
 
     # Checked before anything is created or imported: a bad --host must cost nothing.
@@ -130,18 +130,24 @@ def _ui(args: argparse.Namespace) -> int:
     sock = bind_loopback(host, args.port)
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    print(
-        f"active-memory ui: open http://{shown}:{port}/login?code={gate.new_login_code()} "
-        f"(one-time link, valid 10 minutes; later, log in with the token in {token_file})",
-        file=sys.stderr,
-        flush=True,
-    )
     config = uvicorn.Config(
         app, access_log=False, log_level="warning", server_header=False,
         timeout_graceful_shutdown=5,
     )  # fmt: skip
+    server = uvicorn.Server(config)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        # As `serve`: a SIGTERM or SIGINT, from the moment the link is printed, stops the
+        # server and the command exits 0 (uvicorn alone raises the signal again after its
+        # shutdown: death by -15).
+        with stop_on_signals(server):
+            print(
+                f"active-memory ui: open http://{shown}:{port}/login?code="
+                f"{gate.new_login_code()} (one-time link, valid 10 minutes; later, log in "
+                f"with the token in {token_file})",
+                file=sys.stderr,
+                flush=True,
+            )
+            server.run(sockets=[sock])
     finally:
         sock.close()
     print("active-memory ui: stopped", file=sys.stderr)
@@ -198,7 +204,9 @@ def _link(args: argparse.Namespace) -> int:
         ) from None
     link = f"http://{host}:{running.port}{path}?code={code}"
     if args.json:
-        print(json.dumps({"link": link, "valid_seconds": seconds, "pid": running.pid}))
+        from active_memory.commands.common import print_json
+
+        print_json({"link": link, "valid_seconds": seconds, "pid": running.pid})
     else:
         print(link)
     return 0

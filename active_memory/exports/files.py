@@ -29,7 +29,12 @@ def read(path: Path) -> str | None:
 
 
 def write(path: Path, before: str | None, after: str) -> Written:
-    """Write `after` to `path` atomically, unless it already holds exactly that."""
+    """Write `after` to `path` atomically, unless it already holds exactly that; every
+    credential in it masked (lessons are screened when published: one stored before the
+    screen existed may hold one)."""
+    from active_memory.credential_gate import mask
+
+    after = mask(after)
     if before == after:
         return Written(path, "unchanged")
     from active_memory.atomic_files import write_output_file

@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from active_memory.credential_gate import mask, mask_value
+
 _NAMES = {
     "claude": "Claude Code",
     "codex": "Codex",
@@ -195,10 +197,11 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
             document["notes"] = change.notes
         if checks:
             document["checks"] = checks
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        # A diff shows lines of the harness's own config, which may hold the user's keys.
+        sys.stdout.write(json.dumps(mask_value(document), indent=2) + "\n")
         return 0
     if args.dry_run:
-        sys.stdout.write(change.diff() or f"nothing would change in {path}\n")
+        sys.stdout.write(mask(change.diff()) or f"nothing would change in {path}\n")
         print("dry run: nothing was written", file=sys.stderr)
         for note in change.notes:
             print(f"note: {note}", file=sys.stderr)
@@ -241,7 +244,7 @@ def _doctor(args: argparse.Namespace) -> int:
     ok = bool(found) and all(item.ok for item in found)
     if args.json:
         document = {"ok": ok, "installed": [item.to_json() for item in found]}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.write(json.dumps(mask_value(document), indent=2) + "\n")
         return 0 if ok else 1
     if not found:
         print(

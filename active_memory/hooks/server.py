@@ -329,7 +329,9 @@ def bind_loopback(host: str, port: int) -> socket.socket:
 
 
 @contextlib.contextmanager
-def _stop_on_signals(server: Any) -> Iterator[None]:
+def stop_on_signals(server: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM stop the uvicorn `server` cleanly (its `run` returns: exit 0),
+    for `serve` and `active-memory ui` alike."""
     # uvicorn installs its own SIGINT/SIGTERM handlers only while it runs, then restores
     # the ones it found and raises the signal again. Ours, around the whole lifetime,
     # turn a signal before uvicorn's handlers exist into a clean stop (instead of a
@@ -394,7 +396,7 @@ def serve(
         timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
-    with _stop_on_signals(server):
+    with stop_on_signals(server):
         write_discovery(discovery, ip, bound_port, token_file)
         try:
             if on_listen is not None:

@@ -28,7 +28,8 @@ from active_memory.store import open_store
 ANSWER_ACTION = (
     "answer every task in `tasks`: read its task_file (active-memory/exchange-task@1) and "
     "write its answer_file beside it (active-memory/exchange-answer@1, same specialist and "
-    "digest), then run this command again"
+    "digest; a task with `repair_of` is a repair: answer it again, corrected for its "
+    "`failures`), then run this command again"
 )
 DONE_ACTION = "none: the session is complete; running it again returns the same receipt"
 NOTHING_ACTION = (
@@ -98,6 +99,12 @@ def _waiting(phase: str, found: Discovery, head: dict[str, Any]) -> dict[str, An
             "digest": p.digest,
             "task_file": str(p.task_file),
             "answer_file": str(p.answer_file),
+            # A repair task: the answer to `repair_of` was refused for `failures`.
+            **(
+                {"repair_of": str(p.repair_of), "failures": list(p.failures)}
+                if p.repair_of is not None
+                else {}
+            ),
         }
         for p in found.pending
     ]

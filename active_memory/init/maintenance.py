@@ -10,9 +10,10 @@
 
 Tasks, checks and mutations are the postmortem's (`build_*_maintenance`,
 `check_maintenance`, `maintenance_mutations`, `refreshed` for a keep that carries
-citations). A batch whose answer does not reconcile
-stops the phase with its reasons: its answer file must be rewritten; nothing is staged
-until every supplied card has a decision.
+citations). A batch whose answer does not reconcile gets one repair task file listing
+every failure (none for a safety refusal); a repair answer that does not reconcile
+either stops the phase with its reasons: that answer file must be rewritten. Nothing
+is staged until every supplied card has a decision.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from active_memory.lessons import GraphScope, Lesson, RepositoryScope
 from active_memory.prompts import load_prompts
 from active_memory.runlog.record import RunRecord
 from active_memory.specialists.answers import MaintenanceAnswer, answer_schema
-from active_memory.specialists.checks import Failed, check_maintenance
+from active_memory.specialists.checks import Failed
+from active_memory.specialists.checks.verdicts import maintenance_check
 from active_memory.specialists.mutations import maintenance_mutations, refreshed
 from active_memory.specialists.providers.base import input_digest
 from active_memory.specialists.providers.exchange import (
@@ -158,11 +160,13 @@ async def maintain(
                 )
             data = task.to_json()
             session = FileExchangeSession(scope.specialist, HOST_MODEL, directory=exchange)
+            check = maintenance_check(task, checkout=checkout)
             try:
                 reply = await session.submit(
                     prompts.render(scope.specialist, task, data),
                     answer_schema(scope.specialist),
                     input=data,
+                    check=check,
                 )
             except SpecialistFailed as exc:
                 raise InitRefused(f"{exc.kind}: {exc.detail}") from None
@@ -173,9 +177,12 @@ async def maintain(
                 complete = False
                 continue
             assert isinstance(reply.answer, MaintenanceAnswer)
-            result = check_maintenance(task, reply.answer, checkout=checkout)
+            result = check.result()
             if isinstance(result, Failed):
-                _, answer_file = exchange_paths(exchange, scope.specialist, input_digest(data))
+                # Refused after its repair turn, or by a safety rule (no repair turn).
+                _, answer_file = exchange_paths(
+                    exchange, scope.specialist, input_digest(data), repair=reply.turns > 1
+                )
                 raise InitRefused(
                     f"{answer_file} does not reconcile its batch: "
                     + "; ".join(result.reasons[:10])

@@ -3,7 +3,9 @@ file-exchange provider; checked with the postmortem's own builders and checks.
 
 A task is asked only when the run holds evidence the specialist may cite (as in the
 postmortem). The answer file is bound to the task's digest by the exchange provider:
-an answer written for another task is refused, never reused.
+an answer written for another task is refused, never reused. An answer the checks
+refuse (a citation out of range, an unknown field) gets one repair task file listing
+every failure, as in the postmortem's lanes; a safety refusal gets none.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from active_memory.specialists.answers import (
     RepositoryDiscoveryAnswer,
     answer_schema,
 )
-from active_memory.specialists.checks import check_discovery
+from active_memory.specialists.checks.verdicts import discovery_check
 from active_memory.specialists.mutations import AnyMutation, discovery_mutations
 from active_memory.specialists.providers.exchange import FileExchangeSession, Pending
 from active_memory.specialists.tasks import DiscoveryName, build_discovery
@@ -66,9 +68,12 @@ async def _discover(
                 continue
             data = task.to_json()
             session = FileExchangeSession(name, HOST_MODEL, directory=exchange)
+            # The postmortem's checks, inside the ask: a refused answer gets its repair
+            # task file (`<specialist>-<digest16>.repair.task.json`), as in every lane.
+            check = discovery_check(task, checkout=Checkout(root))
             try:
                 reply = await session.submit(
-                    prompts.render(name, task, data), answer_schema(name), input=data
+                    prompts.render(name, task, data), answer_schema(name), input=data, check=check
                 )
             except SpecialistFailed as exc:
                 raise InitRefused(f"{exc.kind}: {exc.detail}") from None
@@ -77,9 +82,8 @@ async def _discover(
             if isinstance(reply, Pending):
                 out.pending.append(reply)
                 continue
-            answer = reply.answer
-            assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
-            result = check_discovery(task, answer, checkout=Checkout(root))
+            assert isinstance(reply.answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
+            result = check.result()
             out.mutations.extend(discovery_mutations(result, run_id=record.run_id, model=None))
             out.results.append(
                 {

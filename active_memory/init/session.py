@@ -17,8 +17,10 @@ from typing import Any
 
 from active_memory.atomic_files import write_atomically
 from active_memory.checkout.git import GitFailed, run_git
+from active_memory.credential_gate import mask_value
 from active_memory.file_lock import FileLock
 from active_memory.init.errors import InitRefused
+from active_memory.runlog.screening import screen_record_data
 
 STATE_SCHEMA = "active-memory/init-session@1"
 
@@ -114,6 +116,12 @@ class Session:
         """Write a JSON file durably: temporary file, fsync, rename, fsync the folder."""
         target = self.path / name
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # No credential at rest in a session's files: the copies of the selected run
+        # records keep their identity and graph as they are (runlog/screening.py).
+        if name.startswith("runs/") and isinstance(document, dict):
+            document = screen_record_data(document)
+        else:
+            document = mask_value(document)
         text = json.dumps(document, indent=2, sort_keys=True) + "\n"
         write_atomically(target, text, mode=0o600)
 

@@ -34,6 +34,7 @@ class Outcome:
     discovery: DiscoveryResult | None = None
     mutations: list[AnyMutation] = field(default_factory=list)
     rereconciled: list[str] = field(default_factory=list)
+    repair_turns: int = 0  # turns that repaired a refused answer (at most one per ask)
     usage: Usage = field(default_factory=Usage)
     provider: str | None = None
     model: str | None = None
@@ -99,6 +100,7 @@ class Outcome:
             else None,
             rejected=[RejectedReport(**r.to_json()) for r in found.rejected] if found else None,
             rereconciled=list(self.rereconciled),
+            repair_turns=self.repair_turns or None,
             provider=self.provider,
             model=self.model,
             usage=UsageReport.of(self.usage),

@@ -60,9 +60,12 @@ async def run_postmortem(
     caller's cancellation after stopping every specialist; nothing is published then.
     """
     from active_memory.orchestrator.engine import Postmortem
+    from active_memory.runlog.screening import screen_record
 
     run = Postmortem(
-        record,
+        # What a model is shown comes from here: no credential in it, whether an importer
+        # sealed the record or a run controller handed it over as it was.
+        screen_record(record),
         config,
         store,
         checkout=checkout,

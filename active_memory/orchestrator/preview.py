@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from active_memory.atomic_files import write_atomically
+from active_memory.credential_gate import mask, mask_value
 from active_memory.errors import UsageError
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.providers import ProviderSession
@@ -87,10 +88,12 @@ def write_tasks(directory: Path, captured: list[Captured]) -> list[Path]:
         base = question.specialist
         if counts[question.specialist] > 1:
             base += f"-batch-{seen[question.specialist]}"
+        # Screened where they are built; the one screen again at the writer.
+        data = mask_value(question.input)
         for suffix, text in (
-            (".prompt.md", question.prompt),
-            (".system.md", question.system),
-            (".task.json", json.dumps(question.input, indent=2, ensure_ascii=False) + "\n"),
+            (".prompt.md", mask(question.prompt)),
+            (".system.md", mask(question.system)),
+            (".task.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n"),
         ):
             path = directory / f"{base}{suffix}"
             try:

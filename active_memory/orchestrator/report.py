@@ -98,7 +98,8 @@ class SpecialistReport(_Model):
     `decisions` (only when every batch reconciled) and `kept`; discovery fills
     `proposals` (answered), `accepted` and `rejected`. `reasons` lists every failure
     reason (`reason` joins them). `rereconciled` names lessons decided again after a
-    revision conflict.
+    revision conflict. `repair_turns` counts the asks whose refused answer was repaired
+    (one turn each; left out when none).
     """
 
     status: SpecialistStatus
@@ -113,6 +114,7 @@ class SpecialistReport(_Model):
     accepted: list[AcceptedReport] | None = None
     rejected: list[RejectedReport] | None = None
     rereconciled: list[str] = Field(default_factory=list)
+    repair_turns: int | None = None
     provider: str | None = None
     model: str | None = None
     usage: UsageReport = UsageReport()

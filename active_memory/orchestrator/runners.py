@@ -27,7 +27,6 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
-from pydantic import JsonValue
 
 from active_memory.checkout import Checkout
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
@@ -45,8 +44,8 @@ from active_memory.specialists.answers import (
     RepositoryDiscoveryAnswer,
     answer_schema,
 )
-from active_memory.specialists.checks import Failed, Reconciled, check_discovery, check_maintenance
-from active_memory.specialists.checks.gate import is_safety_refusal
+from active_memory.specialists.checks import Failed, MaintenanceResult
+from active_memory.specialists.checks.verdicts import discovery_check, maintenance_check
 from active_memory.specialists.kinds import SpecialistName, kind_of
 from active_memory.specialists.mutations import (
     discovery_mutations,
@@ -54,7 +53,7 @@ from active_memory.specialists.mutations import (
     reactivations,
     refreshed,
 )
-from active_memory.specialists.providers import Message, ProviderSession
+from active_memory.specialists.providers import ProviderSession
 from active_memory.specialists.tasks import (
     CodeCache,
     DeferralView,
@@ -250,15 +249,17 @@ async def decide(
         nonlocal failure, error, done
         try:
             async with limiter:
-                result = await ask_batch(ctx, out.name, session, batch, living)
+                result, turns = await ask_batch(ctx, out.name, session, batch, living)
         except Exception as exc:  # re-raised below, unwrapped from the task group
             if failure is None and error is None:
                 error = exc
             group.cancel_scope.cancel()
             return
+        out.repair_turns += turns - 1
         if isinstance(result, Failed):
             if failure is None:
-                where = f"batch {index + 1} of {len(batches)} (after one repair turn)"
+                how = "after one repair turn" if turns > 1 else "refused, no repair turn"
+                where = f"batch {index + 1} of {len(batches)} ({how})"
                 failure = [f"{where}: {reason}" for reason in result.reasons]
             group.cancel_scope.cancel()
             return
@@ -299,9 +300,10 @@ async def ask_batch(
     session: ProviderSession,
     batch: Sequence[Lesson],
     living: Sequence[Lesson],
-) -> Reconciled | Failed:
-    """One batch: build its task, ask, check the answer (all or nothing), and when the
-    checks fail, ask once more with every failure listed and check that answer."""
+) -> tuple[MaintenanceResult, int]:
+    """One batch: build its task, ask, and check the answer (all or nothing); the checks
+    run inside the ask, so a refused answer gets the one repair turn that lists every
+    failure (`providers/repair.py`). The result of the last answer, and the turns taken."""
     task = await in_thread(functools.partial(_maintenance_task, ctx, name, batch, living))
     if ctx.checkout is not None:
         change = functools.partial(
@@ -317,43 +319,10 @@ async def ask_batch(
                 ctx.shown_changed.pop(supplied.id, None)
     data = task.to_json()
     prompt = ctx.prompts.render(name, task, data)
-    reply = await session.ask(prompt, answer_schema(name), input=data)
-    answer = reply.answer
-    assert isinstance(answer, MaintenanceAnswer)
-    result = await in_thread(
-        functools.partial(check_maintenance, task, answer, checkout=ctx.checkout)
-    )
-    if not isinstance(result, Failed) or any(map(is_safety_refusal, result.reasons)):
-        return result  # a safety refusal gets no repair turn (SPEC §6)
-    messages = (
-        Message(role="user", content=prompt),
-        Message(role="assistant", content=reply.raw),
-        Message(role="user", content=check_repair_prompt(result.reasons)),
-    )
-    # The repair's own input, complete in itself (replay keys on it, exchange files show
-    # it): the task, the answer refused and every failure.
-    repair_input: dict[str, JsonValue] = {
-        "task": data,
-        "answer": reply.raw,
-        "failures": list(result.reasons),
-    }
-    reply = await session.ask(messages, answer_schema(name), input=repair_input)
-    answer = reply.answer
-    assert isinstance(answer, MaintenanceAnswer)
-    return await in_thread(
-        functools.partial(check_maintenance, task, answer, checkout=ctx.checkout)
-    )
-
-
-def check_repair_prompt(failures: Sequence[str]) -> str:
-    """The repair turn of a batch whose answer failed the checks: each failure, exactly."""
-    listed = "".join(f"\n- {failure}" for failure in failures)
-    return (
-        "Your answer was checked and not accepted, for these reasons:"
-        + listed
-        + "\nAnswer again for the same lessons with one corrected JSON object: every "
-        "decision again (not only the ones listed), and nothing else."
-    )
+    check = maintenance_check(task, checkout=ctx.checkout)
+    reply = await session.ask(prompt, answer_schema(name), input=data, check=check)
+    assert isinstance(reply.answer, MaintenanceAnswer)
+    return check.result(), reply.turns
 
 
 def _maintenance_task(
@@ -437,19 +406,15 @@ async def discover(
         prompt = ctx.prompts.render(name, task, data)
         if task.rejected:
             prompt += REJECTED_NOTE
-        reply = await session.ask(prompt, answer_schema(name), input=data)
-        answer = reply.answer
-        assert isinstance(answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
-        result = await in_thread(
-            functools.partial(
-                check_discovery,
-                task,
-                answer,
-                checkout=ctx.checkout,
-                living=living,
-                duplicates=ctx.limits.duplicates,
-            )
+        check = discovery_check(
+            task, checkout=ctx.checkout, living=living, duplicates=ctx.limits.duplicates
         )
+        # The checks run inside the ask: a refused proposal (a citation out of range, an
+        # unknown field) gets the one repair turn, a safety refusal none (SPEC §6).
+        reply = await session.ask(prompt, answer_schema(name), input=data, check=check)
+        assert isinstance(reply.answer, RepositoryDiscoveryAnswer | GraphDiscoveryAnswer)
+        out.repair_turns += reply.turns - 1
+        result = check.result()
         out.discovery = result
         out.mutations = list(
             discovery_mutations(result, run_id=ctx.record.run_id, model=session.model)

@@ -161,7 +161,8 @@ def record_refunds(
     path = os.path.join(run_dir(recall_dir, run_key), DELIVERIES_FILE)
     base = {"session": session, "at": at, "refunded": True}
     lines = [
-        jsonio.dumps({**base, "lesson": lesson, "revision": revision}) for lesson, revision in cards
+        jsonio.dumps(_screened({**base, "lesson": lesson, "revision": revision}))
+        for lesson, revision in cards
     ]
     if lines:
         append_line(path, "\n".join(lines), sync=True)

@@ -372,8 +372,10 @@ def _check_recent_failure(path: str) -> None:
 
 def _remember_failure(path: str, exc: Exception) -> None:
     from active_memory.atomic_files import write_atomically
+    from active_memory.credential_gate import mask
 
-    reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+    # An error may quote the store's URL (a PostgreSQL password): masked before it rests.
+    reason = mask(f"{type(exc).__name__}: {' '.join(str(exc).split())}")[:500]
     # Remembering is an optimisation; the error itself still propagates.
     try:  # noqa: SIM105 - contextlib would cost the hook process an import
         write_atomically(path, reason, sync=False)

@@ -26,7 +26,9 @@ transaction and hands it to the functions here.
   session grew after its postmortem started (a later end with a bigger transcript) goes
   back to `pending` instead, and so does a `done` or `failed` entry on such an end.
 
-Nothing here drops an entry; only `queue drop ID` deletes one.
+Nothing here drops an entry; only `queue drop ID` deletes one. Reasons and results pass
+the credential screen (`credential_gate`) before they are stored; the transcript path,
+cwd and session ID are kept as given: they are what the worker must find the session by.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from active_memory.credential_gate import mask, mask_value
 
 QueueState = Literal["pending", "running", "done", "failed"]
 STATES: tuple[QueueState, ...] = ("pending", "running", "done", "failed")
@@ -232,7 +236,7 @@ def plan_bind_scope(
         "attempts": max(entry.attempts - 1, 0),
         "scope": scope,
         "not_before": now + SCOPE_WAIT,
-        "reason": f"waiting: {scope} is in a postmortem by {held_by}",
+        "reason": mask(f"waiting: {scope} is in a postmortem by {held_by}"),
     }
 
 
@@ -251,6 +255,10 @@ def plan_finish(
     instead when a later end showed the session grew meanwhile.
     """
     base = _released(now)
+    # A reason or a result may quote an error (a store URL with its password, a key in a
+    # command): the queue is a file we write too, so both pass the one screen.
+    reason = mask(reason)
+    result = mask_value(result) if result is not None else None
     if outcome in ("released", "retry"):
         attempts = max(entry.attempts - 1, 0) if outcome == "released" else entry.attempts
         return {**base, "state": "pending", "not_before": now + retry_in, "reason": reason,

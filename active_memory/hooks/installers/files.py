@@ -87,6 +87,11 @@ def parse_json_object(path: Path, text: str | None) -> dict[str, Any]:
             "nothing was changed",
             line=exc.lineno,
         ) from None
+    except (ValueError, RecursionError) as exc:  # an integer past the limit, deep nesting
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
+        raise InvalidRecord(
+            str(path), f"not usable JSON ({what}); fix it or move it away, nothing was changed"
+        ) from None
     if not isinstance(document, dict):
         raise InvalidRecord(str(path), "the top level must be a JSON object; nothing was changed")
     return document

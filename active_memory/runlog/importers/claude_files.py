@@ -198,6 +198,6 @@ def _raw_lines(handle: Any) -> Iterator[bytes]:
 def _decode(raw: bytes) -> dict[str, Any] | None:
     try:
         entry = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, an integer past the limit
         return None
     return entry if isinstance(entry, dict) else None

@@ -351,7 +351,7 @@ def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             value = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or past Python's digit limit
             return {}
         return value if isinstance(value, dict) else {}
     return {}

@@ -146,5 +146,5 @@ def split_output(text: str) -> tuple[str, str]:
 def _json(text: str) -> Any:
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or past Python's digit limit
         return None

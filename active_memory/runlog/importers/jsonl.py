@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from active_memory.checkout.git import GitFailed, NotACheckout, run_git, worktree_root
-from active_memory.errors import InvalidRecord, UsageError
+from active_memory.errors import InvalidRecord, RecordTooLarge, UsageError
 from active_memory.runlog.importers.common import Skipped
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -28,9 +28,11 @@ def read_jsonl(path: str | Path, skipped: list[Skipped]) -> Iterator[tuple[int, 
 
     Lines come from the bounded reader (`active_memory.reader`: a regular file only,
     never blocking on a FIFO; only `\\n` ends a line; strict JSON: depth, integer size,
-    lone surrogates). Blank lines are ignored. A file that cannot be read at all is an
-    `InvalidRecord`. At most `MAX_LISTED_LINES` bad lines are listed; the rest are
-    counted in one entry.
+    lone surrogates). Blank lines are ignored. A line past the reader's limits (an
+    integer that does not fit 64 bits, a number out of range, nesting too deep) is a
+    `RecordTooLarge` naming the file and line: no harness writes one. A file that cannot
+    be read at all is an `InvalidRecord`. At most `MAX_LISTED_LINES` bad lines are
+    listed; the rest are counted in one entry.
     """
     from active_memory.reader import LineProblem, iter_lines, parse_json
 
@@ -49,6 +51,15 @@ def read_jsonl(path: str | Path, skipped: list[Skipped]) -> Iterator[tuple[int, 
                 continue
             try:
                 entry = parse_json(text, str(path), number)
+            except RecordTooLarge as exc:
+                # Not a line cut off by a crash (skipped below) but a value no harness
+                # writes: the log is corrupt or crafted, and the session is not imported.
+                raise RecordTooLarge(
+                    str(path),
+                    f"{exc.detail}: a session log line past the reader's limits; the "
+                    "session is not imported (remove or fix that line)",
+                    number,
+                ) from None
             except InvalidRecord as exc:
                 _skip(skipped, overflow, exc.detail, number)
                 continue

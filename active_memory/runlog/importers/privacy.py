@@ -21,8 +21,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from active_memory.credential_gate import mask_value
 from active_memory.exclusion import is_excluded
+from active_memory.runlog.screening import IDENTITY_KEYS, screen_record_data
 
 PRIVATE_MARK = "[private]"
 EXCLUDED_MARK = "[excluded]"
@@ -34,8 +34,6 @@ _TAG_START = re.compile(r"<\s*private", re.IGNORECASE)
 _MIN_ECHO_CHARS = 4
 """A private passage shorter than this is not searched for elsewhere (it would erase
 ordinary words); the tagged text itself is always cut."""
-_UNTOUCHED = frozenset({"schema", "run_id", "graph"})
-"""Top-level keys never rewritten: identity and the graph IR kept byte-for-byte."""
 
 
 def screen_credentials(text: str) -> str:
@@ -107,7 +105,7 @@ class Scrubber:
 
     def record(self, data: dict[str, Any]) -> dict[str, Any]:
         """A run record, scrubbed except its identity and graph."""
-        return {k: v if k in _UNTOUCHED else self.value(v) for k, v in data.items()}
+        return {k: v if k in IDENTITY_KEYS else self.value(v) for k, v in data.items()}
 
 
 def seal(data: dict[str, Any], private: Iterable[str] = ()) -> tuple[dict[str, Any], int]:
@@ -131,8 +129,7 @@ def seal(data: dict[str, Any], private: Iterable[str] = ()) -> tuple[dict[str, A
         )
     scrubbed = scrubber.record(out)
     # Credentials last of all: no record we write keeps one (docs/security.md).
-    sealed = {k: v if k in _UNTOUCHED else mask_value(v) for k, v in scrubbed.items()}
-    return sealed, scrubber.masked
+    return screen_record_data(scrubbed), scrubber.masked
 
 
 def clean_paths(paths: Iterable[Any], scrubber: Scrubber) -> tuple[list[str], int]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from active_memory.atomic_files import write_atomically
 from active_memory.errors import UsageError
+from active_memory.runlog.screening import screen_record_data
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -61,7 +62,9 @@ def write_record(path: Path, record: dict[str, Any], *, force: bool) -> None:
     Without `force` the final step is a hard link, which fails if a file appeared at
     `path` since `targets` looked: a concurrent writer is never overwritten either.
     """
-    text = json.dumps(record, ensure_ascii=False, indent=2) + "\n"
+    # The one screen again at the writer: no record file keeps a credential, whoever
+    # built the record (the importers seal theirs already; docs/security.md).
+    text = json.dumps(screen_record_data(record), ensure_ascii=False, indent=2) + "\n"
     try:
         # 0600: a run record holds private run data.
         write_atomically(path, text, mode=0o600, replace=force)

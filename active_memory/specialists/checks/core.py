@@ -43,7 +43,7 @@ from active_memory.specialists.answers import (
     RepositoryDiscoveryAnswer,
 )
 from active_memory.specialists.checks.citations import Paths, current_citations
-from active_memory.specialists.checks.gate import card_refusals
+from active_memory.specialists.checks.gate import card_refusals, is_safety_refusal
 from active_memory.specialists.checks.results import (
     AcceptedProposal,
     DiscoveryResult,
@@ -59,6 +59,13 @@ from active_memory.validation import error_lines
 MAX_PROPOSALS = 20
 """Proposals checked per discovery answer; later ones are refused unchecked, so that a
 runaway answer can neither flood the store nor cost a git call per proposal."""
+
+
+def _safety_alone(reasons: Sequence[str]) -> Sequence[str]:
+    """`reasons`, or only its safety refusals when there are any: a card (a batch) refused
+    by a safety rule is refused by that alone, with no other fault named (SPEC §6)."""
+    unsafe = [reason for reason in reasons if is_safety_refusal(reason)]
+    return unsafe or reasons
 
 
 def _validate(model: type[BaseModel], data: dict[str, Any], path: str) -> tuple[Any, list[str]]:
@@ -111,7 +118,7 @@ def check_discovery(
         titles.setdefault(key, index)
         if reasons or found is None or scope is None:
             # A reason may quote the answer (a bad path, a repeated title): mask it too.
-            masked = tuple(mask(reason) for reason in reasons)
+            masked = tuple(mask(reason) for reason in _safety_alone(reasons))
             rejected.append(Rejection(index, mask(draft.title), masked))
             continue
         if draft.adapts is not None:
@@ -339,7 +346,8 @@ def check_maintenance(
                 f"{decision.id}: canonical {decision.canonical} is retired in the same answer"
             )
     if ledger.reasons:
-        return Failed(task.specialist, tuple(mask(reason) for reason in ledger.reasons))
+        reasons = _safety_alone(ledger.reasons)
+        return Failed(task.specialist, tuple(mask(reason) for reason in reasons))
     deferred = frozenset(x.id for x in task.lessons if x.status == "deferred")
     return Reconciled(task.specialist, tuple(ledger.valid[x.id] for x in task.lessons), deferred)
 

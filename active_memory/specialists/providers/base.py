@@ -19,10 +19,9 @@ import hashlib
 import json
 import logging
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol
 
 import anyio
 from pydantic import (
@@ -30,19 +29,29 @@ from pydantic import (
     ConfigDict,
     JsonValue,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
 )
 
 from active_memory.errors import SpecialistFailed, SpecialistTimedOut
-from active_memory.reader import MAX_DEPTH, check_value
 from active_memory.specialists.kinds import SpecialistName as SpecialistName
 from active_memory.specialists.providers.credentials import Secrets
-from active_memory.validation import error_lines
+from active_memory.specialists.providers.decoding import AnswerT as AnswerT
+from active_memory.specialists.providers.decoding import answer_text
+from active_memory.specialists.providers.decoding import decode_answer as decode_answer
+from active_memory.specialists.providers.decoding import excerpt as excerpt
+from active_memory.specialists.providers.repair import (
+    AnswerCheck,
+    Judged,
+    judge,
+    repair_input,
+    repair_message,
+)
 
-AnswerT = TypeVar("AnswerT", bound=BaseModel)
 UsageListener = Callable[["Usage"], None]
 """Called with each request's usage (or an incomplete mark) as soon as it is known."""
+
+TurnListener = Callable[["Request", "TurnOutput"], None]
+"""Called with each turn's request and raw answer (`RecordingSession` records them)."""
 
 log = logging.getLogger("active_memory.providers")
 
@@ -124,7 +133,9 @@ class Request:
     """What an adapter sends for one turn.
 
     `resume` carries the adapter's own handle of the conversation so far (a CLI session
-    or thread ID) on a repair turn; adapters without one resend every message.
+    or thread ID) on a repair turn; adapters without one resend every message. A repair
+    turn also names the digest of the input it repairs (`repair_of`) and every failure
+    it lists (`failures`), for lanes that show them (the exchange lane's repair file).
     """
 
     specialist: str
@@ -135,6 +146,8 @@ class Request:
     input: JsonValue
     turn: int = 1
     resume: str | None = None
+    repair_of: str | None = None
+    failures: tuple[str, ...] = ()
 
     def instructions(self) -> str:
         """The system prompt with the answer contract appended (every lane gets it)."""
@@ -188,92 +201,18 @@ class ProviderSession(Protocol):
         *,
         system: str | None = None,
         input: JsonValue = None,
+        check: AnswerCheck | None = None,
     ) -> Reply[AnswerT]:
-        """One validated answer; raises `SpecialistFailed` (or a subclass) otherwise."""
+        """One validated answer; raises `SpecialistFailed` (or a subclass) otherwise.
+
+        `check` judges a schema-valid answer too; a refused one gets the one repair turn
+        (`repair.py`). The answer returned is the last one, whatever `check` said of it.
+        """
         ...
 
     async def aclose(self) -> None:
         """Release the session's client or files."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Problem:
-    kind: str
-    detail: str
-    errors: tuple[str, ...] = ()
-
-
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*)\n```\s*$", re.DOTALL)
-
-
-def excerpt(text: str, limit: int = 200) -> str:
-    """A one-line excerpt for messages."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def decode_answer(text: str) -> tuple[JsonValue | None, _Problem | None]:
-    """The JSON value of an answer text; models often fence JSON in ``` even when told not to."""
-    stripped = text.strip()
-    if not stripped:
-        return None, _Problem("empty_answer", "the model's answer was empty")
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
-    try:
-        value: JsonValue = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        return None, _Problem(
-            "not_json",
-            f"the model's answer is not JSON ({exc.msg} at line {exc.lineno} column "
-            f"{exc.colno}): {excerpt(stripped)!r}",
-        )
-    except RecursionError:
-        return None, _Problem("not_json", f"the model's answer is nested deeper than {MAX_DEPTH}")
-    except ValueError as exc:  # an integer past Python's digit limit
-        return None, _Problem("not_json", f"the model's answer is not usable JSON: {exc}")
-    # The bounded reader's limits hold for answers too (depth, integer size, surrogates).
-    problem = check_value(value)
-    if problem is not None:
-        return None, _Problem("not_json", f"the model's answer is not usable JSON: {problem}")
-    return value, None
-
-
-def check_answer(
-    turn: TurnOutput, answer_schema: type[AnswerT]
-) -> tuple[AnswerT | None, _Problem | None]:
-    """Validate one raw answer; a validation failure is data (a problem), never raised."""
-    if turn.refusal is not None:
-        return None, _Problem("refusal", f"the model refused: {excerpt(turn.refusal)}")
-    data = turn.data
-    if data is None:
-        data, problem = decode_answer(turn.text)
-        if problem is not None:
-            if turn.truncated:
-                problem = replace(
-                    problem, detail=problem.detail + " (cut off at the output token limit)"
-                )
-            return None, problem
-    try:
-        return answer_schema.model_validate(data), None
-    except ValidationError as exc:
-        lines = tuple(error_lines(exc))
-        shown = "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")
-        return None, _Problem(
-            "invalid_answer", f"the answer does not match {answer_schema.__name__}: {shown}", lines
-        )
-
-
-def repair_prompt(problem: _Problem) -> str:
-    """The one repair turn: quote exactly what was wrong."""
-    listed = "".join(f"\n- {line}" for line in problem.errors) or f"\n- {problem.detail}"
-    return (
-        "Your previous answer was not accepted:"
-        + listed
-        + "\nAnswer again with one corrected JSON object that validates against the schema, "
-        "and nothing else."
-    )
 
 
 def build_request(
@@ -325,7 +264,7 @@ def input_digest(value: JsonValue) -> str:
 class BaseSession:
     """The shared ask loop; subclasses implement `_turn` (and `aclose` if they hold a client)."""
 
-    #: Whether a failed answer gets one repair turn (replay and file exchange do not).
+    #: Whether a refused answer gets the one repair turn (every lane: SPEC §6).
     repairable = True
 
     def __init__(
@@ -337,6 +276,7 @@ class BaseSession:
         self._deadline = math.inf if deadline is None else deadline
         self._usage = Usage()
         self._usage_listeners: list[UsageListener] = []
+        self._turn_listeners: list[TurnListener] = []
         # Adapters that hold keys replace this; a failure quoting an answer is masked too.
         self._secrets = Secrets()
 
@@ -390,8 +330,10 @@ class BaseSession:
         *,
         system: str | None = None,
         input: JsonValue = None,
+        check: AnswerCheck | None = None,
     ) -> Reply[AnswerT]:
-        """Ask once, repair once if needed; raise `SpecialistFailed` or `SpecialistTimedOut`."""
+        """Ask once, repair once if needed (`repair.py`); raise `SpecialistFailed` or
+        `SpecialistTimedOut`. `check` runs inside the deadline, like the turns."""
         request = build_request(self._specialist, prompt, answer_schema, system, input)
         left = self.remaining()
         if left <= 0:
@@ -402,7 +344,7 @@ class BaseSession:
         reply: Reply[AnswerT] | None = None
         try:
             with anyio.CancelScope(deadline=self._deadline) as scope:
-                reply = await self._converse(request, answer_schema, before)
+                reply = await self._converse(request, answer_schema, before, check)
         except anyio.get_cancelled_exc_class():
             self._charge(Usage(complete=False))  # the cut turn's tokens are unknown
             raise
@@ -414,43 +356,80 @@ class BaseSession:
         return reply
 
     async def _converse(
-        self, request: Request, answer_schema: type[AnswerT], before: Usage
+        self,
+        request: Request,
+        answer_schema: type[AnswerT],
+        before: Usage,
+        check: AnswerCheck | None,
     ) -> Reply[AnswerT]:
         turn = await self._counted_turn(request)
+        judged = await _judge(turn, answer_schema, check)
         turns = 1
-        answer, problem = check_answer(turn, answer_schema)
-        if problem is not None and problem.kind != "refusal" and self.repairable:
+        if judged.repairable and self.repairable:
+            shown = answer_text(turn.text, turn.data)
+            failures = judged.failures()
             repair = replace(
                 request,
                 messages=(
                     *request.messages,
-                    Message(role="assistant", content=turn.text or json.dumps(turn.data)),
-                    Message(role="user", content=repair_prompt(problem)),
+                    Message(role="assistant", content=shown),
+                    Message(role="user", content=repair_message(judged)),
                 ),
+                input=repair_input(request.input, shown, failures),
                 turn=2,
                 resume=turn.resume,
+                repair_of=input_digest(request.input),
+                failures=failures,
             )
             turn = await self._counted_turn(repair)
-            turns = 2
-            answer, problem = check_answer(turn, answer_schema)
+            turns, request = 2, repair
+            judged = await _judge(turn, answer_schema, check)
+        answer = judged.decoded.answer
         if answer is None:
-            assert problem is not None
-            raise SpecialistFailed(
-                self._specialist,
-                problem.kind,
-                self._secrets.mask(problem.detail)
-                + (" (after one repair turn)" if turns == 2 else ""),
-                provider=self._provider,
-                model=self._model,
-                errors=[self._secrets.mask(line) for line in problem.errors],
-            )
+            raise self._failure(request, judged, turns)
         raw = turn.text if turn.data is None else json.dumps(turn.data, ensure_ascii=False)
         return Reply(answer=answer, usage=_difference(self._usage, before), turns=turns, raw=raw)
+
+    def _failure(self, request: Request, judged: Judged[Any], turns: int) -> SpecialistFailed:
+        """Why the last answer is not usable. A safety refusal names its rules, nothing
+        more: its schema errors would tell a hostile model how close it came."""
+        where = self._where(request)
+        if judged.unsafe and judged.verdict is not None:
+            detail = "refused, with no repair turn: " + "; ".join(judged.verdict.safety)
+            return SpecialistFailed(
+                self._specialist,
+                "unsafe_answer",
+                where + detail,
+                provider=self._provider,
+                model=self._model,
+            )
+        problem = judged.decoded.problem
+        assert problem is not None
+        return SpecialistFailed(
+            self._specialist,
+            problem.kind,
+            where
+            + self._secrets.mask(problem.detail)
+            + (" (after one repair turn)" if turns == 2 else ""),
+            provider=self._provider,
+            model=self._model,
+            errors=[self._secrets.mask(line) for line in problem.errors],
+        )
+
+    def _where(self, request: Request) -> str:
+        """What a failure's detail starts with (the exchange lane names its answer file)."""
+        return ""
 
     async def _counted_turn(self, request: Request) -> TurnOutput:
         turn = await self._turn(request)
         self._charge(turn.usage)
+        for listener in self._turn_listeners:
+            listener(request, turn)
         return turn
+
+    def on_turn(self, listener: TurnListener) -> None:
+        """Call `listener(request, turn)` after every turn's answer arrives (recording)."""
+        self._turn_listeners.append(listener)
 
     async def _turn(self, request: Request) -> TurnOutput:
         """Send one request and return the raw answer. Adapters override this."""
@@ -465,6 +444,19 @@ class BaseSession:
     async def __aexit__(self, *exc_info: object) -> None:
         with anyio.CancelScope(shield=True):
             await self.aclose()
+
+
+async def _judge(
+    turn: TurnOutput, answer_schema: type[AnswerT], check: AnswerCheck | None
+) -> Judged[AnswerT]:
+    return await judge(
+        turn.text,
+        turn.data,
+        answer_schema,
+        check,
+        refusal=turn.refusal,
+        truncated=turn.truncated,
+    )
 
 
 def _difference(after: Usage, before: Usage) -> Usage:

@@ -144,7 +144,7 @@ def json_lines(stdout: bytes) -> list[dict[str, Any]]:
     for line in stdout.decode(errors="replace").splitlines():
         try:
             value = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a banner, or JSON past Python's limits
             continue
         if isinstance(value, dict):
             events.append(value)

@@ -2,12 +2,19 @@
 
 A recordings file is one JSON document (`active-memory/recordings@1`) holding answers
 keyed by specialist and `input_digest(input)`: the SHA-256 of the canonical JSON of what
-the specialist was asked (see `base.build_request`). `RecordingSession` wraps a live
-session and appends each validated answer it gets, which is how recordings are made.
+the specialist was asked (see `base.build_request`). A repair turn has an input of its
+own (`repair.repair_input`: the first input, the refused answer and every failure), so a
+recorded repair is replayed like any answer: the first recording is refused by the same
+checks, and the repair turn finds its own recording (SPEC §6).
+
+`RecordingSession` wraps a live session and appends each turn's answer (the refused one
+too, so that its repair replays), which is how recordings are made. An answer is recorded
+as its JSON value, or as its text when it is not JSON (replayed as text).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Final, Literal
@@ -17,6 +24,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from active_memory.atomic_files import write_atomically
+from active_memory.credential_gate import mask_value
 from active_memory.errors import InvalidRecord, SpecialistFailed
 from active_memory.specialists.providers.base import (
     AnswerT,
@@ -29,8 +37,10 @@ from active_memory.specialists.providers.base import (
     Usage,
     UsageListener,
     build_request,
+    decode_answer,
     input_digest,
 )
+from active_memory.specialists.providers.repair import AnswerCheck
 from active_memory.validation import error_lines
 
 RECORDINGS_SCHEMA: Final = "active-memory/recordings@1"
@@ -79,15 +89,15 @@ async def load_recordings(path: Path, *, missing_ok: bool = False) -> Recordings
 
 
 async def save_recordings(path: Path, recordings: Recordings) -> None:
-    """Write a recordings file atomically (a temporary file, then a rename)."""
-    text = recordings.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
+    """Write a recordings file atomically (a temporary file, then a rename), every
+    credential in it masked (an answer may quote one)."""
+    document = mask_value(recordings.model_dump(mode="json", by_alias=True, exclude_none=True))
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     await anyio.to_thread.run_sync(write_atomically, path, text)
 
 
 class ReplaySession(BaseSession):
     """Answers from a recordings file; a missing recording fails the specialist clearly."""
-
-    repairable = False  # a recording is what it is; another turn would get the same one
 
     def __init__(
         self, specialist: str, model: str, *, path: Path, deadline: float | None = None
@@ -102,10 +112,11 @@ class ReplaySession(BaseSession):
         digest = input_digest(request.input)
         found = self._recordings.find(self.specialist, digest)
         if found is None:
+            what = "answer" if request.repair_of is None else "repair turn"
             raise SpecialistFailed(
                 self.specialist,
                 "missing_recording",
-                f"no recorded answer for {self.specialist} with input digest {digest} in "
+                f"no recorded {what} for {self.specialist} with input digest {digest} in "
                 f"{self._path}; record it by running this input once against a live lane "
                 f"with RecordingSession(..., path={str(self._path)!r}), or add "
                 f'{{"specialist": "{self.specialist}", "digest": "{digest}", "answer": {{...}}}} '
@@ -113,14 +124,26 @@ class ReplaySession(BaseSession):
                 provider=self.provider,
                 model=self.model,
             )
+        if isinstance(found.answer, str):  # the lane received text: replay it as text
+            return TurnOutput(text=found.answer, usage=found.usage or Usage())
         return TurnOutput(text="", data=found.answer, usage=found.usage or Usage())
 
 
+def _recorded(turn: TurnOutput) -> JsonValue:
+    """What a turn answered: its JSON value when it has one, else its text."""
+    if turn.data is not None:
+        return turn.data
+    value, problem = decode_answer(turn.text)
+    return turn.text if problem is not None else value
+
+
 class RecordingSession:
-    """A live session whose validated answers are appended to a recordings file.
+    """A live session whose answers are appended to a recordings file, every turn's.
 
     Every session of the process that records into one file shares one lock: the four
-    specialists of a postmortem record at once, and each append rewrites the file.
+    specialists of a postmortem record at once, and each append rewrites the file. A
+    wrapped session that cannot report its turns (not a `BaseSession`) has its validated
+    answers recorded under the ask's input instead.
     """
 
     _locks: ClassVar[dict[Path, anyio.Lock]] = {}
@@ -129,6 +152,11 @@ class RecordingSession:
         self._inner = inner
         self._path = path
         self._lock = RecordingSession._locks.setdefault(Path(path).absolute(), anyio.Lock())
+        self._turns: list[Recording] | None = None
+        listen = getattr(inner, "on_turn", None)
+        if callable(listen):
+            self._turns = []
+            listen(self._heard)
 
     @property
     def specialist(self) -> str:
@@ -156,6 +184,18 @@ class RecordingSession:
         if callable(listen):
             listen(listener)
 
+    def _heard(self, request: Request, turn: TurnOutput) -> None:
+        assert self._turns is not None
+        self._turns.append(
+            Recording(
+                specialist=self.specialist,
+                digest=input_digest(request.input),
+                answer=_recorded(turn),
+                usage=turn.usage,
+                model=self.model,
+            )
+        )
+
     async def ask(
         self,
         prompt: str | Sequence[Message],
@@ -163,10 +203,21 @@ class RecordingSession:
         *,
         system: str | None = None,
         input: JsonValue = None,
+        check: AnswerCheck | None = None,
     ) -> Reply[AnswerT]:
-        """Ask the wrapped session, then record its answer under the input's digest."""
+        """Ask the wrapped session, then record what it answered (each turn's answer under
+        its own input's digest, a refused one too)."""
+        try:
+            reply = await self._inner.ask(
+                prompt, answer_schema, system=system, input=input, check=check
+            )
+        except SpecialistFailed:
+            await self._save([])  # the turns it heard are what the model said
+            raise
+        if self._turns is not None:
+            await self._save([])
+            return reply
         request = build_request(self.specialist, prompt, answer_schema, system, input)
-        reply = await self._inner.ask(prompt, answer_schema, system=system, input=input)
         recording = Recording(
             specialist=self.specialist,
             digest=input_digest(request.input),
@@ -174,11 +225,19 @@ class RecordingSession:
             usage=reply.usage,
             model=self.model,
         )
+        await self._save([recording])
+        return reply
+
+    async def _save(self, extra: list[Recording]) -> None:
+        heard: list[Recording] = []
+        if self._turns is not None:
+            heard, self._turns = self._turns, []
+        if not heard and not extra:
+            return
         async with self._lock:
             recordings = await load_recordings(self._path, missing_ok=True)
-            recordings.recordings.append(recording)
+            recordings.recordings.extend([*heard, *extra])
             await save_recordings(self._path, recordings)
-        return reply
 
     async def aclose(self) -> None:
         """Close the wrapped session."""
