@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "shell": 1,  # not named: the shell tokenizer
     "command_family": 1,  # not named: command families (lessons validates, recall matches)
     "natural_order": 1,  # not named: IDs in natural order (L-2 before L-10)
+    "install_source": 1,  # not named: the pip command that adds an extra to this install
     # 2.
     "store": 2,
     "reader": 2,
