@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "evidence",
     "postmortem",
     "postmortems",
+    "setup",
     "hook",
     "recall",
     "instructions",

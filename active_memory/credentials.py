@@ -6,11 +6,11 @@ each with `[REDACTED:<kind>]`; `screen(fields)` screens named fields and returns
 
 Three kinds of rule (docs/security.md, bench/secrets_bench.py):
 
-- Provider formats from `detect-secrets`' maintained regex plugins (GitLab, JWT, SendGrid,
-  AWS, Slack, Stripe, Twilio, PyPI, Discord, Square, Mailchimp, Azure, private keys, …),
-  chosen by the bench on a corpus of real formats and look-alikes; plus the formats they
-  lack (Anthropic, current OpenAI keys, npm, Hugging Face, Google OAuth, …), in
-  `credential_formats.py`. They match anywhere; each is compiled at its first use.
+- Provider formats (private keys, Anthropic, OpenAI, GitHub, GitLab, AWS, Azure, Slack,
+  Google, Stripe, JWT, SendGrid, PyPI, npm, Discord, Telegram, Twilio, …), our own rules
+  written from each provider's public format in `credential_formats.py` and held by the
+  bench to a corpus of real formats and look-alikes. They match anywhere; each is
+  compiled at its first use.
 - Credential-named assignments (`TOKEN=...`, `password: ...`, nested `secret: AUTH="…"`)
   whose value looks random (entropy at least `ENTROPY_MIN_BITS`), or, for password
   keys, is a password-shaped word of `PASSWORD_MIN_CHARS` or more. Matches may overlap:
@@ -28,8 +28,8 @@ import re
 from collections import Counter, namedtuple
 from collections.abc import Iterable, Iterator, Mapping
 
-from active_memory.credential_formats import OURS
-from active_memory.credential_rules import DETECT_SECRETS, GATES
+from active_memory.credential_formats import PROVIDER_FORMATS
+from active_memory.credential_rules import GATES
 
 # `typing` (3 ms) is not imported at run time: a hook process that meets a key loads
 # this module, and every import counts against its start-up budget.
@@ -53,7 +53,7 @@ EXCERPT_CONTEXT = 24
 
 class LazyPattern:
     """A regex compiled at its first use. A hook process that masks a key path runs the
-    rules whose prefix the path holds: compiling all sixty at import would cost it more
+    rules whose prefix the path holds: compiling all forty at import would cost it more
     than a bare interpreter's start-up (bench/README.md, "Credentials at rest")."""
 
     __slots__ = ("_compiled", "flags", "pattern")
@@ -88,13 +88,11 @@ class LazyPattern:
         return self.compiled().finditer(text)
 
 
-def all_rules(
-    detect: tuple[tuple[str, str, int, int], ...] = DETECT_SECRETS,
-) -> tuple[tuple[str, LazyPattern, int], ...]:
-    """Every provider-format rule of the screen, most specific first: ours, then
-    detect-secrets' (from the precompiled table unless given); none compiled yet."""
+def all_rules() -> tuple[tuple[str, LazyPattern, int], ...]:
+    """Every provider-format rule of the screen, most specific first, as (kind, pattern,
+    secret group); none compiled yet."""
     return tuple(
-        (kind, LazyPattern(source, flags), group) for kind, source, flags, group in (*OURS, *detect)
+        (kind, LazyPattern(source, flags), group) for kind, source, flags, group in PROVIDER_FORMATS
     )
 
 

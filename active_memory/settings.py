@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import os
 
+from active_memory import session_budget as budget
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -42,20 +44,13 @@ REPOSITORY_FILE = ".active-memory.toml"
 USER_FILE = "settings.toml"
 """The user's settings file, in `<zeroshot state dir>/active-memory/`."""
 
-BUDGET_RANGE = (1, 16384)
-DEFAULT_BUDGET = 2048
-
 
 def _is_bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
 def _is_budget(value: Any) -> bool:
-    return (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and BUDGET_RANGE[0] <= value <= BUDGET_RANGE[1]
-    )
+    return budget.budget_problem(value) is None
 
 
 def _is_exclude(value: Any) -> bool:
@@ -80,11 +75,7 @@ KEYS: dict[str, tuple[str, Any, Callable[[Any], bool]]] = {
     "enabled": (_BOOLEAN, True, _is_bool),
     "repository": (_BOOLEAN, True, _is_bool),
     "graph": (_BOOLEAN, True, _is_bool),
-    "budgetBytes": (
-        f"an integer {BUDGET_RANGE[0]}..{BUDGET_RANGE[1]}",
-        DEFAULT_BUDGET,
-        _is_budget,
-    ),
+    "budgetBytes": (budget.ALLOWED, budget.DEFAULT_BUDGET_BYTES, _is_budget),
     "exclude": (_EXCLUDE, [], _is_exclude),
     "review": ('"manual" or "automatic"', "automatic", lambda v: v in REVIEW_MODES),
 }
@@ -103,7 +94,6 @@ a checkout never chooses what runs on its reader's machine or what it spends."""
 
 DEFAULT_SOURCE = "default"
 SCOPES_ENV = "ACTIVE_MEMORY_SCOPES"
-BUDGET_ENV = "ACTIVE_MEMORY_BUDGET_BYTES"
 
 
 class SettingsError(ValueError):
@@ -272,11 +262,12 @@ def runtime_layer(plan: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     repository = section.get("repository", True) is not False
     graph = section.get("graph", True) is not False
-    budget = section.get("budgetBytes", DEFAULT_BUDGET)
     values: dict[str, Any] = {"repository": repository, "graph": graph}
     values["enabled"] = repository or graph
-    if _is_budget(budget):
-        values["budgetBytes"] = budget
+    # The runtime JSON was checked by `config` (the same rule); absent is the default.
+    chosen = section.get("budgetBytes", budget.DEFAULT_BUDGET_BYTES)
+    if _is_budget(chosen):
+        values["budgetBytes"] = chosen
     # Only when the run says: otherwise the repository's or the user's file decides.
     if section.get("review") in REVIEW_MODES:
         values["review"] = section["review"]
@@ -296,14 +287,9 @@ def env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         values["repository"] = "repository" in names
         values["graph"] = "graph" in names
         values["enabled"] = values["repository"] or values["graph"]
-    budget = env.get(BUDGET_ENV)
-    if budget:
-        try:
-            number = int(budget)
-        except ValueError:
-            number = 0
-        if _is_budget(number):
-            values["budgetBytes"] = number
+    number = budget.budget_from_text(env.get(budget.BUDGET_ENV))
+    if number is not None:
+        values["budgetBytes"] = number
     return values
 
 

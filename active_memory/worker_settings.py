@@ -298,9 +298,11 @@ def _named(
             f"[worker.env] in {where}"
         ))  # fmt: skip
     if not sdk_installed(provider):
+        from active_memory.install_source import extra_command
+
         extra = "anthropic" if provider == "anthropic" else "openai"
         return LanePick(None, source, provider=provider, problem=(
             f"the api lane ({source}, provider {provider}) needs the {PROVIDER_SDKS[provider]} "
-            f"package: pip install 'active-memory[{extra}]'"
+            f"package: {extra_command(extra)}"
         ))  # fmt: skip
     return LanePick("api", source, provider=provider)

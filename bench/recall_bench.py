@@ -30,7 +30,8 @@ Figures (every one next to a baseline from the same run, as a ratio):
    first call after a publish (read from the store while the builder catches up) and
    with no generation at all (read from the store; the complete build runs in the
    background builder); the first and a warm call whose path holds an AWS key (the
-   credential screen's hard case: the full screen loads to mask the receipt). Every
+   credential screen's hard case: the full screen loads to mask the receipt; with
+   `--compare`, the other copy's too, interleaved). Every
    ratio is against bare start-ups interleaved with the figure's own calls
    (`--hooks-only`: this section alone);
 3. `serve` over the same store: round trips of matching calls of 32 runs (p50/p99) and
@@ -265,7 +266,7 @@ def run_child(command: list[str], data: bytes, env: dict[str, str]) -> tuple[flo
 BASH_COMMAND = "cd src/mod7 && timeout 60 pytest file7.py -q"
 BARE_WORDS_COMMAND = "bd update " + " ".join(f"bead-{n}.{n}" for n in range(24))
 """The hard case of shell_paths' rule: bare words that name nothing, each looked up until
-the per-call bound (signals.MAX_LOOKUPS)."""
+the per-call bound (types.MAX_LOOKUPS)."""
 
 
 def bench_hooks(
@@ -373,18 +374,28 @@ def bench_hooks(
     # The hard case of the credential screen (issue 27): a path that holds a key, so the
     # lean gate says yes and the full screen (`re` and its compiled rules) loads to mask
     # the receipt before it is written.
+    # With `--compare`, the other copy's screen runs the same calls, interleaved with
+    # ours (each against the bare start-up just before it).
     plain = payload["tool_input"]
     payload["tool_input"] = {"file_path": str(checkout / "src/mod7/AKIAIOSFODNN7EXAMPLE.py")}
-    call([lean, "claude"], "secret-warm", "secret-w")  # pins the warm run
-    firsts, warms, bares = [], [], []
+    keyed = [("lean entry", "")] + ([(f"lean entry, {Path(compare).name}", compare)]
+                                    if compare else [])  # fmt: skip
+    timings: dict[str, tuple[list[tuple[float, int]], list[tuple[float, int]], list[float]]] = {}
+    for name, code in keyed:
+        call([lean, "claude"], f"secret-warm-{name}", f"secret-w-{name}", code)  # pins it
+        timings[name] = ([], [], [])
     for n in range(runs):
-        bares.append(bare_call())
-        firsts.append(call([lean, "claude"], f"secret-first-{n}", f"secret-f{n}"))
-        warms.append(call([lean, "claude"], "secret-warm", f"secret-w{n}"))
-    for label, values in (("first call of a run", firsts), ("warm call", warms)):
-        rss = f"{max(v[1] for v in values) / 1024:7.1f} MiB"
-        row(f"{label}, lean entry, a path holding a key", [v[0] for v in values], bares, rss,
-            "")  # fmt: skip
+        for name, code in keyed:
+            firsts, warms, bares = timings[name]
+            bares.append(bare_call())
+            firsts.append(call([lean, "claude"], f"secret-first-{name}-{n}", f"sf{name}{n}",
+                               code))  # fmt: skip
+            warms.append(call([lean, "claude"], f"secret-warm-{name}", f"sw{name}{n}", code))
+    for name, (firsts, warms, bares) in timings.items():
+        for label, values in (("first call of a run", firsts), ("warm call", warms)):
+            rss = f"{max(v[1] for v in values) / 1024:7.1f} MiB"
+            row(f"{label}, {name}, a path holding a key", [v[0] for v in values], bares, rss,
+                "")  # fmt: skip
     payload["tool_input"] = plain
     # The same first call when CURRENT holds no usable stamp (store written less than
     # STAMP_QUIET_SECONDS before it was last checked, or the stamp expired): it reads the

@@ -7,8 +7,9 @@ provider's public format; look-alikes are prose, paths, hashes and placeholders)
 
 - `hand-written`: the rules before issue 17 (`bench/secrets_baseline.py`, kept as the
   baseline);
-- `detect-secrets`: the library alone, every default plugin and filter, scanning a file;
-- `screen`: `active_memory.credentials` (detect-secrets' regex plugins + our rules).
+- `detect-secrets`: the library alone, every default plugin and filter, scanning a file
+  through its public interface (a development dependency: the screen never imports it);
+- `screen`: `active_memory.credentials` (our own rules, `credential_formats.py`).
 
 A secret counts as detected when the screen flags its text and, for the screens that
 mask, when no 8-character run of the secret value survives the masked text. Prints the

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -170,11 +171,34 @@ def main(argv: list[str] | None = None) -> int:
 
     _say("7. The lessons now in the store")
     _run(["lessons", "list", "--retired"], env)
+    shown = shlex.quote(_from_here(state))
     print(
-        f"\nDone. Explore with ZEROSHOT_STATE_DIR={state} active-memory lessons history L-2"
-        f"\n(or pass --store {state / 'active-memory' / 'lessons.sqlite3'})."
+        f"\nDone. Explore with ZEROSHOT_STATE_DIR={shown} {_command()} lessons history L-2"
+        f"\n(or pass --store {shown}/active-memory/lessons.sqlite3). To type `active-memory`"
+        '\nalone, see the README\'s "Install".'
     )
     return 0
+
+
+def _command() -> str:
+    """How the user runs this installation's `active-memory` from the current folder:
+    the bare name only when that is what their PATH finds (README, "Install")."""
+    script = Path(sys.executable).parent / "active-memory"
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m active_memory.cli"
+    found = shutil.which("active-memory")
+    if found is not None and os.path.samefile(found, script):
+        return "active-memory"
+    return shlex.quote(_from_here(script))
+
+
+def _from_here(path: Path) -> str:
+    """`path` relative to the current folder when it lies below it, else absolute."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
 
 
 if __name__ == "__main__":

@@ -95,7 +95,9 @@ def hermes_environment(
     document: dict[str, Any] = {
         "model": {"default": model, "provider": "custom", "base_url": openai_url,
                   "api_key": "sk-test", "context_length": 128000},
-        "security": {"tirith_enabled": False},
+        # No tirith download, and no `pip install` of a missing optional package at
+        # start (edge-tts…) into the shared virtual environment.
+        "security": {"tirith_enabled": False, "allow_lazy_installs": False},
     }  # fmt: skip
     document.update(extra or {})
     (home / "config.yaml").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

@@ -62,8 +62,8 @@ def test_a_rule_states_its_flags_so_that_its_gate_knows_whether_it_folds_case() 
 
 
 def test_a_hook_that_masks_a_key_path_compiles_few_of_the_rules() -> None:
-    # The rules its prefixes name, and the few that have no literal prefix (Mailchimp,
-    # Telegram, Discord, a bearer token, a URL's password, detect-secrets' AWS).
+    # The rules its prefixes name, and the few that have no literal prefix (Discord,
+    # Telegram, Mailchimp, a bearer token, a URL's password).
     import subprocess
     import sys
 
@@ -79,4 +79,4 @@ def test_a_hook_that_masks_a_key_path_compiles_few_of_the_rules() -> None:
     masked, counts = done.stdout.splitlines()
     assert masked == "src/mod7/[REDACTED:aws-access-key].py"
     compiled, rules = map(int, counts.split())
-    assert 1 <= compiled <= 10 and rules > 50
+    assert 1 <= compiled <= 8 and rules > 30

@@ -98,6 +98,15 @@ def test_the_example_flow_publishes_lessons_that_recall_delivers(
     assert "Lessons from earlier runs" in done.stdout and "(L-2 r2)" in done.stdout
     assert f"({graph[0]['id']} r1)" in done.stdout  # review_repair's instructions
 
+    # The closing hint's command runs as printed, from where the example ran (the
+    # console script by its path unless PATH finds it: README, "Install").
+    hint = next(line for line in done.stdout.splitlines() if line.startswith("Done. Explore"))
+    command = hint.removeprefix("Done. Explore with ")
+    shown = subprocess.run(["/bin/sh", "-c", command], env=dict(os.environ), capture_output=True,
+                           text=True, timeout=60, check=False)  # fmt: skip
+    assert shown.returncode == 0, (command, shown.stderr)
+    assert "History of L-2" in shown.stdout
+
     again = run_example(work)  # re-created from scratch: the same outcome
     assert again.returncode == 0, again.stderr
     assert exported(store) == lessons

@@ -17,7 +17,7 @@ PACKAGE = Path(active_memory.__file__).resolve().parent
 LAYERS: dict[str, int] = {
     # 1. vocabulary and small helpers
     ROOT_PART: 1,  # not named: `active_memory/__init__.py`, the version only
-    "lessons": 1,
+    "lessons": 1,  # a package: limits, fields, associations, scopes, citations, cards, …
     "errors": 1,
     "validation": 1,
     "private": 1,
@@ -34,6 +34,8 @@ LAYERS: dict[str, int] = {
     "shell": 1,  # not named: the shell tokenizer
     "command_family": 1,  # not named: command families (lessons validates, recall matches)
     "natural_order": 1,  # not named: IDs in natural order (L-2 before L-10)
+    "session_budget": 1,  # not named: SPEC §2 budgetBytes, one rule for every reader
+    "install_source": 1,  # not named: the pip command that adds an extra to this install
     # 2.
     "store": 2,
     "reader": 2,
@@ -42,11 +44,12 @@ LAYERS: dict[str, int] = {
     "worker_settings": 3,  # not named: the [worker] table of the settings, the worker's lane
     "worker_state": 3,  # not named: this machine's worker files (lock, status, spend)
     # 4.
-    "recall": 4,
+    "recall": 4,  # signals → path_signals, terms; shell_signals (lazily); types
     "checkout": 4,
     "known_checkouts": 4,  # not named: each repository's checkout on this machine
     # 5.
-    "runlog": 5,
+    "runlog": 5,  # importers/session → session_endings, _receipts, _timeline, _record
+    "node_instructions": 5,
     "hooks": 5,
     "mcp_server": 5,
     "mcp_models": 5,
@@ -54,7 +57,7 @@ LAYERS: dict[str, int] = {
     "exports": 5,
     # 6.
     "evidence": 6,
-    "config": 6,
+    "config": 6,  # a package: fields, models, parse, source_node, files
     "skills": 6,
     "harness_plugins": 6,  # not named: the harnesses' plugin files (hooks + skills)
     # 7. to 10.

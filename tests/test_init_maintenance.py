@@ -189,3 +189,33 @@ def test_the_newest_run_is_the_one_whose_log_ends_last(tmp_path: Path) -> None:
             stored["at"] = "2099" + stored["at"][4:]
     runs = [(parse_run_record(d), tmp_path) for d in (early, late)]
     assert newest(runs)[0].run_id == "run-a"
+
+
+def test_a_scope_whose_runs_hold_no_delivery_evidence_abstains_like_a_postmortem(
+    history: History,
+) -> None:
+    import json
+
+    from active_memory.specialists.tasks import NO_DELIVERY_EVIDENCE
+
+    ids = _seed(history)
+    for name in ("run-b1", "run-b2"):  # beta's runs: `deliveries` absent (not empty)
+        path = history.runs / f"{name}.json"
+        data = json.loads(path.read_text())
+        del data["deliveries"]
+        path.write_text(json.dumps(data))
+    scripted_answers(history.tmp / "session", _call(history)["tasks"])
+    second = _call(history)
+    texts = [Path(t["task_file"]).read_text() for t in second["tasks"]]
+    assert sum("Card of alpha" in t for t in texts) == 1
+    assert not any("Card of beta" in t for t in texts)  # never asked about
+    _decide(second["tasks"], ids)
+    done = _call(history)
+    assert done["phase"] == "complete"
+    [beta] = [
+        r
+        for r in done["receipt"]["results"]
+        if r["run_id"] in ("run-b1", "run-b2") and r["specialist"] == "repository_maintenance"
+    ]
+    assert beta["abstained"] == NO_DELIVERY_EVIDENCE and beta["decisions"] == []
+    assert _lessons(history)[ids["beta"]].revision == 1  # untouched

@@ -14,7 +14,7 @@ from orchestrator_support import FakeSessions, config, repo_lessons, run_record,
 
 from active_memory.lessons import Lesson
 from active_memory.orchestrator import PostmortemLimits, cut_by_serialized_size, run_postmortem
-from active_memory.specialists.tasks import cut_batches, serialized_size
+from active_memory.specialists.tasks import cut_batches, lesson_bytes, serialized_size
 from active_memory.store.sqlite import SqliteStore
 
 
@@ -29,7 +29,8 @@ def varied(count: int, seed_value: int = 7) -> list[Lesson]:
     return lessons
 
 
-def check_partition(lessons: list[Lesson], batches: list[list[Lesson]], bound: int) -> None:
+def check_partition(lessons: list[Lesson], batches: list[list[Lesson]], batch_bytes: int) -> None:
+    bound = lesson_bytes(batch_bytes)
     keys = [(x.id, x.revision) for batch in batches for x in batch]
     assert keys == [(x.id, x.revision) for x in lessons]  # each exactly once, in order
     for batch in batches:
@@ -49,23 +50,23 @@ def test_one_lesson_is_one_batch() -> None:
 
 def test_five_thousand_varied_lessons_each_in_exactly_one_batch() -> None:
     lessons = varied(5_000)
-    bound = 8_000
-    batches = cut_by_serialized_size(lessons, bound)
-    check_partition(lessons, batches, bound)
+    batch_bytes = 16_000
+    batches = cut_by_serialized_size(lessons, batch_bytes)
+    check_partition(lessons, batches, batch_bytes)
     assert len(batches) > 100
-    # Batches are full: adding the next lesson would have crossed the bound.
+    # Batches are full: adding the next lesson would have crossed the lessons' share.
     for batch, following in itertools.pairwise(batches):
         used = sum(serialized_size(x) for x in batch)
-        assert used + serialized_size(following[0]) > bound
+        assert used + serialized_size(following[0]) > lesson_bytes(batch_bytes)
 
 
 def test_an_oversize_lesson_is_a_batch_of_its_own_never_cut_or_dropped() -> None:
     small = repo_lessons(4)
     big = small[2].model_copy(update={"recommendation": "Run `make all`. " + "z" * 600})
     lessons = [small[0], small[1], big, small[3]]
-    bound = serialized_size(big) - 1
-    batches = cut_by_serialized_size(lessons, bound)
-    check_partition(lessons, batches, bound)
+    batch_bytes = 2 * serialized_size(big) - 2  # the lessons' half is one byte short of it
+    batches = cut_by_serialized_size(lessons, batch_bytes)
+    check_partition(lessons, batches, batch_bytes)
     assert [big] in batches
     assert batches[batches.index([big])][0].recommendation == big.recommendation
 
@@ -109,3 +110,17 @@ async def test_the_postmortem_asks_every_supplied_lesson_exactly_once(
     assert sorted(asked) == sorted((i, 1) for i in delivered)
     assert entry.status == "reconciled" and entry.batches == len(sessions.requests) > 1
     assert entry.kept == len(delivered)
+
+
+def test_the_postmortem_and_init_cut_by_the_function_named_after_the_rule() -> None:
+    # SPEC §6's batches have one definition: the orchestrator and init import it and
+    # nothing else cuts a manifest (a second cutter would be a second rule).
+    import inspect
+
+    from active_memory.init import maintenance as init_maintenance
+    from active_memory.orchestrator import runners
+
+    for module in (runners, init_maintenance):
+        source = inspect.getsource(module)
+        assert "cut_by_serialized_size(" in source, module.__name__
+        assert "cut_batches(" not in source

@@ -10,7 +10,6 @@ from recall_support import make_checkout
 from active_memory.recall.environment import (
     find_checkout_root,
     namespace_from_remote,
-    parse_budget,
     read_remote_url,
     resolve_context,
 )
@@ -129,8 +128,12 @@ def test_a_malformed_graph_hash_is_ignored(tmp_path: Path) -> None:
     ("value", "budget"),
     [(None, 2048), ("1", 1), ("16384", 16384), ("0", 2048), ("16385", 2048), ("x", 2048)],
 )
-def test_budget_outside_its_range_falls_back_to_the_default(value: str | None, budget: int) -> None:
-    assert parse_budget(value) == budget
+def test_a_budget_variable_outside_its_range_falls_back_to_the_default(
+    tmp_path: Path, value: str | None, budget: int
+) -> None:
+    call = ToolCall("claude", "Read", {}, session="s", cwd=str(tmp_path))
+    env = {"HOME": str(tmp_path)} | ({"ACTIVE_MEMORY_BUDGET_BYTES": value} if value else {})
+    assert resolve_context(call, env).budget_bytes == budget
 
 
 def test_recall_and_the_store_agree_on_the_default_store(tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def test_the_bound_of_a_task_lives_in_the_task_builder() -> None:
     from active_memory.orchestrator import DEFAULT_BATCH_BYTES, PostmortemLimits
     from active_memory.specialists import tasks
 
-    for name in ("cut_for_prompt", "cut_by_serialized_size", "TaskLimits", "rendered_size"):
+    for name in ("cut_by_serialized_size", "lesson_bytes", "TaskLimits", "rendered_size"):
         assert getattr(tasks, name).__module__.startswith("active_memory.specialists.tasks.")
     assert PostmortemLimits().batch_bytes == DEFAULT_BATCH_BYTES == tasks.DEFAULT_BATCH_BYTES
     # `init` builds the same tasks as a postmortem without asking the orchestrator.

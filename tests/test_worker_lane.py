@@ -98,7 +98,8 @@ def test_the_api_lane_without_its_package_leaves_the_entry_pending_with_the_reas
     enqueue(store, costly_transcript(tmp_path / "c.jsonl", "c-1", "/w/c-1"), "c-1")
     assert main(["worker", "--once", "--store", store]) == 0
     captured = capsys.readouterr()
-    assert "pip install 'active-memory[anthropic]'" in captured.err.splitlines()[0]
+    first = captured.err.splitlines()[0]
+    assert f"{sys.executable} -m pip install " in first and "[anthropic]'" in first
     assert "Traceback" not in captured.err and "worker: 1 pending" in captured.out
     (entry,) = listed(store, capsys)["entries"]
     assert entry["state"] == "pending" and "needs the anthropic package" in entry["reason"]

@@ -19,6 +19,21 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_budget_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`--budget-bytes N`, parsed by SPEC §2's one rule (`session_budget`): a value
+    outside 1..16384 is a usage error (exit 2) naming what is allowed."""
+    parser.add_argument("--budget-bytes", type=_budget, metavar="N", help=help_text)
+
+
+def _budget(text: str) -> int:
+    from active_memory.session_budget import ALLOWED, budget_from_text
+
+    number = budget_from_text(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a budget; allowed {ALLOWED}")
+    return number
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     """`--json`: one JSON document on stdout instead of tables."""
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")

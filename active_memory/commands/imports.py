@@ -6,18 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from active_memory.commands.common import add_json_option, print_json
-
-if TYPE_CHECKING:
-    from active_memory.runlog.importers.common import ImportResult
-
-KINDS = ("zeroshot", "claude", "codex", "pi", "gemini", "copilot", "opencode", "hermes")
-SESSIONS = ("claude", "codex", "pi", "gemini", "copilot", "opencode", "hermes")
-DATABASES = ("opencode", "hermes")
-"""The kinds whose PATH is a database of many sessions (`--session` picks one)."""
-"""The kinds that are one harness session (joined with what its hooks recorded)."""
+from active_memory.runlog.importers.pipeline import DATABASES, KINDS, SESSIONS
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -78,18 +70,13 @@ IMPORTS_FOLDER = "imports"
 def _import(args: argparse.Namespace) -> int:
     from active_memory.errors import UsageError
     from active_memory.runlog.importers import write
+    from active_memory.runlog.importers.pipeline import import_log, remember_checkouts
 
     namespace = checked_namespace(args.repository) if args.repository is not None else None
     if args.session is not None and args.kind not in DATABASES:
         raise UsageError(f"--session: only for {' and '.join(DATABASES)} (a database of "
                          f"many sessions); a {args.kind} log is one session")  # fmt: skip
-    result = _read(args.kind, args.path, args.session)
-    if namespace is not None:
-        _file_under(result, namespace)
-    if args.kind in SESSIONS:
-        _join_hooks(result, args.kind)
-    _exclude(result)
-    _seal(result, args.kind)
+    result = import_log(args.kind, args.path, session=args.session, namespace=namespace)
     out_dir = args.out
     if out_dir is None and args.output is None:
         from active_memory.store.location import state_dir
@@ -104,7 +91,7 @@ def _import(args: argparse.Namespace) -> int:
     )
     for run, path in zip(result.runs, paths, strict=True):
         write.write_record(path, run.record, force=args.force)
-    _learn_checkouts(result)
+    remember_checkouts(result)
     for skipped in result.skipped:
         where = skipped.run_id or (f"line {skipped.line}" if skipped.line else args.path)
         print(f"active-memory: skipped {where}: {skipped.reason}", file=sys.stderr)
@@ -142,41 +129,6 @@ def _import(args: argparse.Namespace) -> int:
     return 1 if not runs and result.skipped else 0
 
 
-def _learn_checkouts(result: ImportResult) -> None:
-    """This machine learns where each imported run's repository is (known_checkouts.py):
-    the recorded checkout, when it is here and holds the run's namespace."""
-    from active_memory.known_checkouts import remember_all
-
-    pairs = []
-    for run in result.runs:
-        repository = run.record.get("repository")
-        if isinstance(repository, dict) and repository.get("checkout"):
-            pairs.append((str(repository.get("namespace") or ""), str(repository["checkout"])))
-    remember_all(pairs, "import")
-
-
-def _read(kind: str, path: str, session: str | None = None) -> ImportResult:
-    if kind in DATABASES:
-        from active_memory.runlog.importers.harness_session import import_session_database
-
-        return import_session_database(kind, path, session)
-    if kind == "zeroshot":
-        from active_memory.runlog.importers.zeroshot import import_ledger
-
-        return import_ledger(path)
-    if kind == "claude":
-        from active_memory.runlog.importers.claude import import_transcript
-
-        return import_transcript(path)
-    if kind in ("pi", "gemini", "copilot"):
-        from active_memory.runlog.importers.harness_session import import_session_log
-
-        return import_session_log(kind, path)
-    from active_memory.runlog.importers.codex import import_rollout
-
-    return import_rollout(path)
-
-
 def checked_namespace(value: str) -> str:
     """`--repository NS` as given, or UsageError naming what is wrong with it."""
     from active_memory.errors import UsageError
@@ -197,64 +149,8 @@ def checked_namespace(value: str) -> str:
     return text.rstrip("/")
 
 
-def _file_under(result: ImportResult, namespace: str) -> None:
-    from active_memory.runlog.importers.common import aliases_for
-
-    for run in result.runs:
-        repository = dict(run.record.get("repository") or {})
-        repository["namespace"] = namespace
-        repository["aliases"] = aliases_for(namespace)
-        run.record["repository"] = repository
-
-
 def _count(items: Any) -> int | None:
     return len(items) if isinstance(items, list) else None
-
-
-def _join_hooks(result: ImportResult, harness: str) -> None:
-    # The same join the postmortem queue's worker makes (import_harness_session): the
-    # session's hook receipts and deliveries, recorded under the state dir.
-    import os
-
-    from active_memory.runlog.importers.harness_session import join_hook_records
-
-    for run in result.runs:
-        run.record = join_hook_records(run.record, harness, env=os.environ, linked=run.linked)
-        if "deliveries" not in run.record:
-            run.warnings.append(
-                "no hook records for this session under the state dir: `deliveries` left "
-                "out, so maintenance will abstain (docs/importers.md)"
-            )
-
-
-def _seal(result: ImportResult, harness: str) -> None:
-    # Last, once receipts and deliveries are joined: `<private>` text and credentials out
-    # of every field, and out of the session's hook files (docs/privacy.md).
-    import os
-
-    from active_memory.runlog.importers.harness_session import seal_session
-    from active_memory.runlog.importers.privacy import seal
-
-    for run in result.runs:
-        if harness in SESSIONS:
-            seal_session(run, harness, session_id=None, env=os.environ)
-        else:  # a zeroshot run: no prompts of its own to hold `<private>`, credentials
-            run.record, _ = seal(run.record)
-
-
-def _exclude(result: ImportResult) -> None:
-    # The `exclude` setting of each record's checkout: excluded paths never reach a
-    # record (docs/privacy.md); the counts go into the session report.
-    import os
-
-    from active_memory.runlog.importers.harness_session import exclude_paths
-
-    for run in result.runs:
-        run.record, counts = exclude_paths(run.record, os.environ)
-        if run.report is not None:
-            run.report["excluded"] = counts
-        elif counts["paths"]:
-            run.warnings.append(f"{counts['paths']} excluded paths left out (docs/privacy.md)")
 
 
 def _summary(runs: list[dict[str, Any]], skipped: int) -> None:

@@ -36,8 +36,10 @@ def _mcp(args: argparse.Namespace) -> int:
         from active_memory.mcp_server import run_stdio
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "mcp":
+            from active_memory.install_source import extra_command
+
             raise UsageError(
-                "the MCP server needs the `mcp` extra: pip install 'active-memory[mcp]'"
+                f"the MCP server needs the `mcp` extra: {extra_command('mcp')}"
             ) from None
         raise
     run_stdio(folder)

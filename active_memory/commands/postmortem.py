@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from active_memory.commands.common import add_json_option, add_store_option, print_json
 from active_memory.commands.postmortem_view import Display, render
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     )
     from active_memory.runlog.record import RunRecord
     from active_memory.specialists.providers.exchange import Pending
-    from active_memory.store import LessonStore
 
 # After the first SIGINT/SIGTERM the postmortem gets this long to stop its specialists
 # (nothing is published once it is cancelled); a second signal exits at once.
@@ -114,11 +113,17 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     """The command's body; `sessions` replaces the lane's sessions (tests inject fakes)."""
     import anyio
 
+    from active_memory.orchestrator.inputs import (
+        checkout_for,
+        config_for,
+        with_graph,
+        with_settings_files,
+    )
     from active_memory.runlog.record import load_run_record
 
-    record = _with_graph(load_run_record(args.run), args.graph)
-    config = _config(record, args.config)
-    checkout = _checkout(record, args.checkout)
+    record = with_graph(load_run_record(args.run), args.graph)
+    config = config_for(record, args.config)
+    checkout = checkout_for(record, args.checkout)
     config = with_settings_files(config, checkout)
     capture = None
     lane: dict[str, str] | None = None
@@ -163,84 +168,6 @@ def run_command(args: argparse.Namespace, *, sessions: SessionFactory | None = N
     else:
         render(outcome)
     return 0 if outcome.ok else 1
-
-
-def _with_graph(record: RunRecord, graph_path: Path | None) -> RunRecord:
-    """The record with the authored graph of `--graph` as its IR, if given."""
-    if graph_path is None:
-        return record
-    from active_memory.config import parse_graph, read_json_file
-    from active_memory.errors import UsageError
-    from active_memory.runlog.canonical import graph_hash
-    from active_memory.runlog.record import GraphRef
-
-    document = read_json_file(graph_path, "graph")
-    graph = parse_graph(document, str(graph_path))
-    digest = graph_hash(graph.to_json())
-    recorded = record.graph.hash if record.graph else None
-    if recorded is not None and recorded != digest:
-        raise UsageError(
-            f"{graph_path}: its graph hash {digest[:12]}… is not the run's graph.hash "
-            f"{recorded[:12]}…; pass the graph this run executed"
-        )
-    name = record.graph.name if record.graph else None
-    return record.model_copy(update={"graph": GraphRef(name=name, hash=digest, ir=graph)})
-
-
-def _config(record: RunRecord, config_path: Path | None) -> RuntimeConfig:
-    """`--config` resolved against the run's graph, else the record's own `runtime`."""
-    from active_memory.errors import ConfigError
-    from active_memory.orchestrator import config_from_record
-
-    if record.graph is None or record.graph.ir is None:
-        raise ConfigError(
-            "graph.ir",
-            "the run record has no graph IR to resolve the source node against; "
-            "pass the authored graph with --graph GRAPH.json",
-        )
-    if config_path is None:
-        return config_from_record(record)
-    from active_memory.config import parse_runtime_settings, read_json_file, resolve_config
-
-    settings = parse_runtime_settings(read_json_file(config_path, "runtime JSON"))
-    return resolve_config(settings, record.graph.ir)
-
-
-def with_settings_files(config: RuntimeConfig, checkout: Checkout | None) -> RuntimeConfig:
-    """`config` with the settings files applied (docs/settings.md): when the run's runtime
-    JSON has no `activeMemory` section, the checkout's `.active-memory.toml` and the
-    user's file decide the scopes (`enabled`, `repository`, `graph`) and `budgetBytes`.
-    An invalid settings file is a usage error."""
-    if "active_memory" in config.settings.model_fields_set:
-        return config  # the run decided; its section wins over every file
-    from active_memory.commands.settings import load_settings
-
-    settings, _ = load_settings(
-        str(checkout.root) if checkout is not None else None, None, use_env=False
-    )
-    section = config.settings.active_memory.model_copy(
-        update={
-            "repository": settings.repository,
-            "graph": settings.graph,
-            "budget_bytes": settings.budget_bytes,
-        }
-    )
-    runtime = config.settings.model_copy(update={"active_memory": section})
-    return config.model_copy(update={"settings": runtime})
-
-
-def _checkout(record: RunRecord, directory: Path | None) -> Checkout | None:
-    from active_memory.orchestrator import open_checkout
-
-    if directory is None:
-        return open_checkout(record)
-    from active_memory.checkout import Checkout, NotACheckout
-    from active_memory.errors import UsageError
-
-    try:
-        return Checkout(directory)
-    except NotACheckout as exc:
-        raise UsageError(f"--checkout {directory}: not a git checkout ({exc})") from None
 
 
 def _lane(
@@ -299,13 +226,14 @@ async def _run(
     import anyio
 
     from active_memory.orchestrator import run_postmortem
+    from active_memory.orchestrator.inputs import store_for
 
     stopped: list[int] = []
     report: PostmortemReport | None = None
     failure: Exception | None = None
     work = anyio.CancelScope()
     async with (
-        _open_store(args.store, dry_run=args.dry_run) as store,
+        store_for(args.store, dry_run=args.dry_run) as store,
         anyio.create_task_group() as watchers,
     ):
         watchers.start_soon(_watch_signals, work, stopped)
@@ -360,29 +288,3 @@ def _exit_now(signum: int) -> None:
     sys.stderr.write("active-memory: stopped; nothing was published\n")
     sys.stderr.flush()
     os._exit(SIGNAL_EXIT.get(signal.Signals(signum), 130))
-
-
-def _open_store(option: str | None, *, dry_run: bool) -> Any:
-    """The store; a dry run never creates one (a missing store reads as empty: an empty
-    store in memory stands in for it)."""
-    from collections.abc import AsyncIterator
-    from contextlib import asynccontextmanager
-
-    from active_memory.store import open_store, resolve_store_location
-    from active_memory.store.location import is_postgres_url
-
-    location = resolve_store_location(option)
-    missing = not is_postgres_url(location) and not Path(location).exists()
-
-    @asynccontextmanager
-    async def opened() -> AsyncIterator[LessonStore]:
-        if dry_run and missing:
-            from active_memory.store.sqlite import SqliteStore
-
-            async with await SqliteStore.in_memory(location) as empty:
-                yield empty
-            return
-        async with open_store(location, create=not dry_run) as store:
-            yield store
-
-    return opened()

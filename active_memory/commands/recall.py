@@ -13,7 +13,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from active_memory.commands.common import add_json_option, add_store_option, print_json
+from active_memory.commands.common import (
+    add_budget_option,
+    add_json_option,
+    add_store_option,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from active_memory.recall.types import RecallContext
@@ -37,11 +42,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="NS",
         help="repository namespace (default: from the checkout's remote)",
     )
-    parser.add_argument(
-        "--budget-bytes",
-        type=int,
-        metavar="N",
-        help="the session's budget (default: $ACTIVE_MEMORY_BUDGET_BYTES, else 2048)",
+    add_budget_option(
+        parser, "the session's budget (default: $ACTIVE_MEMORY_BUDGET_BYTES, else 2048)"
     )
     add_store_option(parser)
     add_json_option(parser)
@@ -142,15 +144,10 @@ def _print_human(document: dict[str, Any]) -> None:
 
 
 def with_options(context: RecallContext, args: argparse.Namespace) -> RecallContext:
-    """The context with `--store` and `--budget-bytes` applied (checked: exit 2 if bad)."""
-    from active_memory.errors import UsageError
-    from active_memory.recall.types import MAX_BUDGET_BYTES
-
+    """The context with `--store` and `--budget-bytes` (checked when parsed) applied."""
     changes: dict[str, Any] = {}
     if args.store:
         changes["store"] = args.store
     if args.budget_bytes is not None:
-        if not 1 <= args.budget_bytes <= MAX_BUDGET_BYTES:
-            raise UsageError(f"--budget-bytes must be 1..{MAX_BUDGET_BYTES}")
         changes["budget_bytes"] = args.budget_bytes
     return context.replace(**changes) if changes else context

@@ -116,9 +116,9 @@ def _ui(args: argparse.Namespace) -> int:
         from active_memory.ui.app import create_app
         from active_memory.ui.auth import Gate
     except ImportError:
-        raise UsageError(
-            "the web view needs its libraries: pip install 'active-memory[server]'"
-        ) from None
+        from active_memory.install_source import extra_command
+
+        raise UsageError(f"the web view needs its libraries: {extra_command('server')}") from None
     from active_memory.store import resolve_store_location
 
     location = resolve_store_location(args.store)

@@ -16,9 +16,6 @@ with 143/130.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +23,6 @@ from active_memory.commands.common import add_json_option, add_store_option, pri
 
 if TYPE_CHECKING:
     from active_memory.worker import Processed, Worker
-
-SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,6 +81,13 @@ def _worker(args: argparse.Namespace) -> int:
     from active_memory.store import resolve_store_location
     from active_memory.worker import LaneChoice, Worker, WorkerOptions
     from active_memory.worker.display import WorkerDisplay
+    from active_memory.worker.process import (
+        LockHold,
+        announce_start,
+        hold_lock,
+        run_worker,
+        worker_lane,
+    )
     from active_memory.worker_settings import read_worker_settings
     from active_memory.worker_state import WorkerFiles
 
@@ -107,10 +109,10 @@ def _worker(args: argparse.Namespace) -> int:
     location = resolve_store_location(args.store)
     files = WorkerFiles.of(location)
     display = WorkerDisplay()
-    held = _hold(files, args.auto, display)
+    held = hold_lock(files, args.auto, display)
     if held is None and args.auto:
         return 0  # another worker of this machine drains this store
-    lane = _lane(args, choice, chosen)
+    lane = worker_lane(choice, chosen, lane=args.lane, model=args.model, auto=args.auto)
     auto = args.auto
     options = WorkerOptions(
         concurrency=args.concurrency or chosen.concurrency, lease=args.lease,
@@ -121,11 +123,11 @@ def _worker(args: argparse.Namespace) -> int:
         daily_tokens=chosen.daily_tokens, daily_usd=chosen.daily_usd, files=files,
     )  # fmt: skip
     worker = Worker(location, options, progress=display.event)
-    holder = _Holder(files, held)
+    holder = LockHold(files, held)
     try:
         holder.status = {}
-        _started(worker, files, display, auto, holder.status if held is not None else None)
-        processed = anyio.run(_run, worker, holder, backend="asyncio")
+        announce_start(worker, files, display, auto, holder.status if held is not None else None)
+        processed = anyio.run(run_worker, worker, holder, backend="asyncio")
     finally:
         display.close()
         holder.release()
@@ -134,148 +136,6 @@ def _worker(args: argparse.Namespace) -> int:
     else:
         _summary(processed)
     return 1 if any(p.state == "failed" for p in processed) else 0
-
-
-def _hold(files: Any, auto: bool, display: Any) -> int | None:
-    """This machine's worker lock of the store: handed over by a hook, or taken now."""
-    import os
-
-    from active_memory.worker_state import adopt_lock, take_lock
-
-    held = adopt_lock(files.lock, os.environ) if auto else None
-    if held is None:
-        held = take_lock(files.lock)
-    if held is None and not auto:
-        display.say(f"another worker of this machine drains this store{_holder(files)}; "
-                    "this one runs beside it")  # fmt: skip
-    return held
-
-
-def _holder(files: Any) -> str:
-    """` (pid N)` of the worker holding the lock, when its status file says."""
-    import json
-
-    try:
-        with open(files.status, encoding="utf-8") as handle:
-            pid = json.load(handle).get("pid")
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return f" (pid {pid})" if pid else ""
-
-
-def _lane(args: argparse.Namespace, choice: Any, chosen: Any) -> Any:
-    """The worker's lane for its whole run (worker/lanes.py)."""
-    import os
-
-    from active_memory.worker import WorkerLane
-    from active_memory.worker_settings import lane_environment, pick_lane
-
-    environ = lane_environment(chosen, os.environ, inherit=not args.auto)
-    model = args.model or chosen.model
-    if choice.files:
-        return WorkerLane(choice=choice, model=model, environ=environ)
-    requested = args.lane if args.lane in ("claude", "codex", "api") else None
-    return WorkerLane(choice=choice, pick=pick_lane(chosen, environ, requested), model=model,
-                      environ=environ)  # fmt: skip
-
-
-def _started(
-    worker: Worker, files: Any, display: Any, auto: bool, holder_status: dict[str, Any] | None
-) -> None:
-    import os
-    import time
-
-    from active_memory.processes import host_name
-    from active_memory.store.location import mask_url
-    from active_memory.worker_state import write_status
-
-    lane = worker.options.lane
-    display.say(f"{'automatic worker' if auto else 'worker'} pid {os.getpid()} on "
-                f"{host_name()}, store {mask_url(worker.location)}; {lane.describe()}")  # fmt: skip
-    status = {
-        "pid": os.getpid(), "host": host_name(), "auto": auto,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "lane": lane.describe(), "model": lane.model, "owner": worker.options.owner,
-    }  # fmt: skip
-    if holder_status is None:
-        return  # the worker holding the lock keeps its own status
-    holder_status.update(status)
-    try:
-        write_status(files, status)
-    except OSError as exc:
-        display.say(f"could not write {files.status}: {exc.strerror or exc}")
-
-
-class _Holder:
-    """This worker's hold on the machine's worker lock of the store (None: not held)."""
-
-    def __init__(self, files: Any, held: int | None) -> None:
-        self.files = files
-        self.held = held
-        self.status: dict[str, Any] | None = None
-
-    def release(self) -> None:
-        import os
-
-        from active_memory.worker_state import clear_status
-
-        if self.held is not None:
-            clear_status(self.files)
-            os.close(self.held)
-            self.held = None
-
-    def retake(self) -> bool:
-        from active_memory.worker_state import take_lock, write_status
-
-        self.held = take_lock(self.files.lock)
-        if self.held is not None and self.status is not None:
-            write_status(self.files, self.status)
-        return self.held is not None
-
-
-async def _run(worker: Worker, holder: _Holder) -> list[Processed]:
-    import anyio
-
-    from active_memory.worker import QUEUE_BUSY_TIMEOUT
-    from active_memory.worker.store_wait import reachable_store
-
-    processed: list[Processed] = []
-    async with anyio.create_task_group() as watchers:
-        watchers.start_soon(_watch_signals, worker)
-        async with reachable_store(worker, busy_timeout=QUEUE_BUSY_TIMEOUT) as store:
-            while store is not None:
-                processed += await worker.run(store.queue)
-                if worker.options.idle is None or worker.stopping or holder.held is None:
-                    break
-                # Idle: let go of the lock first, then look once more. A session that
-                # ended before this look is seen here; one that ended after it found the
-                # lock free, and its hook started the next worker.
-                holder.release()
-                if not await worker.has_work(store.queue) or not holder.retake():
-                    break
-        watchers.cancel_scope.cancel()
-    return processed
-
-
-async def _watch_signals(worker: Worker) -> None:
-    """First SIGINT/SIGTERM: drain; a second: exit at once (leases expire, others reclaim)."""
-    import anyio
-
-    if sys.platform == "win32":
-        return
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-        async for signum in received:
-            if worker.stopping:
-                sys.stderr.write("active-memory: worker stopped at once; running entries "
-                                 "return to the queue when their leases expire\n")  # fmt: skip
-                sys.stderr.flush()
-                os._exit(SIGNAL_EXIT.get(signal.Signals(signum), 130))
-            print(
-                f"active-memory: {signal.Signals(signum).name}: draining (running postmortems "
-                f"get {worker.options.grace:g} s; a second signal exits at once)",
-                file=sys.stderr,
-            )
-            worker.stop()
 
 
 def _document(worker: Worker, processed: list[Processed]) -> dict[str, Any]:

@@ -71,8 +71,11 @@ def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]
     environment = os.environ if env is None else env
     found: list[Installed] = []
     for harness in installers.HARNESSES:
+        user = installers.target_path(harness, "user", cwd, environment)
         for where in ("project", "user"):
             path = installers.target_path(harness, where, cwd, environment)
+            if where == "project" and _same_path(path, user):
+                continue  # outside any checkout, in the home folder: the user file itself
             item = inspect(harness, where, path, environment)
             if item is not None:
                 found.append(item)
@@ -85,6 +88,10 @@ def diagnose(cwd: Path, env: Mapping[str, str] | None = None) -> list[Installed]
     for item in found:
         item.checks.extend(shared)
     return found
+
+
+def _same_path(first: Path, second: Path) -> bool:
+    return os.path.abspath(first) == os.path.abspath(second)
 
 
 def inspect(

@@ -127,8 +127,8 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, *, install: bool) -> int:
     from active_memory.errors import UsageError
-    from active_memory.hooks import installers
     from active_memory.hooks.installers.command_path import install_hook_entry
+    from active_memory.hooks.setup import plan_install
 
     http = bool(getattr(args, "http", False))
     port = int(getattr(args, "port", 0) or 0)
@@ -144,24 +144,11 @@ def _run(args: argparse.Namespace, *, install: bool) -> int:
         if install
         else (None, None)
     )
-    if script is not None and args.where == "project" and args.harness != "claude":
-        # Files a team commits name no one's home (Claude Code has a per-person file).
-        from active_memory.hooks.installers.command_path import portable_script
-
-        script, portable_note = portable_script(script)
-        entry_note = "; ".join(n for n in (entry_note, portable_note) if n) or None
-    path = installers.target_path(args.harness, args.where, Path.cwd())
-    change = installers.plan(
-        args.harness,
-        path,
-        install=install,
-        http=http,
-        port=port,
-        script=script,
-        trust_project=trust_project,
-        where=args.where,
-        mcp=bool(getattr(args, "mcp", False)),
-    )
+    # Files a team commits name no one's home (setup.plan_install, shared with `setup`).
+    path, change, script = plan_install(
+        args.harness, args.where, Path.cwd(), script, install=install, http=http, port=port,
+        trust_project=trust_project, mcp=bool(getattr(args, "mcp", False)),
+    )  # fmt: skip
     if entry_note:
         change.notes.insert(0, entry_note)
     if not args.dry_run:
@@ -249,7 +236,8 @@ def _doctor(args: argparse.Namespace) -> int:
     if not found:
         print(
             "no Active Memory hook is installed for this checkout or your user; run "
-            "`active-memory hook install claude|codex|opencode|pi|gemini|copilot|hermes`"
+            "`active-memory setup` (every harness on PATH) or `active-memory hook install "
+            "claude|codex|opencode|pi|gemini|copilot|hermes`"
         )
         return 1
     for item in found:

@@ -30,6 +30,7 @@ HOOK_MODULES = (
     "active_memory/credential_rules.py",
     "active_memory/reader.py",
     "active_memory/settings.py",
+    "active_memory/session_budget.py",
     "active_memory/atomic_files.py",
     "active_memory/file_lock.py",
     "active_memory/file_names.py",

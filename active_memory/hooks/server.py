@@ -399,9 +399,9 @@ def serve(
     try:
         import uvicorn
     except ImportError:
-        raise UsageError(
-            "the recall server needs uvicorn: pip install 'active-memory[server]'"
-        ) from None
+        from active_memory.install_source import extra_command
+
+        raise UsageError(f"the recall server needs uvicorn: {extra_command('server')}") from None
 
     ip = loopback_host(host)
     running = read_discovery(discovery)

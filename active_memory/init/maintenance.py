@@ -7,6 +7,9 @@
 - Graph maintenance: one scope per exact `(graph_hash, repository)` of the store's
   graph lessons that a selected run matches (the newest run of that graph, and of that
   repository when the scope names one).
+- A scope is judged against its newest run *with delivery evidence*; when none of its
+  runs has any, it abstains (SPEC §6, the postmortem's rule: `abstains`) and its result
+  says why.
 
 Tasks, checks and mutations are the postmortem's (`build_*_maintenance`,
 `check_maintenance`, `maintenance_mutations`, `refreshed` for a keep that carries
@@ -45,9 +48,10 @@ from active_memory.specialists.tasks import (
     DEFAULT_LIMITS,
     MaintenanceName,
     MaintenanceTask,
+    abstains,
     build_graph_maintenance,
     build_repository_maintenance,
-    cut_for_prompt,
+    cut_by_serialized_size,
 )
 from active_memory.store import LessonStore
 
@@ -60,6 +64,8 @@ class Scope:
     lessons: tuple[Lesson, ...]
     record: RunRecord
     checkout: Path
+    abstained: str | None = None
+    """Why this scope is not judged (SPEC §6's abstention, `abstains`), or None."""
 
 
 def _last_event(record: RunRecord) -> datetime | None:
@@ -93,8 +99,7 @@ def scopes(runs: Sequence[tuple[RunRecord, Path]], living: Sequence[Lesson]) -> 
             if isinstance(x.scope, RepositoryScope) and x.scope.repository == namespace
         )
         if lessons:
-            record, root = newest(chosen)
-            found.append(Scope("repository_maintenance", lessons, record, root))
+            found.append(_judged_against("repository_maintenance", lessons, chosen))
     keys = sorted(
         {
             (x.scope.graph_hash, x.scope.repository or "")
@@ -121,9 +126,18 @@ def scopes(runs: Sequence[tuple[RunRecord, Path]], living: Sequence[Lesson]) -> 
             and (x.scope.repository or "") == repository
         )
         if matching:
-            record, root = newest(matching)
-            found.append(Scope("graph_maintenance", lessons, record, root))
+            found.append(_judged_against("graph_maintenance", lessons, matching))
     return found
+
+
+def _judged_against(
+    specialist: MaintenanceName, lessons: tuple[Lesson, ...], runs: Sequence[tuple[RunRecord, Path]]
+) -> Scope:
+    """The scope judged against its newest run that may be judged on (SPEC §6: one with
+    delivery evidence, `abstains`); when none may, against the newest, abstaining."""
+    allowed = [run for run in runs if abstains(run[0]) is None]
+    record, root = newest(allowed or runs)
+    return Scope(specialist, lessons, record, root, None if allowed else abstains(record))
 
 
 async def maintain(
@@ -137,13 +151,23 @@ async def maintain(
     living = sorted((x for x in await store.select() if isinstance(x, Lesson)), key=lambda x: x.id)
     prompts = load_prompts()
     for scope in scopes(runs, living):
+        if scope.abstained is not None:
+            out.results.append(
+                {
+                    "run_id": scope.record.run_id,
+                    "specialist": scope.specialist,
+                    "decisions": [],
+                    "abstained": scope.abstained,
+                }
+            )
+            continue
         shown = scope.lessons  # the scope's own lessons only: no other repository's cards
         checkout = Checkout(scope.checkout)
         decisions: list[dict[str, object]] = []
         complete = True
         # The same bound on what the model receives as a postmortem's (docs/orchestrator.md).
         bound = max(1, DEFAULT_BATCH_BYTES - prompts.fixed_bytes(scope.specialist))
-        for batch in cut_for_prompt(list(scope.lessons), DEFAULT_BATCH_BYTES):
+        for batch in cut_by_serialized_size(list(scope.lessons), DEFAULT_BATCH_BYTES):
             task: MaintenanceTask
             if scope.specialist == "repository_maintenance":
                 task = build_repository_maintenance(

@@ -190,9 +190,11 @@ def _require_api_key(lane: SpecialistLane, environ: Mapping[str, str]) -> None:
             f"--lane api: {key} is declared in {where} but not set in the environment; export it"
         )
     if not sdk_installed(lane.provider):
+        from active_memory.install_source import extra_command
+
         extra = "anthropic" if lane.provider == "anthropic" else "openai"
         raise UsageError(
             f"--lane api: provider {lane.provider} needs the {PROVIDER_SDKS[lane.provider]} "
-            f"package, which is not installed: pip install 'active-memory[{extra}]', or use "
+            f"package, which is not installed: {extra_command(extra)}, or use "
             f"--lane {lane.harness}"
         )

@@ -55,6 +55,7 @@ from active_memory.specialists.mutations import (
 )
 from active_memory.specialists.providers import ProviderSession
 from active_memory.specialists.tasks import (
+    NO_DELIVERY_EVIDENCE,
     CodeCache,
     DeferralView,
     LessonRef,
@@ -63,7 +64,7 @@ from active_memory.specialists.tasks import (
     build_discovery,
     build_graph_maintenance,
     build_repository_maintenance,
-    cut_for_prompt,
+    cut_by_serialized_size,
     manifest,
     recited,
     stale_offered,
@@ -76,11 +77,6 @@ from active_memory.store.review import Proposal
 
 log = logging.getLogger("active_memory.orchestrator")
 _T = TypeVar("_T")
-
-NO_DELIVERY_EVIDENCE = (
-    "the run record has no delivery evidence (`deliveries` is absent), so maintenance "
-    "abstains instead of guessing"
-)
 
 
 async def in_thread(function: Callable[[], _T]) -> _T:
@@ -146,7 +142,7 @@ class Context:
     def batches(self, lessons: Sequence[Lesson]) -> list[list[Lesson]]:
         """`lessons` cut into batches whose lessons, as the prompt shows them, take at most
         `LESSON_SHARE` of the bound: the rest is for the evidence, files and template."""
-        return cut_for_prompt(lessons, self.limits.batch_bytes)
+        return cut_by_serialized_size(lessons, self.limits.batch_bytes)
 
     def notify(self, stage: str, specialist: str | None = None, detail: str = "", **n: int) -> None:
         """Tell the progress callback, never letting it break the postmortem."""

@@ -7,7 +7,7 @@ A missing or broken template raises `PromptTemplateError` naming the file: the
 orchestrator calls `load_prompts()` at start-up so a broken install fails before a run,
 never with a silent default. `render(specialist, task)` fills one in.
 
-Limits in the text come from `lessons.py`'s constants, the answer example from
+Limits in the text come from `lessons/limits.py`'s constants, the answer example from
 `answers.example_answer`, so nothing is written twice.
 
 Nothing from a run record enters a template's own lines: the run ID, titles, node and

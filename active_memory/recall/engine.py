@@ -34,6 +34,7 @@ from active_memory.recall.records import RECEIPT_PATHS, record_receipt
 from active_memory.recall.signals import extract_signals
 from active_memory.recall.snapshot import pin_graph, repository_index
 from active_memory.recall.types import RecallAnswer
+from active_memory.session_budget import budget_left
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def answer_with_commit(
     if context.exclude and not _drop_excluded(signals, context.exclude):
         # The call touched only excluded paths: no signal, no receipt, no card.
         state = read_state(ledger_path(context))
-        return RecallAnswer(budget_left=max(0, context.budget_bytes - state.spent)), None
+        return RecallAnswer(budget_left=budget_left(context.budget_bytes, state.spent)), None
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
         record_receipt(context, call.tool, paths, call.agent)
@@ -86,7 +87,7 @@ def answer_with_commit(
         signals.paths or signals.identifiers or signals.terms or signals.commands
     ):
         state = read_state(ledger_path(context))
-        left = max(0, context.budget_bytes - state.spent)
+        left = budget_left(context.budget_bytes, state.spent)
         return RecallAnswer(budget_left=left, paths=paths), None
     hits: Iterable[CardHit]
     if not isinstance(index, SnapshotIndex):  # a run pinned to a version: the store's cards

@@ -11,14 +11,8 @@ from __future__ import annotations
 import os
 
 from active_memory.reader import open_regular, read_file_bytes
-from active_memory.recall.types import (
-    ALL_SCOPES,
-    DEFAULT_BUDGET_BYTES,
-    MAX_BUDGET_BYTES,
-    MIN_BUDGET_BYTES,
-    RecallContext,
-    ToolCall,
-)
+from active_memory.recall.types import ALL_SCOPES, RecallContext, ToolCall
+from active_memory.session_budget import BUDGET_ENV
 from active_memory.settings import effective_settings
 from active_memory.store.location import state_dir
 
@@ -33,7 +27,6 @@ RUN_ID_ENV = "ACTIVE_MEMORY_RUN_ID"
 SESSION_ENV = "ACTIVE_MEMORY_SESSION_ID"
 GRAPH_HASH_ENV = "ACTIVE_MEMORY_GRAPH_HASH"
 NODE_ENV = "ACTIVE_MEMORY_NODE"
-BUDGET_ENV = "ACTIVE_MEMORY_BUDGET_BYTES"
 REPOSITORY_ENV = "ACTIVE_MEMORY_REPOSITORY"
 WORKSPACE_ENV = "ACTIVE_MEMORY_WORKSPACE"
 SCOPES_ENV = "ACTIVE_MEMORY_SCOPES"
@@ -197,19 +190,6 @@ def context_session(session: str, agent: str | None) -> str:
     """The ledger key of a call's context: the session, or `<session>/agent-<id>` for a
     sub-agent's call (its own provider session, recall/contexts.py)."""
     return f"{session}/agent-{agent}" if agent else session
-
-
-def parse_budget(value: str | None) -> int:
-    """`ACTIVE_MEMORY_BUDGET_BYTES`: an integer 1..16384; anything else is the default."""
-    if not value:
-        return DEFAULT_BUDGET_BYTES
-    try:
-        budget = int(value)
-    except ValueError:
-        return DEFAULT_BUDGET_BYTES
-    if not MIN_BUDGET_BYTES <= budget <= MAX_BUDGET_BYTES:
-        return DEFAULT_BUDGET_BYTES
-    return budget
 
 
 def parse_scopes(value: str | None) -> frozenset[str]:

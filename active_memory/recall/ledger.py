@@ -32,6 +32,7 @@ from active_memory.recall.files import read_bytes, sync_data
 from active_memory.recall.frame import frame, select
 from active_memory.recall.records import append_deliveries
 from active_memory.recall.types import CardHit, Skipped
+from active_memory.session_budget import budget_left
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -235,7 +236,7 @@ def stale_marker(root: str) -> Callable[[CardHit], CardHit]:
 def _decide(
     context: RecallContext, state: LedgerState, hits: Iterable[CardHit], floor: int
 ) -> tuple[list[CardHit], list[Skipped], str, int, int]:
-    remaining = max(0, context.budget_bytes - state.spent)
+    remaining = budget_left(context.budget_bytes, state.spent)
     mark = stale_marker(context.workspace_root)
     admitted, skipped, cost = select(hits, state.delivered, remaining, floor=floor, mark=mark)
     text = frame(hit.text for hit in admitted)

@@ -22,7 +22,7 @@ paths (`mix test`, `npm run build`, `gh pr close`, `bd show`). Of the other argu
    master`, `close`, `in_progress`, `spotter-gqc.7`) is a word.
 
 Only rule 4's bare words cost a file-system call (`lstat`); the caller bounds them
-(signals.MAX_LOOKUPS per call, then a bare word is a word). Standard library and
+(types.MAX_LOOKUPS per call, then a bare word is a word). Standard library and
 command_family only: a hook process imports it the first time a call runs a command.
 """
 

@@ -1,4 +1,5 @@
-"""The values recall passes around: a tool call, where it happens, and what it receives.
+"""The values recall passes around: a tool call, what it touched (its `Signals`, read by
+signals.py), where it happens, and what it receives.
 
 These are on the per-tool-call path of a hook process, which must start fast: plain
 classes with `__slots__` over the builtins only (no dataclasses, typing, pathlib or
@@ -9,19 +10,15 @@ from __future__ import annotations
 
 import os
 
+from active_memory.session_budget import DEFAULT_BUDGET_BYTES
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
     from typing import Any, Literal
 
     MatchKind = Literal["file", "folder", "identifier", "command", "keywords"]
     SkipReason = Literal["delivered_before", "over_budget", "unchecked"]
-
-DEFAULT_BUDGET_BYTES = 2048
-"""SPEC §2 `budgetBytes` default: bytes of cards, framing included, per provider session."""
-
-MIN_BUDGET_BYTES = 1
-MAX_BUDGET_BYTES = 16384
 
 MATCH_SCORES: dict[str, int] = {
     "file": 1000,
@@ -68,6 +65,49 @@ class ToolCall:
 
     def __repr__(self) -> str:
         return f"ToolCall({self.harness!r}, {self.tool!r}, session={self.session!r})"
+
+
+MAX_PATHS = 64
+MAX_IDENTIFIERS = 64
+MAX_TERMS = 256
+MAX_COMMANDS = 16
+MAX_LOOKUPS = 16
+MAX_TEXT = 64 * 1024
+"""Bounds on what one call contributes, so a huge command costs no more than a big one
+(`MAX_LOOKUPS`: bare shell words checked for existence, shell_paths.py)."""
+
+
+class Signals:
+    """What a tool call touched: root-relative `paths`, `identifiers`, lowercase `terms`,
+    and the command `families` of a shell call (`commands`).
+
+    `folders` are the other readings of a relative path (the working directory's and the
+    workspace root's), matched against folder associations only: they are not the file
+    the call touched, so neither a file match nor a receipt comes from them.
+    """
+
+    __slots__ = ("commands", "folders", "identifiers", "paths", "terms")
+
+    def __init__(self) -> None:
+        self.paths: dict[str, None] = {}  # ordered set
+        self.folders: dict[str, None] = {}
+        self.identifiers: dict[str, None] = {}
+        self.terms: set[str] = set()
+        self.commands: dict[str, None] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"Signals(paths={list(self.paths)}, folders={list(self.folders)}, "
+            f"identifiers={list(self.identifiers)}, terms={sorted(self.terms)}, "
+            f"commands={list(self.commands)})"
+        )
+
+    def add_commands(self, families: Iterable[str]) -> None:
+        """Record command families (at most `MAX_COMMANDS`)."""
+        for family in families:
+            if len(self.commands) >= MAX_COMMANDS:
+                return
+            self.commands[family] = None
 
 
 class RecallContext:

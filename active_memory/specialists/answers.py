@@ -3,7 +3,7 @@
 These are the *wire* schemas: they fix the shape (field names, types, the action enum)
 so that a mis-shaped answer gets the provider's one repair turn. Content rules (byte
 limits, root-relative paths, keyword groups, lesson ID syntax) are deliberately not
-enforced here but per item by `checks.py`, with the vocabulary models of `lessons.py`:
+enforced here but per item by `checks.py`, with the vocabulary models of `lessons/`:
 one oversized title then costs one proposal, with its reason recorded, not the whole
 answer. The limits are still written into the field descriptions the model reads.
 

@@ -1,4 +1,4 @@
-"""What the store's callers hand it and get back, apart from `lessons.py`'s vocabulary:
+"""What the store's callers hand it and get back, apart from `lessons/`'s vocabulary:
 queries, listing rows, import reports and publish marks."""
 
 from __future__ import annotations

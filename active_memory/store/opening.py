@@ -27,9 +27,11 @@ async def open_store(
         try:
             from active_memory.store.postgres import PostgresStore
         except ImportError:
+            from active_memory.install_source import extra_command
+
             raise UsageError(
                 f"{mask_url(location)}: PostgreSQL stores need the `postgres` extra "
-                "(pip install 'active-memory[postgres]')"
+                f"({extra_command('postgres')})"
             ) from None
         store = await PostgresStore.open(location, create=create, **bound)
     else:

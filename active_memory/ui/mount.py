@@ -75,8 +75,10 @@ class WebMount:
                 try:
                     from active_memory.ui.app import create_app
                 except ImportError:
+                    from active_memory.install_source import extra_command
+
                     raise RuntimeError(
-                        "its libraries are missing: pip install 'active-memory[server]'"
+                        f"its libraries are missing: {extra_command('server')}"
                     ) from None
                 app = create_app(self.location, self.gate, checkouts=self.checkouts)
                 stack = contextlib.AsyncExitStack()

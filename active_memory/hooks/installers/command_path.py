@@ -53,10 +53,12 @@ def find_hook_script(override: str | None = None) -> Path:
     found = shutil.which(SCRIPT)
     if found:
         return Path(os.path.abspath(found))
+    from active_memory.install_source import install_command
+
     raise UsageError(
         f"cannot find the {SCRIPT} console script next to {sys.executable} or on PATH, so "
         "the hook would not run from the harness; nothing was written. Reinstall "
-        "active-memory into this environment (pip install active-memory) or pass "
+        f"active-memory into this environment ({install_command()}) or pass "
         f"--hook-command /absolute/path/to/{SCRIPT}"
     )
 

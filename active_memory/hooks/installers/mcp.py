@@ -53,9 +53,11 @@ def server_command(hook_script: Path) -> Path:
     found = shutil.which(name)
     if found:
         return Path(os.path.abspath(found))
+    from active_memory.install_source import extra_command
+
     raise UsageError(
         f"--mcp: no {name} next to {sys.executable} or {hook_script}, nor on PATH; "
-        "reinstall active-memory with the `mcp` extra (pip install 'active-memory[mcp]'); "
+        f"reinstall active-memory with the `mcp` extra ({extra_command('mcp')}); "
         "nothing was written"
     )
 

@@ -83,9 +83,10 @@ DATABASE_HARNESSES = frozenset({"opencode", "hermes"})
 """Clients whose sessions live in one database: the import names the session."""
 
 _SESSION_NODE = "worker"
-"""The node of a session's run record (importers/session.py): hook receipts get it too."""
+"""The node of a session's run record (importers/session_record.py): hook receipts get
+it too."""
 _AGENT_PREFIX = f"{_SESSION_NODE}/agent-"
-"""Sub-agent nodes (`worker/agent-<id>`, importers/session.py `agent_node`)."""
+"""Sub-agent nodes (`worker/agent-<id>`, importers/session_record.py `agent_node`)."""
 
 
 def import_harness_session(

@@ -1,47 +1,30 @@
-"""A run record from one interactive session log (Claude Code, Codex): one worker node.
+"""A run record from one interactive session log (Claude Code, Codex, Pi, Gemini CLI,
+Copilot CLI): one worker node. `SessionRun` is fed what a log shows, then builds it.
 
 Mapping (see docs/importers.md):
 
-- each prompt typed is one visit (execution) of node `worker`: `node_started` at it;
-- a turn that ends with an answer settles `verified`; one that never got its answer
-  (the log stops, a new prompt comes first, Codex wrote no `task_complete`) is
-  interrupted: no outcome, never `verified`;
-- a turn that ends on an API error settles `error` with code `timeout` when the error
-  says it timed out, `crash` for a provider failure (5xx, overloaded, connection lost),
-  `refusal`/`authentication_required` for a login failure; other errors (rate or usage
-  limits, bad requests) leave the visit without an outcome, which is never evidence;
+- each prompt typed is one visit (execution) of node `worker` (session_record.py):
+  `node_started` at it, its text (bounded, screened) the event's `input`;
+- how a turn ended and what that records (session_endings.py): a turn without its
+  answer is interrupted, never `verified`; an API error is `timeout`, `crash`, `refusal`
+  or no outcome; the run's outcome is its last turn's;
 - a turn interrupted by the user has no outcome either, unless the tool call it ended on
   had timed out (then `timeout`): an interruption is the user's decision, not a failure;
-- each prompt typed (bounded, screened) is its visit's `node_started` `input`;
-- tool calls become receipts; failed and timed-out tool calls become `tool_failures`
-  (failure_log.py) and `safe_log` lines quoting the error;
+- tool calls become receipts (session_receipts.py); failed and timed-out tool calls
+  become `tool_failures` (failure_log.py) and `safe_log` lines quoting the error;
 - a sub-agent's run is a visit of a node of its own, `worker/agent-<id>`, with its own
   outcome, receipts and lines;
-- event times never go backwards (an earlier time keeps the previous event's time).
-
-The run's outcome is that of its last turn: verified → `succeeded`, interrupted →
-`cancelled`, anything else → `failed`.
+- event times never go backwards (session_timeline.py).
 """
 
 from __future__ import annotations
 
-import posixpath
-import shlex
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from active_memory.runlog.canonical import graph_hash
-from active_memory.runlog.importers.common import (
-    ImportedRun,
-    aliases_for,
-    checked,
-    local_namespace,
-    namespace_from_remote,
-    trim,
-)
-from active_memory.runlog.importers.error_lines import informative_error
+from active_memory.runlog.importers.common import ImportedRun, checked, trim
 from active_memory.runlog.importers.failure_log import FailureLog
 from active_memory.runlog.importers.privacy import (
     Scrubber,
@@ -50,128 +33,33 @@ from active_memory.runlog.importers.privacy import (
     without_private,
 )
 from active_memory.runlog.importers.report import ImportReport
-from active_memory.runlog.receipts import KEPT_FIRST, MAX_RECEIPTS, relative_path
+from active_memory.runlog.importers.session_endings import Ending as Ending
+from active_memory.runlog.importers.session_endings import classify_error as classify_error
+from active_memory.runlog.importers.session_endings import error_line as error_line
+from active_memory.runlog.importers.session_endings import outcome_of, run_outcome
+from active_memory.runlog.importers.session_receipts import (
+    MAX_PATHS_PER_TOOL as MAX_PATHS_PER_TOOL,
+)
+from active_memory.runlog.importers.session_receipts import Receipts, workspace_path
+from active_memory.runlog.importers.session_receipts import cd_targets as cd_targets
+from active_memory.runlog.importers.session_receipts import glob_prefix as glob_prefix
+from active_memory.runlog.importers.session_record import WORKER as WORKER
+from active_memory.runlog.importers.session_record import (
+    Visit,
+    node_started,
+    owner_name,
+    reference,
+    repository_section,
+    runtime_section,
+    session_graph,
+)
+from active_memory.runlog.importers.session_record import agent_node as agent_node
+from active_memory.runlog.importers.session_timeline import MAX_LOG_LINES as MAX_LOG_LINES
+from active_memory.runlog.importers.session_timeline import Timeline, earliest, stamp_only
 from active_memory.runlog.record import RUN_SCHEMA
-
-WORKER = "worker"
-MAX_PATHS_PER_TOOL = 8
-
-Ending = Literal["verified", "timeout", "crash", "refusal", "interrupted", "unknown"]
-
-_RATE = (
-    "rate limit",
-    "rate_limit",
-    "429",
-    "usage limit",
-    "session limit",
-    "hit your limit",
-    "limit reached",
-    "quota",
-)
-_TIMEOUT = ("timed out", "timeout", "etimedout", "deadline exceeded")
-_AUTH = ("401", "403", "unauthorized", "authentication", "invalid api key", "not logged in")
-_CRASH = (
-    "overloaded",
-    "internal server error",
-    "server_error",
-    "bad gateway",
-    "service unavailable",
-    "connection",
-    "disconnected",
-    "econnreset",
-    "socket hang up",
-    "network",
-    "stream",
-    "500",
-    "502",
-    "503",
-    "504",
-    "529",
-)
-
-
-def classify_error(text: str, flag: str | None = None) -> Ending:
-    """What an API error ending a turn shows: timeout, crash, refusal, or unknown.
-
-    Order matters: a retry limit hit on 429s is a rate limit (not evidence), even if the
-    text also says "connection"; only an explicit time-out is a `timeout`.
-    """
-    lowered = f"{flag or ''} {text}".lower()
-    if any(word in lowered for word in _RATE) and "timed out" not in lowered:
-        return "unknown"
-    if any(word in lowered for word in _TIMEOUT):
-        return "timeout"
-    if any(word in lowered for word in _AUTH):
-        return "refusal"
-    if any(word in lowered for word in _CRASH):
-        return "crash"
-    return "unknown"
-
-
-def error_line(body: str) -> str:
-    """The first informative line of a tool's output (error_lines.py), for `safe_log`."""
-    lines = informative_error(body).splitlines()
-    return lines[0] if lines else ""
-
-
-def agent_node(agent_id: str) -> str:
-    """The node a sub-agent's calls are attributed to: `worker/agent-<id>`."""
-    return f"{WORKER}/agent-{agent_id}"
-
-
-def glob_prefix(pattern: str) -> str | None:
-    """The literal path a glob pattern starts from (`src/**/*.ts` → `src`), if any."""
-    parts: list[str] = []
-    for part in pattern.split("/"):
-        if any(ch in part for ch in "*?[{"):
-            break
-        parts.append(part)
-    else:
-        return pattern or None  # no wildcard: the pattern names a path
-    return "/".join(parts) or None
-
-
-def cd_targets(command: str) -> list[str]:
-    """Folders a shell command changes into (`cd web && npm test` → `web`)."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        tokens = list(lexer)
-    except ValueError:
-        return []
-    targets: list[str] = []
-    at_start = True
-    for index, token in enumerate(tokens):
-        if at_start and token == "cd" and index + 1 < len(tokens):
-            target = tokens[index + 1]
-            # `cd ~/x` is kept: the receipt then drops (and counts) the home path.
-            if target not in ("&&", "||", ";", "|", "-"):
-                targets.append(target)
-        at_start = token in ("&&", "||", ";", "|", "(")
-    return targets
-
 
 MAX_PROMPT_CHARS = 4000
 """A prompt kept as `node_started` input is trimmed to this many characters."""
-
-MAX_LOG_LINES = 2000
-"""`safe_log` lines kept per run (failed tools, abnormal endings); the rest are counted."""
-
-_HOME_PREFIXES = ("~", "$HOME", "${HOME}", "%USERPROFILE%", "$env:USERPROFILE")
-
-
-@dataclass(slots=True)
-class _Visit:
-    """One execution: a user turn of `worker`, or one run of a sub-agent."""
-
-    node: str
-    execution: str
-    at: str | None
-    ending: Ending | None = None
-    detail: str = ""
-    last_tool_timed_out: bool = False
-    final_text: str | None = None
-    last_at: str | None = None
-    answered: bool = False
 
 
 @dataclass(slots=True)
@@ -179,8 +67,9 @@ class SessionRun:
     """Accumulates one session's turns, tool calls and notes, then builds the record.
 
     Memory stays bounded while a log streams through: receipts keep the first
-    `KEPT_FIRST` and a window of the latest (SPEC §3), `safe_log` lines stop at
-    `MAX_LOG_LINES`; what is dropped is counted in `report`.
+    `KEPT_FIRST` and a window of the latest (SPEC §3, session_receipts.py), `safe_log`
+    lines stop at `MAX_LOG_LINES` (session_timeline.py); what is dropped is counted in
+    `report`.
     """
 
     harness: str
@@ -199,26 +88,23 @@ class SessionRun:
     """True when the log says when a turn is complete (Codex `task_complete`): only
     `answered()` then marks a turn answered, agent text alone does not."""
     report: ImportReport = field(default_factory=ImportReport)
-    _pending: list[dict[str, Any]] = field(default_factory=list)
-    _receipts_first: list[dict[str, Any]] = field(default_factory=list)
-    _receipts_latest: deque[dict[str, Any]] = field(
-        default_factory=lambda: deque(maxlen=MAX_RECEIPTS - KEPT_FIRST)
-    )
     _completions: dict[str, str] = field(default_factory=dict)
-    _turn: _Visit | None = None
-    _agents: dict[str, _Visit] = field(default_factory=dict)
+    _turn: Visit | None = None
+    _agents: dict[str, Visit] = field(default_factory=dict)
     _agent_runs: Counter[str] = field(default_factory=Counter)
     _turns: int = 0
     _last_ending: Ending | None = None
-    _clock: datetime | None = None
-    _logged: int = 0
     _private: list[str] = field(default_factory=list)
     _turn_started: dict[str, Any] | None = None
     failures: FailureLog | None = None
+    _timeline: Timeline = field(init=False)
+    _receipts: Receipts = field(init=False)
 
     def __post_init__(self) -> None:
         if self.failures is None:
             self.failures = FailureLog(self.harness)
+        self._timeline = Timeline(self.report)
+        self._receipts = Receipts(self.report)
 
     # --- reading -----------------------------------------------------------------
 
@@ -232,9 +118,9 @@ class SessionRun:
         """A user prompt: close the open turn and start the next visit of `worker`."""
         self.close_turn("a new prompt came before the answer")
         self._turns += 1
-        self._turn = _Visit(WORKER, str(self._turns), at, last_at=at)
-        self._event("node_started", at, self._started(self._turn))
-        self._turn_started = self._pending[-1]["event"]
+        self._turn = Visit(WORKER, str(self._turns), at, last_at=at)
+        self._timeline.event("node_started", at, node_started(self.run_id, self._turn))
+        self._turn_started = self._timeline.pending[-1]["event"]
         if prompt:
             self.prompt_seen(prompt)
 
@@ -257,7 +143,7 @@ class SessionRun:
         """Whether a turn is open."""
         return self._turn is not None
 
-    def _current(self, at: str | None, agent: str | None = None) -> _Visit:
+    def _current(self, at: str | None, agent: str | None = None) -> Visit:
         if agent is not None:
             return self.agent(agent, at)
         # Tool calls before any prompt (a resumed session) belong to an implicit turn.
@@ -268,16 +154,16 @@ class SessionRun:
         self._turn.last_at = at or self._turn.last_at
         return self._turn
 
-    def agent(self, agent_id: str, at: str | None) -> _Visit:
+    def agent(self, agent_id: str, at: str | None) -> Visit:
         """The open run of sub-agent `agent_id` (node `worker/agent-<id>`), started if new."""
         visit = self._agents.get(agent_id)
         if visit is None:
             self._agent_runs[agent_id] += 1
             runs = self._agent_runs[agent_id]
             execution = f"agent-{agent_id}" + (f"-{runs}" if runs > 1 else "")
-            visit = _Visit(agent_node(agent_id), execution, at, last_at=at)
+            visit = Visit(agent_node(agent_id), execution, at, last_at=at)
             self._agents[agent_id] = visit
-            self._event("node_started", at, self._started(visit))
+            self._timeline.event("node_started", at, node_started(self.run_id, visit))
         visit.last_at = at or visit.last_at
         return visit
 
@@ -333,16 +219,11 @@ class SessionRun:
             "tool": tool,
             "paths": kept[:MAX_PATHS_PER_TOOL],
         }
-        stamped = self._stamp(at)
+        stamped = self._timeline.stamp(at)
         if stamped:
             receipt["at"] = stamped
         self.report.tool_calls[visit.node] += 1
-        if len(self._receipts_first) < KEPT_FIRST:
-            self._receipts_first.append(receipt)
-        else:
-            if len(self._receipts_latest) == self._receipts_latest.maxlen:
-                self.report.receipts_dropped += 1
-            self._receipts_latest.append(receipt)
+        self._receipts.add(receipt)
 
     def tool_failed(
         self,
@@ -363,11 +244,11 @@ class SessionRun:
         visit.last_tool_timed_out = timed_out
         what = "timed out" if timed_out else "failed"
         line = f"tool {tool} {what}" + (f": {detail}" if detail else "")
-        self._log(visit, at, "error", line[:500])
+        self._timeline.log(visit.execution, at, "error", line[:500])
         if call_id is not None:
             self._failure_log().failed(
                 call_id,
-                self._stamp_only(at),
+                stamp_only(at),
                 output=output if output is not None else detail,
                 exit_code=exit_code,
                 timed_out=timed_out,
@@ -381,7 +262,7 @@ class SessionRun:
         call may resolve earlier failures."""
         self._current(at, agent).last_tool_timed_out = False
         if call_id is not None:
-            self._failure_log().succeeded(call_id, self._stamp_only(at))
+            self._failure_log().succeeded(call_id, stamp_only(at))
 
     def tool_abandoned(self, call_id: str) -> None:
         """A call with no outcome of its own (a person's "no", an interruption)."""
@@ -400,7 +281,9 @@ class SessionRun:
         if ending == "interrupted" and visit.last_tool_timed_out:
             ending, detail = "timeout", "interrupted after a tool call timed out"
         visit.ending, visit.detail = ending, detail
-        self._log(visit, at, "system", f"turn {ending}" + (f": {detail}" if detail else ""))
+        self._timeline.log(
+            visit.execution, at, "system", f"turn {ending}" + (f": {detail}" if detail else "")
+        )
 
     def close_agent(self, agent_id: str) -> None:
         """Settle the open run of one sub-agent (its log ended, or its parent went on)."""
@@ -422,54 +305,27 @@ class SessionRun:
         self._last_ending = self._settle(turn, unanswered)
         self.report.turns[self._last_ending] += 1
 
-    def _settle(self, visit: _Visit, unanswered: str) -> Ending:
+    def _settle(self, visit: Visit, unanswered: str) -> Ending:
         if visit.ending is None and not visit.answered:
             # No answer in the log (cut off, interrupted without a marker, no
             # `task_complete`): never `verified`; recorded as interrupted.
             visit.ending, visit.detail = "interrupted", unanswered
-            self._log(visit, visit.last_at, "system", f"turn interrupted: {unanswered}")
+            self._timeline.log(
+                visit.execution, visit.last_at, "system", f"turn interrupted: {unanswered}"
+            )
         ending: Ending = visit.ending or "verified"
         if visit.final_text and ending != "interrupted":
             self._completions[visit.execution] = trim(visit.final_text)
-        outcome: dict[str, Any] | None
-        if ending == "verified":
-            outcome = {"status": "verified", "output": None}
-        elif ending in ("timeout", "crash"):
-            outcome = {"status": "error", "code": ending, "reason": "declared_failure"}
-        elif ending == "refusal":
-            outcome = {"status": "error", "code": "refusal", "reason": "authentication_required"}
-        else:
-            outcome = None  # interrupted or unclassified: no outcome, never evidence
+        outcome = outcome_of(ending)
         if outcome is not None:
-            completion = {"reference": self._reference(visit), "outcome": outcome}
-            self._event("node_completed", visit.last_at, {"completion": completion})
+            completion = {"reference": reference(self.run_id, visit), "outcome": outcome}
+            self._timeline.event("node_completed", visit.last_at, {"completion": completion})
         return ending
 
     def workspace_path(self, raw: str, base: str | None) -> str | None:
-        """A tool's path argument, root-relative; None (and counted) when outside the workspace.
-
-        `~`, `$HOME` and the like name the user's home, never the workspace: such paths
-        are dropped, as are absolute paths outside the root and `..` escapes.
-        """
-        if not isinstance(raw, str) or not raw.strip():
-            return None
-        path = raw.strip()
-        folder = base or self.cwd
-        if path.startswith(_HOME_PREFIXES) or (
-            not path.startswith("/") and folder and folder.startswith(_HOME_PREFIXES)
-        ):
-            self.report.paths_dropped["home"] += 1
-            return None
-        if not path.startswith("/") and folder:
-            path = posixpath.join(folder, path)
-        root = self.root or self.cwd
-        if not path.startswith("/"):
-            relative = relative_path(path, None)
-        else:
-            relative = relative_path(path, root)
-        if relative is None and not (root and posixpath.normpath(path) == posixpath.normpath(root)):
-            self.report.paths_dropped["outside"] += 1  # the root itself names no file: not counted
-        return relative
+        """A tool's path argument, root-relative; None (and counted) when outside the
+        workspace (session_receipts.py, `workspace_path`)."""
+        return workspace_path(raw, base or self.cwd, self.root or self.cwd, self.report)
 
     # --- building ----------------------------------------------------------------
 
@@ -481,23 +337,20 @@ class SessionRun:
     def build(self, source: str, notes: list[str]) -> ImportedRun:
         """The validated run record of the session."""
         self.close_turn()
-        outcome = {"verified": "succeeded", "interrupted": "cancelled"}.get(
-            self._last_ending or "verified", "failed"
-        )
+        outcome = run_outcome(self._last_ending)
         events: list[dict[str, Any]] = [{"sequence": 1, "event": {"kind": "run_started"}}]
-        started = _earliest(
-            self.first_at, next((e["at"] for e in self._pending if "at" in e), None)
-        )
-        if started:
-            events[0]["at"] = started
-        for item in self._pending:
+        pending = self._timeline.pending
+        began = earliest(self.first_at, next((e["at"] for e in pending if "at" in e), None))
+        if began:
+            events[0]["at"] = began
+        for item in pending:
             events.append({"sequence": len(events) + 1, **item})
         terminal: dict[str, Any] = {
             "sequence": len(events) + 1,
             "event": {"kind": "terminal", "result": {"status": outcome, "output": None}},
         }
         events.append(terminal)
-        graph = _session_graph()
+        graph = session_graph()
         data: dict[str, Any] = {
             "schema": RUN_SCHEMA,
             "run_id": self.run_id,
@@ -507,18 +360,18 @@ class SessionRun:
             "source": {
                 k: v
                 for k, v in {
-                    "repository": _owner_name(self.remote),
+                    "repository": owner_name(self.remote),
                     "branch": self.branch,
                     "revision": self.revision,
                 }.items()
                 if v
             },
-            "repository": self._repository(),
+            "repository": repository_section(self.remote, self.root or self.cwd, self.run_id),
             "graph": {"name": f"{self.harness}-session", "hash": graph_hash(graph), "ir": graph},
-            "runtime": self._runtime(),
+            "runtime": runtime_section(self.harness, self.model, self.provider),
             "events": events,
             "completions": self._completions,
-            "receipts": [*self._receipts_first, *self._receipts_latest],
+            "receipts": self._receipts.kept(),
         }
         if self.report.receipts_dropped:
             data["receipts_dropped"] = self.report.receipts_dropped
@@ -527,7 +380,7 @@ class SessionRun:
         data["tool_failures_dropped"] = log.dropped
         self.report.tool_failures = len(data["tool_failures"]) + log.dropped
         if self.last_at:
-            terminal["at"] = self._stamp(self.last_at)
+            terminal["at"] = self._timeline.stamp(self.last_at)
         scrubber = Scrubber(private=self._private)
         data = scrubber.record(data)
         self.report.private_masked = scrubber.masked
@@ -540,124 +393,3 @@ class SessionRun:
             summary=self.report.summary(),
             private=tuple(dict.fromkeys(self._private)),
         )
-
-    def _repository(self) -> dict[str, Any]:
-        root = self.root or self.cwd
-        namespace = (namespace_from_remote(self.remote) if self.remote else None) or (
-            local_namespace(root) if root else f"repo:local/{self.run_id}"
-        )
-        repository: dict[str, Any] = {"namespace": namespace, "aliases": aliases_for(namespace)}
-        if root:
-            repository["checkout"] = root
-        if self.remote:
-            repository["remote"] = self.remote
-        return repository
-
-    def _runtime(self) -> dict[str, Any]:
-        node: dict[str, Any] = {"kind": "agent"}
-        if self.model:
-            node["model"] = self.model
-        runtime: dict[str, Any] = {"harness": self.harness, "nodes": {WORKER: node}}
-        if self.provider:
-            runtime["provider"] = self.provider
-        return runtime
-
-    def _reference(self, visit: _Visit) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "node": visit.node,
-            "nodeInstance": "1",
-            "execution": visit.execution,
-        }
-
-    def _started(self, visit: _Visit) -> dict[str, Any]:
-        return {
-            "reference": self._reference(visit),
-            "occurrence": {"node": visit.node, "mapIndices": []},
-            "attempt": 1,
-            "input": None,
-        }
-
-    def _log(self, visit: _Visit, at: str | None, stream: str, line: str) -> None:
-        if self._logged >= MAX_LOG_LINES:
-            self.report.log_lines_dropped += 1
-            return
-        self._logged += 1
-        body = {"execution": visit.execution, "stream": stream, "line": line}
-        self._event("safe_log", at, body)
-
-    def _stamp(self, at: str | None) -> str | None:
-        """`at`, or the latest time already used when `at` is earlier: times never go back."""
-        if not at:
-            return None
-        try:
-            moment = datetime.fromisoformat(at)
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        if self._clock is not None and moment < self._clock:
-            self.report.times_clamped += 1
-            return self._clock.isoformat().replace("+00:00", "Z")
-        self._clock = moment
-        return at
-
-    def _stamp_only(self, at: str | None) -> str | None:
-        """`at` when it reads as a time (unlike `_stamp`, the clock is not moved)."""
-        if not at:
-            return None
-        try:
-            datetime.fromisoformat(at)
-        except ValueError:
-            return None
-        return at
-
-    def _event(self, kind: str, at: str | None, body: dict[str, Any]) -> None:
-        item: dict[str, Any] = {"event": {"kind": kind, **body}}
-        stamped = self._stamp(at)
-        if stamped:
-            item["at"] = stamped
-        self._pending.append(item)
-
-
-def _earliest(a: str | None, b: str | None) -> str | None:
-    """The earlier of two ISO times (either may be missing or unreadable)."""
-    if not a or not b:
-        return a or b
-    try:
-        first, second = datetime.fromisoformat(a), datetime.fromisoformat(b)
-        if first.tzinfo is None:
-            first = first.replace(tzinfo=UTC)
-        if second.tzinfo is None:
-            second = second.replace(tzinfo=UTC)
-    except ValueError:
-        return b
-    return a if first <= second else b
-
-
-def _owner_name(remote: str | None) -> str | None:
-    namespace = namespace_from_remote(remote) if remote else None
-    if not namespace:
-        return None
-    parts = namespace.removeprefix("repo:").split("/")[1:]
-    return "/".join(parts) if parts else None
-
-
-def _session_graph() -> dict[str, Any]:
-    # An interactive session is one worker step. The IR is the same for every session of
-    # every harness, so graph lessons learned from sessions share one graph-hash scope.
-    return {
-        "profile": "openengine.graph.full/v1",
-        "initialInput": {"kind": "null"},
-        "policy": {"policy": "policy.default@1", "default": "deny"},
-        "root": {
-            "kind": "step",
-            "name": WORKER,
-            "worker": "agent.worker@1",
-            "input": {"kind": "null"},
-            "output": {"kind": "null"},
-            "inputBindings": [],
-            "writeBindings": [],
-            "attempts": 1,
-        },
-    }

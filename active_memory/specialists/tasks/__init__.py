@@ -24,8 +24,7 @@ from active_memory.specialists.tasks.bound import LESSON_SHARE as LESSON_SHARE
 from active_memory.specialists.tasks.bound import TaskLimits as TaskLimits
 from active_memory.specialists.tasks.bound import cut_batches as cut_batches
 from active_memory.specialists.tasks.bound import cut_by_serialized_size as cut_by_serialized_size
-from active_memory.specialists.tasks.bound import cut_for_prompt as cut_for_prompt
-from active_memory.specialists.tasks.bound import rendered_lesson_size as rendered_lesson_size
+from active_memory.specialists.tasks.bound import lesson_bytes as lesson_bytes
 from active_memory.specialists.tasks.bound import serialized_size as serialized_size
 from active_memory.specialists.tasks.build import build_discovery as build_discovery
 from active_memory.specialists.tasks.build import build_graph_maintenance as build_graph_maintenance
@@ -39,7 +38,9 @@ from active_memory.specialists.tasks.changed_code import with_changed_code as wi
 from active_memory.specialists.tasks.gather_files import MANIFESTS as MANIFESTS
 from active_memory.specialists.tasks.gather_files import CodeCache as CodeCache
 from active_memory.specialists.tasks.gather_lessons import deferral_of as deferral_of
+from active_memory.specialists.tasks.manifest import NO_DELIVERY_EVIDENCE as NO_DELIVERY_EVIDENCE
 from active_memory.specialists.tasks.manifest import STALE_OFFERED_MAX as STALE_OFFERED_MAX
+from active_memory.specialists.tasks.manifest import abstains as abstains
 from active_memory.specialists.tasks.manifest import manifest as manifest
 from active_memory.specialists.tasks.manifest import stale_offered as stale_offered
 from active_memory.specialists.tasks.model import CandidateView as CandidateView

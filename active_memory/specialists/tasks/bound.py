@@ -3,12 +3,12 @@ into so that each batch's prompt stays within its bound (SPEC §6).
 
 - `TaskLimits`: the size bounds of one task's parts (files, completions, listings, ...);
 - `DEFAULT_BATCH_BYTES`: the default bound on one whole rendered prompt;
-- `cut_for_prompt`: the manifest in complete batches whose lessons, as the prompt shows
-  them, take at most `LESSON_SHARE` of that bound (the postmortem's and `init`'s);
-  `cut_by_serialized_size` bounds the lessons' compact JSON alone;
+- `cut_by_serialized_size`: the manifest in complete batches whose lessons, serialized as
+  the task shows them, take at most `LESSON_SHARE` of that bound (the postmortem's and
+  `init`'s one rule);
 - `cut_utf8`: a text cut to a byte bound at a character boundary.
 
-A lesson's size is the UTF-8 length of its JSON (what the specialist is shown of it).
+A lesson's size is the UTF-8 length of its JSON as a task shows it (`serialized_size`).
 Lessons are taken in manifest order and a batch is closed before the lesson that would
 take it past the bound, so no lesson is ever cut. A lesson larger than the bound on its
 own is a batch of its own: it is never dropped (maintenance must decide every supplied
@@ -78,30 +78,36 @@ def cut_utf8(text: str, limit: int) -> tuple[str, bool]:
 
 DEFAULT_BATCH_BYTES = 96_000
 """The default bound on what the model receives for one batch (the whole rendered prompt,
-about 24k tokens): 40% of it for the lessons (about 60 typical cards), the rest for the
-run's evidence, the files and the prompt's own text (`orchestrator/runners.py`)."""
+about 24k tokens): `LESSON_SHARE` of it for the lessons (about 80 typical cards), the
+rest for the run's evidence, the files and the prompt's own text."""
 
-_T = TypeVar("_T")
-
-
-def serialized_size(lesson: Lesson) -> int:
-    """Bytes of the lesson's compact JSON (pydantic's serializer: fast and exact)."""
-    return len(lesson.model_dump_json().encode("utf-8"))
-
+LESSON_SHARE = 0.5
+"""The part of a batch bound its lessons (serialized as the task shows them) may take;
+the rest is for the evidence, the files, the names of the other lessons and the prompt's
+own text."""
 
 SUPPLIED_EXTRA_BYTES = 400
 """What a supplied lesson adds to its own JSON in a maintenance task, rendered: its
 deliveries, effectiveness counters, run evidence IDs, candidates, deferral (typical: a
 lesson delivered once with one evidence item concerning it adds about 320 bytes)."""
 
+_T = TypeVar("_T")
 
-def rendered_lesson_size(lesson: Lesson) -> int:
-    """Bytes a lesson takes in a task as the prompt shows it: its compact JSON (without
-    the text recorded at publish, which a task never shows) plus `SUPPLIED_EXTRA_BYTES`."""
-    evidence = lesson.evidence.without_excerpts()  # a task shows no recorded text
+
+def serialized_size(lesson: Lesson) -> int:
+    """Bytes a supplied lesson takes in a maintenance task: its compact JSON without the
+    text recorded at publish (a task never shows it), plus `SUPPLIED_EXTRA_BYTES`."""
+    evidence = lesson.evidence.without_excerpts()
     if evidence is not lesson.evidence:
         lesson = lesson.model_copy(update={"evidence": evidence})
     return len(lesson.model_dump_json().encode("utf-8")) + SUPPLIED_EXTRA_BYTES
+
+
+def lesson_bytes(batch_bytes: int) -> int:
+    """The bytes a batch's lessons may take under a bound of `batch_bytes` on its prompt."""
+    if batch_bytes < 1:
+        raise ValueError(f"the batch bound must be at least 1 byte, not {batch_bytes}")
+    return max(1, int(batch_bytes * LESSON_SHARE))
 
 
 def cut_batches(items: Sequence[_T], max_bytes: int, size: Callable[[_T], int]) -> list[list[_T]]:
@@ -125,18 +131,10 @@ def cut_batches(items: Sequence[_T], max_bytes: int, size: Callable[[_T], int]) 
 
 
 def cut_by_serialized_size(
-    lessons: Sequence[Lesson], max_bytes: int = DEFAULT_BATCH_BYTES
+    lessons: Sequence[Lesson], batch_bytes: int = DEFAULT_BATCH_BYTES
 ) -> list[list[Lesson]]:
-    """The manifest's lessons in complete batches of at most `max_bytes` serialized bytes."""
-    return cut_batches(lessons, max_bytes, serialized_size)
-
-
-LESSON_SHARE = 0.5
-"""The part of a batch bound its lessons (rendered) may take; the rest is for the
-evidence, the files, the names of the other lessons and the prompt's own text."""
-
-
-def cut_for_prompt(lessons: Sequence[Lesson], batch_bytes: int) -> list[list[Lesson]]:
-    """The manifest's lessons in batches whose lessons, as the prompt shows them, take at
-    most `LESSON_SHARE` of `batch_bytes` (the bound on the whole prompt)."""
-    return cut_batches(lessons, max(1, int(batch_bytes * LESSON_SHARE)), rendered_lesson_size)
+    """SPEC §6: a maintenance manifest in complete batches bounded by serialized size, the
+    one rule the postmortem and `init` cut by. `batch_bytes` bounds a batch's whole
+    prompt; its lessons, serialized as the task shows them (`serialized_size`), take at
+    most `lesson_bytes(batch_bytes)` of it."""
+    return cut_batches(lessons, lesson_bytes(batch_bytes), serialized_size)

@@ -17,6 +17,23 @@ from active_memory.specialists.tasks.gather_run import executed_nodes
 STALE_OFFERED_MAX = 16
 """Stale lessons the run did not deliver offered to one maintenance (docs/staleness.md)."""
 
+NO_DELIVERY_EVIDENCE = (
+    "the run record has no delivery evidence (`deliveries` is absent), so maintenance "
+    "abstains instead of guessing"
+)
+
+
+def abstains(record: RunRecord, *, offered: bool = False) -> str | None:
+    """SPEC §6's abstention, the one place it is decided: why maintenance must not judge
+    lessons on `record`, or None when it may. A record without delivery evidence
+    (`deliveries` absent, not empty) cannot say what the run received; only lessons
+    offered on other grounds (`offered`: deferred or stale ones) may still be judged.
+    The postmortem (`manifest`, then `orchestrator/runners.py`) and `init`'s maintenance
+    both ask here."""
+    if record.deliveries is None and not offered:
+        return NO_DELIVERY_EVIDENCE
+    return None
+
 
 def manifest(
     name: SpecialistName,
@@ -64,7 +81,7 @@ def manifest(
         elif lesson.scope.repository != repository:
             continue
         chosen.append(lesson)
-    if record.deliveries is None and not chosen:
+    if abstains(record, offered=bool(chosen)) is not None:
         return None
     return sorted(chosen, key=lambda lesson: lesson.id)
 
