@@ -5,14 +5,18 @@
     .venv/bin/python bench/recall_bench.py --hooks-only --runs 21 --compare /tmp/main-copy
     .venv/bin/python bench/recall_bench.py --hooks-only --bash   # the hooks on a Bash call
     .venv/bin/python bench/recall_bench.py --hooks-only --bash-words   # and 24 bare words
+    .venv/bin/python bench/recall_bench.py --matching-only       # the in-process table
 
-Two corpora, side by side:
+Three corpora, side by side:
 
 - `spread`: the old corpus, ten lessons per folder and per keyword group: every tool call
   matches a handful of cards, whatever the size;
 - `hot`: what real repositories look like: 10% of the lessons filed under `src/`
   itself, every keyword group sharing the popular term `checkout`, so one `Read` under
-  `src/` matches a tenth of the store and one search thousands of keyword groups.
+  `src/` matches a tenth of the store and one search thousands of keyword groups;
+- `core`: the hard case of issue 28 (bench/hot_corpus.py): 30% of the lessons under
+  `src/core`, shared keywords, card sizes mixed so that the budget left lies between the
+  store's smallest card and the cards a call matches (`Read`s of four of its files).
 
 Figures (every one next to a baseline from the same run, as a ratio):
 
@@ -23,8 +27,9 @@ Figures (every one next to a baseline from the same run, as a ratio):
    time and peak RSS against a bare `python -c pass`; the lean entry (as `hook install`
    writes it), pip's console script and `python -m` side by side; the first call when
    `CURRENT` holds no usable stamp (it reads the store, docs/recall.md "Stamps"); the
-   first call after a publish (an incremental build in the hook) and with no generation
-   at all (a complete build); the first and a warm call whose path holds an AWS key (the
+   first call after a publish (read from the store while the builder catches up) and
+   with no generation at all (read from the store; the complete build runs in the
+   background builder); the first and a warm call whose path holds an AWS key (the
    credential screen's hard case: the full screen loads to mask the receipt; with
    `--compare`, the other copy's too, interleaved). Every
    ratio is against bare start-ups interleaved with the figure's own calls
@@ -55,9 +60,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
+from active_memory.recall.build_from_rows import build  # noqa: E402
 from active_memory.recall.frame import select  # noqa: E402
-from active_memory.recall.generation import build  # noqa: E402
 from active_memory.recall.harness import parse_payload  # noqa: E402
 from active_memory.recall.index import SnapshotIndex  # noqa: E402
 from active_memory.recall.ledger import stale_marker  # noqa: E402
@@ -86,6 +92,15 @@ def associations(corpus: str, n: int) -> dict[str, Any]:
 
 def rows(corpus: str, count: int) -> list[tuple[Any, ...]]:
     """Store change rows (store/changes.py shape) of `count` lessons."""
+    if corpus == "core":  # the hard case of issue 28 (bench/hot_corpus.py)
+        import hot_corpus
+
+        found = []
+        for n in range(count):
+            given = hot_corpus.lesson(n)
+            found.append((f"L-{n + 1}", 1, "active", given["title"], given["recommendation"],
+                          json.dumps(given["associations"])))  # fmt: skip
+        return found
     return [
         (f"L-{n + 1}", 1, "active", f"Lesson {n} about module {n % 500}", RECOMMENDATION,
          json.dumps(associations(corpus, n)))
@@ -96,7 +111,9 @@ def rows(corpus: str, count: int) -> list[tuple[Any, ...]]:
 def tool_calls(corpus: str) -> list[dict[str, Any]]:
     """Claude Code payloads; in `hot` the first three match thousands of cards."""
     base = {"session_id": "bench", "cwd": ROOT, "hook_event_name": "PreToolUse"}
-    if corpus == "spread":
+    if corpus == "core":
+        inputs = [("Read", {"file_path": f"{ROOT}/src/core/mod{n}.py"}) for n in (7, 33, 54, 91)]
+    elif corpus == "spread":
         inputs = [("Read", {"file_path": f"{ROOT}/src/pkg7/mod71.py"}),
                   ("Bash", {"command": "cd src/pkg12 && rg -n HandlerNumber123 ."}),
                   ("Grep", {"pattern": r"alpha42_beta42\(", "path": "src"}),
@@ -117,8 +134,8 @@ def pct(values: list[float], q: float) -> float:
 def bench_matching(corpus: str, size: int, repeat: int, work: Path) -> dict[str, float]:
     """p50/p99 µs of the bounded walk and of listing every match; cards matched."""
     path = work / f"{corpus}-{size}.gen"
-    path.write_bytes(build(None, rows(corpus, size), {}, matched=True).to_bytes())
-    index = SnapshotIndex.open(str(path), mapped=True)
+    build(None, rows(corpus, size), {}, matched=True, path=str(path))
+    index = SnapshotIndex.open(str(path))
     prepared = [extract_signals(parse_payload("claude", call), ROOT)
                 for call in tool_calls(corpus)]  # fmt: skip
     matched = sum(len(match(index, signals)) for signals in prepared)  # warms the shards
@@ -318,13 +335,13 @@ def bench_hooks(
     began = time.perf_counter()
     cold, cold_rss, out = run_child([lean, "claude"], json.dumps(payload).encode(),
                                     {**env, "ACTIVE_MEMORY_RUN_ID": "cold"})  # fmt: skip
-    print(f"  {'first call, no generation yet (build detached)':<52} {cold * 1000:8.1f} ms "
+    print(f"  {'first call, no generation yet (read from the store)':<52} {cold * 1000:8.1f} ms "
           f"{cold_rss / 1024:7.1f} MiB {cold / bare_s:7.1f} x bare  "
           f"(answered {'a card' if b'additionalContext' in out else 'nothing'})")  # fmt: skip
     while read_current(folder) is None:
         time.sleep(0.05)
     built = time.perf_counter() - began
-    print(f"  {'  the detached complete build, until CURRENT':<52} {built * 1000:8.1f} ms")
+    print(f"  {'  the background complete build, until CURRENT':<52} {built * 1000:8.1f} ms")
 
     def bare_call() -> float:
         return run_child([python, "-c", "pass"], b"", env)[0]
@@ -397,7 +414,7 @@ def bench_hooks(
         bares.append(bare_call())
         after.append(call([lean, "claude"], f"after-publish-{n}", f"after-{n}")[0])
     row("first call, 10 published bypassing the refresh", after, bares, "",
-        "  (incremental build in the hook)")  # fmt: skip
+        "  (read from the store; built in the background)")  # fmt: skip
     sessions, after, bares = [], [], []
     for n in range(3):
         sessions.append(publish_more(store, 10, f"Refreshed {n}", state=work / "state"))
@@ -414,8 +431,8 @@ def bench_hooks(
 
 def serve_only(count: int, work: Path) -> None:
     """The `serve` section alone: a seeded store, its generation built in this process."""
-    from active_memory.recall.generations import refresh
-    from active_memory.recall.snapshot import _reader
+    from active_memory.recall.building import refresh
+    from active_memory.recall.sources import source_for
     from active_memory.store.changes import ScopeKey
 
     checkout = work / "api"
@@ -428,7 +445,7 @@ def serve_only(count: int, work: Path) -> None:
           f"{seed_store(store, count):.1f} s")  # fmt: skip
     scope = ScopeKey("repository", repository=NAMESPACE)
     recall_dir = str(work / "state" / "active-memory" / "recall")
-    refresh(recall_dir, str(store), scope, _reader(str(store)), lock_seconds=120.0)
+    refresh(recall_dir, str(store), scope, source_for(str(store), scope))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVE_MEMORY_")}
     env.update(ZEROSHOT_STATE_DIR=str(work / "state"), ACTIVE_MEMORY_STORE=str(store))
     bench_serve(store, checkout, env, work)
@@ -639,6 +656,9 @@ def main() -> None:
         "--serve-only", action="store_true", help="only `serve` over --store-lessons hot lessons"
     )
     parser.add_argument(
+        "--matching-only", action="store_true", help="only the in-process matching table"
+    )
+    parser.add_argument(
         "--bash", action="store_true",
         help="the hook calls are a Bash call (`cd src/mod7 && timeout 60 pytest …`), not a Read",
     )  # fmt: skip
@@ -678,12 +698,14 @@ def main() -> None:
               "generation (µs)")  # fmt: skip
         print(f"  {'corpus':<7} {'lessons':>8} {'matches':>8} {'p50':>8} {'p99':>8} "
               f"{'all p50':>9} {'all p99':>9} {'all/bounded p50':>16}")  # fmt: skip
-        for corpus in ("spread", "hot"):
+        for corpus in ("spread", "hot", "core"):
             for size in args.sizes:
                 r = bench_matching(corpus, size, args.repeat, work)
                 print(f"  {corpus:<7} {size:>8,} {r['matched']:>8.0f} {r['p50']:>8.1f} "
                       f"{r['p99']:>8.1f} {r['all_p50']:>9.1f} {r['all_p99']:>9.1f} "
                       f"{r['all_p50'] / r['p50']:>16.1f}")  # fmt: skip
+        if args.matching_only:
+            return
         print(f"\nhook processes, {args.store_lessons:,} hot lessons "
               f"(median of {args.runs}; RSS: peak)")  # fmt: skip
         bench_hooks(args.store_lessons, args.runs, work)

@@ -39,8 +39,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from active_memory.recall import stale  # noqa: E402
+from active_memory.recall.build_from_rows import build  # noqa: E402
 from active_memory.recall.frame import select  # noqa: E402
-from active_memory.recall.generation import build  # noqa: E402
 from active_memory.recall.harness import parse_payload  # noqa: E402
 from active_memory.recall.index import SnapshotIndex  # noqa: E402
 from active_memory.recall.ledger import stale_marker  # noqa: E402
@@ -117,10 +117,8 @@ def main() -> None:
         indexes = {}
         for name, cited in (("plain", False), ("cited", True)):
             path = work / f"{name}.gen"
-            built = build(None, rows(root, args.lessons, cited=cited), {}, matched=True)
-            path.write_bytes(built.to_bytes())
-            indexes[name] = SnapshotIndex.open(str(path), mapped=True)
-            indexes[name].preload()
+            build(None, rows(root, args.lessons, cited=cited), {}, matched=True, path=str(path))
+            indexes[name] = SnapshotIndex.open(str(path))
         mark = stale_marker(str(root))
 
         def nothing() -> None:

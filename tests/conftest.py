@@ -237,8 +237,20 @@ async def store(backend: Backend) -> AsyncIterator[Any]:
         await opened.aclose()
 
 
+async def drop_recall_keys(backend: Backend) -> None:
+    """Undo SQLite's schema version 12 (recall keys, docs/store.md); PostgreSQL has none."""
+    if backend.name != "sqlite":
+        return
+    for trigger in ("recall_keys_insert", "recall_keys_update"):
+        await backend.sql(f"DROP TRIGGER IF EXISTS {trigger}")
+    await backend.sql("DROP TABLE IF EXISTS recall_keys")
+    await backend.sql("DROP TABLE IF EXISTS recall_scopes")
+
+
 async def drop_queue_hosts(backend: Backend) -> None:
-    """Undo schema version 11 (the machine a queue entry ended on, docs/queue.md)."""
+    """Undo schema version 11 (the machine a queue entry ended on, docs/queue.md) and 12
+    (recall keys) after it."""
+    await drop_recall_keys(backend)
     if backend.name == "sqlite":
         columns = [row[1] for row in await backend.sql("PRAGMA table_info(postmortem_queue)")]
         if "host" in columns:
@@ -250,7 +262,7 @@ async def drop_queue_hosts(backend: Backend) -> None:
 async def drop_effectiveness_events(backend: Backend) -> None:
     """Undo schema version 7 (dated effectiveness events, docs/store.md) and every one
     after it (8: failure signatures, 9: evidence failures, 10: keeps, 11: queue entries'
-    host)."""
+    host, 12: recall keys)."""
     await drop_queue_hosts(backend)
     await backend.sql("DROP TABLE IF EXISTS lesson_keeps")
     await backend.sql("DROP TABLE IF EXISTS evidence_failures")

@@ -161,3 +161,21 @@ def opencode_payload(
     """What an OpenCode `tool.execute.after` plugin forwards: its input plus `cwd`."""
     return {"harness": "opencode", "tool": tool, "sessionID": session, "callID": "call_1",
             "args": args, "cwd": str(cwd)}  # fmt: skip
+
+
+def wait_for_generation(state: Path, timeout: float = 120.0) -> Path:
+    """The first generation the background builder makes under `state` (hooks never
+    build: a run's first call starts the builder and reads its version from the store).
+    Waits until a scope's `CURRENT` names one, and returns it."""
+    import marshal
+    import time
+
+    generations = state / "active-memory" / "recall" / "generations"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for current in generations.glob("*/*/CURRENT"):
+            name = str(marshal.loads(current.read_bytes())["generation"])
+            if (current.parent / name).exists():
+                return current.parent / name
+        time.sleep(0.05)
+    raise AssertionError(f"no generation under {generations} after {timeout:g} s")

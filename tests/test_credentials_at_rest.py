@@ -27,8 +27,8 @@ from active_memory.init.session import Session
 from active_memory.lessons import Lesson
 from active_memory.orchestrator import run_postmortem
 from active_memory.orchestrator.preview import Captured, write_tasks
+from active_memory.recall.pins import _remember_failure
 from active_memory.recall.records import DELIVERIES_FILE, RECEIPTS_FILE, run_dir
-from active_memory.recall.snapshot import _remember_failure
 from active_memory.runlog.importers.write import write_record
 from active_memory.specialists.providers import SessionOptions, open_session
 from active_memory.specialists.providers.base import Request
@@ -123,6 +123,14 @@ def test_a_remembered_store_failure_keeps_no_password(tmp_path: Path) -> None:
     _remember_failure(str(path), ConnectionError(f"cannot reach {URL}: timed out"))
     text = path.read_text(encoding="utf-8")
     assert clean(text) and "timed out" in text
+
+
+def test_the_recall_builders_log_of_a_failed_build_keeps_no_password(tmp_path: Path) -> None:
+    from active_memory.recall.builder import LOG_FILE, _log
+
+    _log(str(tmp_path), f"repository acme/api: ConnectionError: cannot reach {URL}: refused")
+    text = (tmp_path / LOG_FILE).read_text(encoding="utf-8")
+    assert clean(text) and "refused" in text
 
 
 def test_a_queue_entrys_reason_and_result_keep_no_credential(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from recall_support import (
     publish,
     repository_lesson,
     run_hook,
+    wait_for_generation,
 )
 
 
@@ -139,7 +140,8 @@ def test_an_unreadable_store_exits_0_and_logs(world: World) -> None:
 def test_a_corrupt_snapshot_exits_0_and_logs(world: World) -> None:
     publish(world.store, [repository_lesson("Src", folders=["src"])])
     payload = claude_payload("Read", {"file_path": "README.md"}, session="s", cwd=world.root)
-    assert run_hook("claude", json.dumps(payload), world.env).stdout == b""  # freezes
+    assert run_hook("claude", json.dumps(payload), world.env).stdout == b""  # pins
+    wait_for_generation(world.state)  # built in the background
     generations = list((world.state / "active-memory" / "recall").rglob("*.gen"))
     assert generations
     for generation in generations:
@@ -177,7 +179,8 @@ def test_the_warm_hook_path_imports_no_heavy_module(world: World) -> None:
     publish(world.store, [repository_lesson("Src", folders=["src"])])
     payload = claude_payload("Bash", {"command": "cd src && rg -n handleRefund ."},
                              session="s", cwd=world.root)  # fmt: skip
-    run_hook("claude", json.dumps(payload), world.env)  # the first call freezes
+    run_hook("claude", json.dumps(payload), world.env)  # the first call pins
+    wait_for_generation(world.state)  # the background builder made its generation
     probe = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(payload)], capture_output=True, text=True,
         env=world.env, cwd=str(REPO_ROOT), check=True,
@@ -197,7 +200,8 @@ def test_every_package_module_of_the_warm_path_gets_bytecode_at_install(
     publish(world.store, [repository_lesson("Src", folders=["src"])])
     payload = claude_payload("Bash", {"command": "cd src && timeout 9 mix test"},
                              session="s", cwd=world.root)  # fmt: skip
-    run_hook("claude", json.dumps(payload), world.env)  # the first call freezes
+    run_hook("claude", json.dumps(payload), world.env)  # the first call pins
+    wait_for_generation(world.state)  # the background builder made its generation
     probe = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(payload)], capture_output=True, text=True,
         env=world.env, cwd=str(REPO_ROOT), check=True,
@@ -225,6 +229,7 @@ def test_a_runs_first_call_imports_nothing_pinning_does_not_need(world: World) -
     publish(world.store, [repository_lesson("Src", folders=["src"])])
     payload = claude_payload("Read", {"file_path": "src/a.py"}, session="s", cwd=world.root)
     run_hook("claude", json.dumps(payload), {**world.env, "ACTIVE_MEMORY_RUN_ID": "one"})
+    wait_for_generation(world.state)  # the background builder made its generation
     probe = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(payload)], capture_output=True, text=True,
         env={**world.env, "ACTIVE_MEMORY_RUN_ID": "two"}, cwd=str(REPO_ROOT), check=True,

@@ -197,26 +197,26 @@ def test_a_missing_store_pins_an_empty_generation(world: World) -> None:
     scope = repository_scope(context)
     assert scope is not None
     path = pinned(context, scope)
-    assert path is not None and SnapshotIndex.open(path).card_count == 0
+    assert isinstance(path, str) and SnapshotIndex.open(path).card_count == 0
 
 
 _RACER = textwrap.dedent(
     """
     import os, sys, time
     sys.path.insert(0, {tests!r})
-    from active_memory.recall import snapshot
+    from active_memory.recall import snapshot, sources
     from active_memory.recall.environment import resolve_context
     from active_memory.recall.types import ToolCall
     from active_memory.store.changes import ScopeChanges
 
     me = sys.argv[1]
-    def fake_reader(location):
+    def fake_source(location, scope):
         # Every racer sees a different store at one version: only one of them may win.
         def read(scope, since):
             row = ("L-" + me, 1, "active", "From racer " + me, "x", '{{"folders": ["src"]}}')
             return ScopeChanges(1, [row], full=since is None)
-        return read
-    snapshot._reader = fake_reader
+        return sources.ReadSource(scope, True, read)
+    sources.source_for = fake_source
     while not os.path.exists(sys.argv[2]):
         time.sleep(0.001)
     call = ToolCall("claude", "Read", {{}}, session="s", cwd={root!r})

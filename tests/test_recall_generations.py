@@ -28,15 +28,16 @@ from recall_support import (
 
 from active_memory.lessons import Card, CreateLesson, GraphScope
 from active_memory.recall import generations
+from active_memory.recall.build_from_rows import build
+from active_memory.recall.building import refresh
 from active_memory.recall.engine import answer_hook
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.frame import render_card, select
-from active_memory.recall.generation import build, source_of
+from active_memory.recall.generation import source_of
 from active_memory.recall.generations import (
     GRACE_SECONDS,
     collect,
     read_current,
-    refresh,
     scope_dir,
 )
 from active_memory.recall.index import SnapshotIndex
@@ -67,10 +68,11 @@ def hits(index: SnapshotIndex, query: Signals) -> list[tuple[str, int, str]]:
     return [(hit.id, hit.revision, hit.match) for hit in match(index, query)]
 
 
-def reopen(built: Any, tmp_path: Path, name: str) -> SnapshotIndex:
-    path = tmp_path / name
-    path.write_bytes(built.to_bytes())
-    return SnapshotIndex.open(str(path))
+def reopen(
+    previous: SnapshotIndex | None, rows: list[Any], tmp_path: Path, name: str
+) -> SnapshotIndex:
+    """The generation `previous` + `rows`, written to `tmp_path/name` and opened."""
+    return SnapshotIndex.open(build(previous, rows, {}, matched=True, path=str(tmp_path / name)))
 
 
 def test_incremental_generations_match_like_a_complete_rebuild(tmp_path: Path) -> None:
@@ -81,7 +83,7 @@ def test_incremental_generations_match_like_a_complete_rebuild(tmp_path: Path) -
     for n in range(1, 400):
         state[n] = row(n, folders=[rng.choice(folders)], keywords=[["alpha", f"t{n % 7}"]])
         rows.append(state[n])
-    previous = reopen(build(None, rows, {}, matched=True), tmp_path, "g0")
+    previous = reopen(None, rows, tmp_path, "g0")
     next_id = 400
     for step in range(1, 8):
         changed = []
@@ -98,8 +100,8 @@ def test_incremental_generations_match_like_a_complete_rebuild(tmp_path: Path) -
             state[next_id] = row(next_id, folders=[rng.choice(folders)], files=["src/a.py"])
             changed.append(state[next_id])
             next_id += 1
-        current = reopen(build(previous, changed, {}, matched=True), tmp_path, f"g{step}")
-        complete = reopen(build(None, list(state.values()), {}, matched=True), tmp_path, "full")
+        current = reopen(previous, changed, tmp_path, f"g{step}")
+        complete = reopen(None, list(state.values()), tmp_path, "full")
         for query in (
             signals(paths=("src/api/x.py",)),
             signals(paths=("docs/a.md", "src/a.py")),
@@ -112,23 +114,27 @@ def test_incremental_generations_match_like_a_complete_rebuild(tmp_path: Path) -
 
 def test_an_unchanged_shard_is_copied_not_rebuilt(tmp_path: Path) -> None:
     rows = [row(n, files=[f"f/{n}.py"]) for n in range(1, 3000)]
-    first = reopen(build(None, rows, {}, matched=True), tmp_path, "g0")
-    built = build(first, [row(5, 2, files=["f/5.py"])], {}, matched=True)
-    copied = [blob for blob in built.blobs if isinstance(blob, tuple)]
-    assert len(copied) > 0.9 * len(built.blobs)
+    first = reopen(None, rows, tmp_path, "g0")
+    second = reopen(first, [row(5, 2, files=["f/5.py"])], tmp_path, "g1")
+    for section in ("keys", "cards", "assoc"):
+        same = [
+            first.raw(section, n) == second.raw(section, n) for n in range(first.count(section))
+        ]
+        assert second.count(section) == first.count(section)
+        assert sum(same) >= len(same) - 3, section  # only the shards the change touched
+    assert second.card(4)[1] == 2 and first.card(4)[1] == 1
 
 
 def test_an_id_that_sorts_in_the_middle_rebuilds_in_order(tmp_path: Path) -> None:
-    first = reopen(build(None, [row(1, files=["a"]), row(30, files=["a"])], {}, matched=True),
-                   tmp_path, "g0")  # fmt: skip
-    second = reopen(build(first, [row(7, files=["a"])], {}, matched=True), tmp_path, "g1")
+    first = reopen(None, [row(1, files=["a"]), row(30, files=["a"])], tmp_path, "g0")
+    second = reopen(first, [row(7, files=["a"])], tmp_path, "g1")
     assert [hit[0] for hit in hits(second, signals(paths=("a",)))] == ["L-1", "L-7", "L-30"]
     assert [record[0] for record in source_of(second)] == ["L-1", "L-7", "L-30"]
 
 
 def test_matching_stops_once_the_budget_cannot_admit_another_card(tmp_path: Path) -> None:
     rows = [row(n, folders=["src"]) for n in range(1, 5001)]
-    index = reopen(build(None, rows, {}, matched=True), tmp_path, "g0")
+    index = reopen(None, rows, tmp_path, "g0")
     walked = 0
 
     def counted() -> Any:
@@ -140,7 +146,8 @@ def test_matching_stops_once_the_budget_cannot_admit_another_card(tmp_path: Path
     admitted, _skipped, cost = select(counted(), set(), 2048, floor=index.min_card)
     assert len(admitted) == walked and 2048 - cost < index.min_card + 1
     # Of 5,000 matches only those that fit were walked, and only their card shards read.
-    assert walked <= 2048 // index.min_card and len(index._cards) <= 2
+    cards_read = [key for key in index._cache._items if key[1] == "cards"]
+    assert walked <= 2048 // index.min_card and len(cards_read) <= 2
 
 
 def test_matching_order_is_tier_then_id_across_posting_lists(tmp_path: Path) -> None:
@@ -151,7 +158,7 @@ def test_matching_order_is_tier_then_id_across_posting_lists(tmp_path: Path) -> 
         row(4, folders=["src", "src/api"]),
         row(5, keywords=[["api", "x"]]),
     ]
-    index = reopen(build(None, rows, {}, matched=True), tmp_path, "g0")
+    index = reopen(None, rows, tmp_path, "g0")
     found = hits(index, signals(paths=("src/api/x.py",), terms=("api", "x")))
     assert found == [("L-3", 1, "file"), ("L-1", 1, "folder"), ("L-2", 1, "folder"),
                      ("L-4", 1, "folder"), ("L-5", 1, "keywords")]  # fmt: skip
@@ -183,10 +190,10 @@ class FakeStore:
 def test_refresh_reads_changes_and_keeps_the_previous_generation(tmp_path: Path) -> None:
     store = FakeStore()
     store.publish(row(1, files=["a.py"]))
-    first, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read)
-    assert refresh(str(tmp_path), "s", REPOSITORY, store.read)[0] == first  # no change
+    first = refresh(str(tmp_path), "s", REPOSITORY, store.read)
+    assert refresh(str(tmp_path), "s", REPOSITORY, store.read) == first  # no change
     store.publish(row(2, files=["a.py"]))
-    second, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read)
+    second = refresh(str(tmp_path), "s", REPOSITORY, store.read)
     assert second != first and os.path.exists(first)
     assert [c[0] for c in SnapshotIndex.open(second).cards()] == ["L-1", "L-2"]
     assert [c[0] for c in SnapshotIndex.open(first).cards()] == ["L-1"]
@@ -195,25 +202,26 @@ def test_refresh_reads_changes_and_keeps_the_previous_generation(tmp_path: Path)
 def test_a_crash_while_writing_a_generation_leaves_the_previous_in_use(tmp_path: Path) -> None:
     store = FakeStore()
     store.publish(row(1, files=["a.py"]))
-    first, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read)
+    first = refresh(str(tmp_path), "s", REPOSITORY, store.read)
     store.publish(row(2, files=["a.py"]))
     folder = scope_dir(str(tmp_path), "s", REPOSITORY)
     code = textwrap.dedent(
         f"""
         import os, sys
         sys.path.insert(0, {str(REPO_ROOT / "tests")!r})
-        from active_memory.recall import generations
-        from active_memory.recall.index import BuiltIndex
+        from active_memory.recall import building, writer
         from test_recall_generations import REPOSITORY, FakeStore, row
 
-        def dying(self):
-            yield self.header()
+        real = writer.GenerationWriter.add
+        def dying(self, section, data):
+            real(self, section, data)
+            self._file.flush()
             os._exit(9)  # killed mid-write: no cleanup runs
-        BuiltIndex.chunks = dying
+        writer.GenerationWriter.add = dying
         store = FakeStore()
         store.publish(row(1, files=["a.py"]))
         store.publish(row(2, files=["a.py"]))
-        generations.refresh({str(tmp_path)!r}, "s", REPOSITORY, store.read)
+        building.refresh({str(tmp_path)!r}, "s", REPOSITORY, store.read)
         """
     )
     crashed = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
@@ -221,7 +229,7 @@ def test_a_crash_while_writing_a_generation_leaves_the_previous_in_use(tmp_path:
     assert read_current(folder) == (os.path.basename(first), 1)
     assert any(name.endswith(".tmp") for name in os.listdir(folder))  # the torn file
     # The next refresh builds the generation whole; the torn file is never read.
-    second, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read)
+    second = refresh(str(tmp_path), "s", REPOSITORY, store.read)
     assert [c[0] for c in SnapshotIndex.open(second).cards()] == ["L-1", "L-2"]
     later = time.time() + GRACE_SECONDS + 1
     os.utime(second, (later - GRACE_SECONDS - 1, later - GRACE_SECONDS - 1))
@@ -235,7 +243,7 @@ def test_collection_keeps_current_pinned_and_recent_generations(tmp_path: Path) 
     paths = []
     for n in range(1, 5):
         store.publish(row(n, files=["a.py"]))
-        paths.append(refresh(str(recall), "s", REPOSITORY, store.read)[0])
+        paths.append(refresh(str(recall), "s", REPOSITORY, store.read))
     folder = scope_dir(str(recall), "s", REPOSITORY)
     pin = recall / "runs" / "run%3Ar1" / "pin-x"
     pin.parent.mkdir(parents=True)
@@ -254,7 +262,7 @@ def test_a_store_that_went_back_in_time_is_rebuilt_from_scratch(tmp_path: Path) 
     refresh(str(tmp_path), "s", REPOSITORY, old.read)
     new = FakeStore()
     new.publish(row(9, files=["a.py"]))
-    path, _ = refresh(str(tmp_path), "s", REPOSITORY, new.read)
+    path = refresh(str(tmp_path), "s", REPOSITORY, new.read)
     assert [c[0] for c in SnapshotIndex.open(path).cards()] == ["L-9"]
 
 
@@ -344,7 +352,7 @@ def test_a_resident_cache_maps_one_generation_for_many_runs(tmp_path: Path) -> N
 def test_card_text_is_rendered_like_the_store_card(tmp_path: Path) -> None:
     store = FakeStore()
     store.publish(row(3, files=["a.py"]))
-    path, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read)
+    path = refresh(str(tmp_path), "s", REPOSITORY, store.read)
     assert SnapshotIndex.open(path).card(0)[2] == render_card("L-3", 1, "Lesson 3 r1", "Do it.")
     assert generations.scope_key(REPOSITORY) != generations.scope_key(
         ScopeKey("repository", repository="repo:github.com/acme/apis")
@@ -384,32 +392,36 @@ def test_a_write_through_the_store_brings_known_generations_up_to_date(
     assert [card[0] for card in SnapshotIndex.open(path).cards()] == ["L-1", "L-2"]
 
 
-def test_a_hook_hands_a_large_first_build_to_a_detached_process(
+def test_a_hook_never_builds_it_reads_the_pinned_version_until_the_generation_exists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from active_memory.recall import snapshot
+    from active_memory.recall import pins
 
     world = World(tmp_path)
     publish(world.store, [repository_lesson(f"Card {n}", folders=["src"]) for n in range(3)])
-    monkeypatch.setattr(snapshot, "DETACH_COMPLETE_BUILDS", True)
-    monkeypatch.setattr(snapshot, "DETACH_ABOVE_LESSONS", 2)
+    monkeypatch.setattr(pins, "BUILD_IN_CALL", False)
     env = {**world.env, "ACTIVE_MEMORY_RUN_ID": "big"}
+    payload = claude_payload("Read", {"file_path": "src/a.py"}, session="s0", cwd=world.root)
+    # No generation yet: the call answers from the store at the version it pinned...
+    assert "Card 0" in context_of(answer_hook("claude", payload, env))
     call = ToolCall("claude", "Read", {"file_path": "src/a.py"}, session="s",
                     cwd=str(world.root))  # fmt: skip
     context = resolve_context(call, env)
-    scope = snapshot.repository_scope(context)
+    scope = pins.repository_scope(context)
     assert scope is not None
-    with pytest.raises(snapshot.GenerationPending):
-        snapshot.pin(context, scope)
-    assert snapshot.pinned(context, scope) is None  # nothing pinned while it builds
+    found = pins.pinned(context, scope)
+    assert isinstance(found, pins.Pending) and found.version == 1
+    # ... while the background builder (a process of its own) makes the generation.
     folder = scope_dir(context.recall_dir, str(world.store), scope)
     deadline = time.monotonic() + 120
     while read_current(folder) is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert read_current(folder) is not None
-    path = snapshot.pin(context, scope)
-    assert isinstance(path, str)
-    assert len(SnapshotIndex.open(path).cards()) == 3
+    assert read_current(folder) == ("g0000000000000001.gen", 1)
+    payload["session_id"] = "s1"
+    assert "Card 0" in context_of(answer_hook("claude", payload, env))
+    settled = pins.pinned(context, scope)
+    assert isinstance(settled, str) and settled.endswith("g0000000000000001.gen")
+    assert len(SnapshotIndex.open(settled).cards()) == 3
 
 
 @pytest.mark.postgres

@@ -28,6 +28,7 @@ from recall_support import (
 
 from active_memory.recall import ledger
 from active_memory.recall.engine import answer_hook
+from active_memory.recall.files import sync_data
 from active_memory.recall.ledger import LOCK_STRIPES, ledger_path_for, lock_path_for, read_state
 from active_memory.recall.records import DELIVERIES_FILE, read_deliveries, read_receipts, run_dir
 
@@ -292,48 +293,99 @@ def test_a_killed_server_loses_no_delivery_it_answered(world: World, server: Ser
 # --- the server's quick path: resident runs answered on the event loop -----------------
 
 
-def test_only_calls_that_deliver_nothing_and_cannot_wait_are_answered_quickly(
-    world: World,
+def test_quick_calls_hand_back_a_delivering_calls_flush_and_hold_the_session_meanwhile(
+    world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from active_memory.file_lock import FileLock
+    from active_memory.file_lock import FileLock, is_locked
     from active_memory.hooks.recall_answer import make_answer
 
     answer = make_answer(world.env)
     sent = {"ACTIVE_MEMORY_BUDGET_BYTES": str(BUDGET)}  # forwarded, as the hooks send it
+    lock = lock_path_for(ledger_path_for(world.recall_dir, "s-1"))
+    ledger_file = ledger_path_for(world.recall_dir, "s-1")
+    flushed: list[int] = []
+
+    def counted_sync(descriptor: int) -> None:
+        flushed.append(descriptor)
+        sync_data(descriptor)
+
+    monkeypatch.setattr("active_memory.recall.ledger.sync_data", counted_sync)
 
     def body(path: str, session: str = "s-1") -> dict[str, Any]:
         return dict(json.loads(world.body(session, path)))
 
-    assert answer.quick("claude", body(FILES[0]), sent, False) is None  # the run's first call
+    assert answer.quick("claude", body(FILES[0]), sent) is None  # the run's first call
     assert CARD.findall(context_text(answer("claude", body(FILES[0]), sent))) == ["L-1"]
+    assert len(flushed) == 1  # a thread's answer flushes inline
 
-    # Resident now. While other calls are in threads, a call that would deliver a card
-    # joins them (its sync must not hold the loop); one that delivers nothing is
-    # answered on the loop, its receipt kept.
-    assert answer.quick("claude", body(FILES[1]), sent, False) is None
+    # Resident now: a call that delivers nothing is answered on the loop, no commit.
     for path in (FILES[0], "README.md"):
-        thunk = answer.quick("claude", body(path), sent, False)
+        thunk = answer.quick("claude", body(path), sent)
         assert thunk is not None
-        assert thunk() == {}
-    # With no call in a thread, a delivering call is answered on the loop too.
-    alone = answer.quick("claude", body(FILES[1]), sent, True)
-    assert alone is not None
-    assert CARD.findall(context_text(alone())) == ["L-2"]
-    thunk = answer.quick("claude", body(FILES[2]), sent, False)  # L-3 no longer fits the budget
+        assert thunk() == ({}, None)
+
+    # A delivering call: its card is chosen on the loop, its delivery line written,
+    # but not flushed; the ledger is not charged and the session stays locked until the
+    # commit ran (the server runs it in a thread, then sends the answer).
+    thunk = answer.quick("claude", body(FILES[1]), sent)
     assert thunk is not None
-    assert thunk() == {}
+    document, commit = thunk()
+    assert CARD.findall(context_text(dict(document))) == ["L-2"]
+    assert commit is not None
+    assert [line["lesson"] for line in world.deliveries_lines("s-1")] == ["L-1", "L-2"]
+    assert len(flushed) == 1
+    assert is_locked(lock)
+    assert ("L-2", 1) not in read_state(ledger_file).delivered
+    assert answer.quick("claude", body(FILES[3]), sent) is None  # its session waits: a thread
+    commit()
+    assert len(flushed) == 2
+    assert not is_locked(lock)
+    assert ("L-2", 1) in read_state(ledger_file).delivered
+
+    thunk = answer.quick("claude", body(FILES[2]), sent)  # L-3 no longer fits the budget
+    assert thunk is not None
+    assert thunk() == ({}, None)
     receipts = read_receipts(world.recall_dir, "session:s-1")
     assert [r["paths"] for r in receipts] == [
         [FILES[0]], [FILES[0]], ["README.md"], [FILES[1]], [FILES[2]]
     ]  # fmt: skip
 
     # Another process holds the session's lock: waiting for it belongs in a thread.
-    with FileLock(lock_path_for(ledger_path_for(world.recall_dir, "s-1"))):
-        assert answer.quick("claude", body(FILES[0]), sent, False) is None
+    with FileLock(lock):
+        assert answer.quick("claude", body(FILES[0]), sent) is None
     # A run not pinned here yet: a thread.
-    assert answer.quick("claude", body(FILES[0], "s-2"), sent, False) is None
+    assert answer.quick("claude", body(FILES[0], "s-2"), sent) is None
     check_session(world, "s-1", [{"hookSpecificOutput": {"additionalContext": t}}
                                  for t in ("(L-1 r1)", "(L-2 r1)")])  # fmt: skip
+
+
+def test_an_abandoned_commit_unlocks_the_session_and_leaves_its_ledger_uncharged(
+    world: World,
+) -> None:
+    from active_memory.file_lock import is_locked
+    from active_memory.hooks.recall_answer import make_answer
+
+    answer = make_answer(world.env)
+    sent = {"ACTIVE_MEMORY_BUDGET_BYTES": str(BUDGET)}
+
+    def body(path: str) -> dict[str, Any]:
+        return dict(json.loads(world.body("s-1", path)))
+
+    answer("claude", body("README.md"), sent)  # pins the run: resident from now on
+    thunk = answer.quick("claude", body(FILES[0]), sent)
+    assert thunk is not None
+    _, commit = thunk()
+    assert isinstance(commit, ledger.Commit)
+    commit.abandon()  # the answer never left (the server failed to send it)
+    commit.abandon()  # twice is harmless
+
+    assert not is_locked(lock_path_for(ledger_path_for(world.recall_dir, "s-1")))
+    assert read_state(ledger_path_for(world.recall_dir, "s-1")).spent == 0
+    # The card was never seen, so it comes again; its first line only counts once.
+    again = answer("claude", body(FILES[0]), sent)
+    assert CARD.findall(context_text(again)) == ["L-1"]
+    assert [line["lesson"] for line in world.deliveries_lines("s-1")] == ["L-1", "L-1"]
+    assert [d["lesson"] for d in read_deliveries(world.recall_dir, "session:s-1")] == ["L-1"]
 
 
 def test_a_payload_that_is_not_a_hook_call_is_refused_by_the_quick_path(world: World) -> None:
@@ -341,7 +393,7 @@ def test_a_payload_that_is_not_a_hook_call_is_refused_by_the_quick_path(world: W
     from active_memory.hooks.server import BadHookCall
 
     with pytest.raises(BadHookCall):
-        make_answer(world.env).quick("claude", {"session_id": "s-1"}, {}, True)
+        make_answer(world.env).quick("claude", {"session_id": "s-1"}, {})
 
 
 class Answers:
@@ -357,8 +409,8 @@ class Answers:
         self.threads.append(threading.current_thread().name)
         return {"n": len(self.threads)}
 
-    def quick(self, harness: str, payload: Any, env: Any, alone: bool) -> Any:
-        return (lambda: self("claude", payload, env)) if self.use_quick else None
+    def quick(self, harness: str, payload: Any, env: Any) -> Any:
+        return (lambda: (self("claude", payload, env), None)) if self.use_quick else None
 
 
 @pytest.mark.asyncio
@@ -376,3 +428,92 @@ async def test_the_app_answers_on_the_loop_only_what_quick_accepts(quick: bool) 
     assert (status, document) == (200, {"n": 1})
     on_loop = answers.threads == [threading.current_thread().name]
     assert on_loop is quick
+
+
+class Deliverer:
+    """An answer function: a call of session `slow` waits in a thread until `hold` is set;
+    any other call is answered quickly, delivering a card with `commit` still to run."""
+
+    def __init__(self, commit: Any) -> None:
+        import threading
+
+        self.commit = commit
+        self.hold = threading.Event()
+        self.holding = threading.Event()
+
+    def __call__(self, harness: str, payload: Any, env: Any) -> dict[str, Any]:
+        self.holding.set()
+        self.hold.wait(10)
+        return {}
+
+    def quick(self, harness: str, payload: Any, env: Any) -> Any:
+        if payload.get("session_id") == "slow":
+            return None
+        return lambda: ({"card": 1}, self.commit)
+
+
+@pytest.mark.asyncio
+async def test_with_other_calls_in_flight_a_cards_flush_waits_in_a_thread_not_on_the_loop() -> None:
+    import threading
+
+    import anyio
+    from test_server_app import HOOK, TOKEN, call
+
+    from active_memory.hooks.server import RecallApp
+
+    flushing, release = threading.Event(), threading.Event()
+    flushed_on: list[str] = []
+
+    def slow_flush() -> None:  # a disk that takes its time
+        flushed_on.append(threading.current_thread().name)
+        flushing.set()
+        release.wait(10)
+
+    answers = Deliverer(slow_flush)
+    app = RecallApp(answers, TOKEN)
+    results: dict[str, Any] = {}
+    slow = json.dumps({**json.loads(HOOK), "session_id": "slow"}).encode()
+
+    async def hook_call(name: str, body: bytes) -> None:
+        results[name] = await call(app, "/active-memory/v1/hook/claude", body)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(hook_call, "slow", slow)  # another session's call, in a thread
+        assert await anyio.to_thread.run_sync(answers.holding.wait, 10)
+        group.start_soon(hook_call, "card", HOOK)
+        assert await anyio.to_thread.run_sync(flushing.wait, 10)
+        assert await call(app, "/active-memory/v1/health", method="GET") == (200, {"ok": True})
+        assert "card" not in results  # the card leaves only once its delivery is flushed
+        release.set()
+        answers.hold.set()
+
+    assert results == {"slow": (200, {}), "card": (200, {"card": 1})}
+    assert flushed_on != [threading.current_thread().name]
+
+
+@pytest.mark.asyncio
+async def test_with_no_other_call_in_flight_a_cards_flush_runs_on_the_loop() -> None:
+    import threading
+
+    from test_server_app import HOOK, TOKEN, call
+
+    from active_memory.hooks.server import RecallApp
+
+    flushed_on: list[str] = []
+    app = RecallApp(Deliverer(lambda: flushed_on.append(threading.current_thread().name)), TOKEN)
+
+    assert await call(app, "/active-memory/v1/hook/claude", HOOK) == (200, {"card": 1})
+    assert flushed_on == [threading.current_thread().name]  # no thread hop to pay
+
+
+@pytest.mark.asyncio
+async def test_a_failed_flush_answers_no_context() -> None:
+    from test_server_app import HOOK, TOKEN, call
+
+    from active_memory.hooks.server import RecallApp
+
+    def broken_disk() -> None:
+        raise OSError(5, "Input/output error")
+
+    app = RecallApp(Deliverer(broken_disk), TOKEN)
+    assert await call(app, "/active-memory/v1/hook/claude", HOOK) == (200, {})

@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from active_memory.recall.build_from_rows import build
 from active_memory.recall.frame import CLOSE, FRAME_BYTES, OPEN, frame, render_card, select
-from active_memory.recall.index import (
-    IndexCard,
-    SnapshotCorrupt,
-    SnapshotIndex,
-    build_index,
-    natural_key,
-)
+from active_memory.recall.index import SnapshotCorrupt, SnapshotIndex, natural_key
 from active_memory.recall.match import match
 from active_memory.recall.signals import Signals
 from active_memory.recall.types import CardHit
 
+Row = tuple[Any, ...]
 
-def card(lesson_id: str, revision: int = 1, **associations: Any) -> IndexCard:
-    text = render_card(lesson_id, revision, f"Title of {lesson_id}", "Do the thing.")
-    return IndexCard(lesson_id, revision, text, **associations)
+
+def card(lesson_id: str, revision: int = 1, **associations: Any) -> Row:
+    """A store change row of an active lesson (titled after its ID)."""
+    assoc = json.dumps({key: list(value) for key, value in associations.items()})
+    return (lesson_id, revision, "active", f"Title of {lesson_id}", "Do the thing.", assoc)
 
 
 def signals(
@@ -35,12 +35,13 @@ def signals(
     return found
 
 
-def index_of(*cards: IndexCard) -> SnapshotIndex:
-    return SnapshotIndex.from_built(build_index(cards))
+def write_index(cards: list[Row], path: str) -> SnapshotIndex:
+    """The complete generation of `cards`, written to `path` and opened."""
+    return SnapshotIndex.open(build(None, cards, {}, matched=True, path=path))
 
 
-def write_index(built: Any, path: str) -> None:
-    Path(path).write_bytes(built.to_bytes())
+def index_of(*cards: Row) -> SnapshotIndex:
+    return write_index(list(cards), str(Path(tempfile.mkdtemp()) / "index"))
 
 
 def ids(hits: list[CardHit]) -> list[tuple[str, str, int]]:
@@ -124,20 +125,19 @@ def test_order_is_score_then_natural_lesson_id() -> None:
 
 def test_written_index_reads_back_the_same_matches(tmp_path: Path) -> None:
     cards = [card(f"L-{n}", folders=[f"pkg{n % 50}"], identifiers=[f"name{n}"]) for n in range(900)]
-    built = build_index(cards)
-    write_index(built, str(tmp_path / "index"))
-    on_disk = SnapshotIndex.open(str(tmp_path / "index"))
+    on_disk = write_index(cards, str(tmp_path / "index"))
     query = signals(paths=("pkg7/mod.py",), identifiers=("name123",))
-    assert ids(match(on_disk, query)) == ids(match(SnapshotIndex.from_built(built), query))
+    in_memory = SnapshotIndex.from_bytes((tmp_path / "index").read_bytes())
+    assert ids(match(on_disk, query)) == ids(match(in_memory, query))
+    found = [hit.id for hit in match(on_disk, query)]
+    assert found[:3] == ["L-7", "L-57", "L-107"] and found[-1] == "L-123" and len(found) == 19
     assert on_disk.card_count == 900
 
 
 def test_a_lookup_opens_only_the_shards_of_its_keys(tmp_path: Path) -> None:
     cards = [card(f"L-{n}", files=[f"f/{n}.py"]) for n in range(5000)]
-    built = build_index(cards)
-    assert built.meta["key_shards"] >= 64
-    write_index(built, str(tmp_path / "index"))
-    index = SnapshotIndex.open(str(tmp_path / "index"))
+    index = write_index(cards, str(tmp_path / "index"))
+    assert index.count("keys") >= 64
     reads: list[tuple[int, int]] = []
     original = index._read
 
@@ -148,14 +148,16 @@ def test_a_lookup_opens_only_the_shards_of_its_keys(tmp_path: Path) -> None:
     index._read = counting
     assert ids(match(index, signals(paths=("f/4321.py",)))) == [("L-4321", "file", 1000)]
     # One key shard per looked-up key (file + 2 folder prefixes) and one card shard.
-    assert len(index._keys) <= 3 and len(index._cards) == 1
-    assert len(reads) == len(index._keys) + 1
+    loaded = list(index._cache._items)
+    assert len([k for k in loaded if k[1] == "keys"]) <= 3
+    assert len([k for k in loaded if k[1] == "cards"]) == 1
+    assert len(reads) == 2 * len(loaded)  # per blob: its offsets, then its bytes
 
 
 def test_a_corrupt_shard_is_reported_as_such(tmp_path: Path) -> None:
-    built = build_index([card("L-1", files=["a.py"])])
-    data = bytearray(built.to_bytes())
-    start = len(built.header())
+    write_index([card("L-1", files=["a.py"])], str(tmp_path / "index"))
+    start, _ = SnapshotIndex.open(str(tmp_path / "index")).span("keys", 0)
+    data = bytearray((tmp_path / "index").read_bytes())
     data[start : start + 4] = b"\x00gar"  # the first key shard's bytes
     (tmp_path / "index").write_bytes(bytes(data))
     index = SnapshotIndex.open(str(tmp_path / "index"))

@@ -28,10 +28,10 @@ from recall_support import (
 from test_recall_generations import REPOSITORY, FakeStore, row
 
 from active_memory.recall import generations
+from active_memory.recall.building import refresh
 from active_memory.recall.generations import (
     STAMP_TRUST_SECONDS,
     read_current,
-    refresh,
     scope_dir,
     sqlite_stamp,
 )
@@ -77,19 +77,19 @@ def pointer(folder: str) -> dict[str, Any]:
 def test_an_unchanged_store_is_pinned_without_reading_it(tmp_path: Path) -> None:
     store, files = CountingStore(), Files()
     store.publish(row(1, files=["a.py"]))
-    first, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    first = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     assert store.reads == 1 and pointer(scope_dir(str(tmp_path), "s", REPOSITORY))["stamp"]
-    again, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    again = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     assert (again, store.reads) == (first, 1)
 
 
 def test_a_write_since_the_stamp_is_read_and_reaches_the_next_pin(tmp_path: Path) -> None:
     store, files = CountingStore(), Files()
     store.publish(row(1, files=["a.py"]))
-    first, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    first = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     store.publish(row(2, files=["a.py"]))
     files.touch()  # the commit wrote the store's files
-    second, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    second = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     assert second != first and cards(second) == ["L-1", "L-2"]
 
 
@@ -103,7 +103,7 @@ def test_a_stamp_taken_just_after_a_write_is_not_recorded(tmp_path: Path) -> Non
     folder = scope_dir(str(tmp_path), "s", REPOSITORY)
     assert "stamp" not in pointer(folder)
     store.publish(row(2, files=["a.py"]))  # same tick: the files look the same
-    path, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    path = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     assert cards(path) == ["L-1", "L-2"] and store.reads == 2
 
 
@@ -118,17 +118,17 @@ def test_an_expired_stamp_reads_the_store_again(
     store.publish(row(2, files=["a.py"]))
     later = time.time() + STAMP_TRUST_SECONDS + 1
     monkeypatch.setattr(time, "time", lambda: later)  # generations.py reads time.time()
-    path, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    path = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     assert cards(path) == ["L-1", "L-2"]
 
 
 def test_a_pointer_without_a_stamp_falls_back_to_reading_then_stamps(tmp_path: Path) -> None:
     store, files = CountingStore(), Files()
     store.publish(row(1, files=["a.py"]))
-    first, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read)  # no stamp: an old writer
+    first = refresh(str(tmp_path), "s", REPOSITORY, store.read)  # no stamp: an old writer
     folder = scope_dir(str(tmp_path), "s", REPOSITORY)
     assert "stamp" not in pointer(folder)
-    assert refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)[0] == first
+    assert refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files) == first
     assert store.reads == 2 and pointer(folder)["stamp"] == files.stamp
     assert read_current(folder) == (os.path.basename(first), 1)
     refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
@@ -139,13 +139,13 @@ def test_a_pointer_without_a_stamp_falls_back_to_reading_then_stamps(tmp_path: P
 def test_a_damaged_or_foreign_stamp_falls_back_to_reading(tmp_path: Path, stamp: Any) -> None:
     store, files = CountingStore(), Files()
     store.publish(row(1, files=["a.py"]))
-    first, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    first = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     folder = Path(scope_dir(str(tmp_path), "s", REPOSITORY))
     value = pointer(str(folder))
     value["stamp"] = stamp
     (folder / "CURRENT").write_bytes(marshal.dumps(value))
     store.publish(row(2, files=["a.py"]))
-    path, _ = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
+    path = refresh(str(tmp_path), "s", REPOSITORY, store.read, stamp=files)
     assert path != first and cards(path) == ["L-1", "L-2"]
 
 

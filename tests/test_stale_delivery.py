@@ -305,7 +305,7 @@ def test_the_server_frames_a_stale_card_and_notices_the_next_change(
     assert SEPARATOR_BYTES == 1
 
 
-def test_a_generation_of_the_older_format_is_read_and_then_rebuilt(
+def test_a_generation_of_an_older_format_is_rebuilt_and_its_runs_pin_again(
     tmp_path: Path, checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import marshal
@@ -326,39 +326,21 @@ def test_a_generation_of_the_older_format_is_read_and_then_rebuilt(
     folder = scope_dir(recall_dir, str(store), ScopeKey("repository", repository=NAMESPACE))
     name = read_current(folder)
     assert name is not None
-    path = os.path.join(folder, name[0])
 
-    # Rewrite it as the previous version did: format 2, cards without `cited`, and a
-    # CURRENT without a format.
-    old = SnapshotIndex.open(path)
-    meta = {k: v for k, v in old.meta.items() if k != "offsets"}
-    blobs: list[bytes] = []
-    card_blobs = range(meta["key_shards"], meta["key_shards"] + meta["card_shards"])
-    for number in range(len(old.meta["offsets"]) - 1):
-        value = old.load(number)
-        if number in card_blobs:
-            value = tuple(card[:3] if card else card for card in value)
-        blobs.append(marshal.dumps(value))
-    from active_memory.recall.index import BuiltIndex
-
-    data = BuiltIndex({**meta, "format": 2}, list(blobs)).to_bytes()
-    data = b"AMGEN\x00\x02\x00" + data[8:]
-    Path(path).write_bytes(data)
+    # What the previous version left: a format 4 file, and its CURRENT.
+    Path(folder, name[0]).write_bytes(b"AMGEN\x00\x04\x00" + b"\x00" * 64)
     Path(folder, CURRENT_FILE).write_bytes(
-        marshal.dumps({"generation": name[0], "checked": name[1]})
+        marshal.dumps({"generation": name[0], "checked": name[1], "format": 4})
     )
     (checkout / "src" / "a.py").write_text(A_PY.replace("line 4\n", "line four\n"))
 
-    # A run pinned to the old file keeps reading it (nothing is claimed stale from it).
-    assert [c[0] for c in SnapshotIndex.open(path).cards()] == ["L-1", "L-2", "L-3", "L-4"]
-    pinned = answer_hook("claude", _read(checkout, "s-0b"), env)["hookSpecificOutput"]
-    assert "(L-2 r1)" in pinned["additionalContext"]
-    assert "active-memory-stale" not in pinned["additionalContext"]
-    # The scope itself is rebuilt at the next first call: a new run sees the stale line.
-    env["ACTIVE_MEMORY_RUN_ID"] = "run-new"
-    fresh = answer_hook("claude", _read(checkout, "s-1"), env)
-    cards = _cards(fresh["hookSpecificOutput"]["additionalContext"])
-    assert {k for k, v in cards.items() if "active-memory-stale" in v} == {"L-2"}
+    # The run pinned to the old file pins again (this version cannot read it), and the
+    # scope is rebuilt: both runs see the card framed as stale.
+    for run, session in (("run-old", "s-0b"), ("run-new", "s-1")):
+        env["ACTIVE_MEMORY_RUN_ID"] = run
+        answer = answer_hook("claude", _read(checkout, session), env)
+        cards = _cards(answer["hookSpecificOutput"]["additionalContext"])
+        assert {k for k, v in cards.items() if "active-memory-stale" in v} == {"L-2"}
     rebuilt = read_current(folder)
     assert rebuilt is not None
     assert SnapshotIndex.open(os.path.join(folder, rebuilt[0])).meta["format"] == FORMAT

@@ -107,7 +107,8 @@ def test_a_command_that_changes_lessons_brings_recall_up_to_date(
     import anyio
 
     from active_memory.cli import main
-    from active_memory.recall.generations import read_current, refresh, scope_dir
+    from active_memory.recall.building import refresh
+    from active_memory.recall.generations import read_current, scope_dir
     from active_memory.store.changes import ScopeKey, read_sqlite_changes
     from active_memory.store.location import state_dir
     from active_memory.store.sqlite import SqliteStore

@@ -182,7 +182,7 @@ async def test_the_lean_reader_opens_a_store_whose_path_has_uri_characters(
     tmp_path: Path,
 ) -> None:
     """`?`, `#` and `%` mean something in a SQLite URI; spaces and non-ASCII do not."""
-    from active_memory.store.changes import count_sqlite_scope
+    from active_memory.store.direct import read_direct
     from active_memory.store.sqlite import SqliteStore
 
     folder = tmp_path / "a b?c#d%41é"
@@ -195,5 +195,6 @@ async def test_the_lean_reader_opens_a_store_whose_path_has_uri_characters(
         await store.aclose()
     changes = read_sqlite_changes(str(path), REPOSITORY, None)
     assert (changes.version, ids(changes.rows)) == (1, ["L-1", "L-2"])
-    assert count_sqlite_scope(str(path), REPOSITORY) == 2
+    found = read_direct(str(path), REPOSITORY, 1, [(0, "f", "api/schema.json")], 4096)
+    assert sorted(row[1] for row in found.rows) == ["L-1", "L-2"]
     assert not (tmp_path / "a b").exists()  # nothing created at a truncated name

@@ -105,7 +105,7 @@ async def test_a_version_8_store_migrates_adding_only_the_evidence_failures_tabl
 ) -> None:
     async with await backend.open() as store:
         await store.publish([create()], failures=seen("run-1", PUSH))
-    await drop_queue_hosts(backend)  # version 11
+    await drop_queue_hosts(backend)  # versions 12 and 11
     await backend.sql("DROP TABLE lesson_keeps")  # version 10
     await backend.sql("DROP TABLE evidence_failures")
     if backend.name == "sqlite":

@@ -71,7 +71,7 @@ async def test_a_version_6_store_migrates_keeping_its_counters_without_inventing
             if backend.name == "sqlite"
             else "SELECT version FROM active_memory_schema"
         )
-        assert rows[0][0] == SCHEMA_VERSION == 11
+        assert rows[0][0] == SCHEMA_VERSION == 12
         assert (await store.effectiveness(["L-1"]))["L-1"] == Effectiveness(
             runs_delivered=1, recurred_when_delivered=1, last_run_id="run-1"
         )

@@ -83,6 +83,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     from active_memory.hooks.recall_answer import make_answer
     from active_memory.hooks.server import serve
+    from active_memory.recall import pins
+
+    pins.BUILD_IN_CALL = False  # a hook call never waits for a build (docs/recall.md)
 
     web, login = _web_view(args, token) if not args.no_ui else (None, None)
 
@@ -108,16 +111,25 @@ def _serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    serve(
-        make_answer(os.environ, args.store),
-        token=token,
-        token_file=token_file,
-        discovery=Path(discovery_path()),
-        host=host,
-        port=args.port,
-        on_listen=listening,
-        web=web,
-    )
+    from active_memory.hooks.store_watch import watch
+    from active_memory.store import resolve_store_location
+    from active_memory.store.location import state_dir
+
+    # The store this server pins from: watched for other machines' publishes.
+    watcher = watch(resolve_store_location(args.store), state_dir())
+    try:
+        serve(
+            make_answer(os.environ, args.store),
+            token=token,
+            token_file=token_file,
+            discovery=Path(discovery_path()),
+            host=host,
+            port=args.port,
+            on_listen=listening,
+            web=web,
+        )
+    finally:
+        watcher.stop()
     print("active-memory serve: stopped", file=sys.stderr)
     return 0
 

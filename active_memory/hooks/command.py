@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         from active_memory.hooks import session_end
 
         return session_end.main(arguments[1:], environment)
+    from active_memory.recall import pins
+
+    built_in_call, pins.BUILD_IN_CALL = pins.BUILD_IN_CALL, False  # never wait for a build
     try:
         from active_memory.reader import MAX_STDIN_BYTES, read_stream
 
@@ -134,6 +137,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         log_error(harness, exc, environment)
     finally:
         os.umask(previous_umask)
+        pins.BUILD_IN_CALL = built_in_call
     return 0
 
 
@@ -144,9 +148,6 @@ def run() -> None:
     cleanup, garbage collection) would cost the tool call time for nothing, and every file
     this process wrote is already closed.
     """
-    from active_memory.recall import snapshot
-
-    snapshot.DETACH_COMPLETE_BUILDS = True  # a tool call never waits for a large build
     code = main()
     try:  # noqa: SIM105 - contextlib would cost every hook process an import
         sys.stdout.flush()

@@ -40,6 +40,8 @@ HOOK_MODULES = (
     "active_memory/recall",
     "active_memory/store/__init__.py",
     "active_memory/store/changes.py",
+    "active_memory/store/direct.py",
+    "active_memory/cited_text.py",
     "active_memory/store/sqlite_schema.py",
     "active_memory/store/location.py",
 )

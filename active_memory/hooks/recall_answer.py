@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from active_memory.hooks.paths import TOKEN_ENV
-from active_memory.hooks.server import BadHookCall
+from active_memory.hooks.server import BadHookCall, QuickThunk
 
 _IDENTITY_PREFIX = "ACTIVE_MEMORY_"
 _STORE_ENV = "ACTIVE_MEMORY_STORE"
@@ -26,10 +26,10 @@ class ResidentAnswer:
     the call's answer as a thunk when answering it cannot wait on anything (its run's
     generations are already open here, its session's lock is free right now), else
     None. A thread costs two cross-thread wake-ups, which on a busy machine weigh more
-    than the whole answer (bench/README.md, "Recall server at 100k"). A call that
-    delivers a card (and so syncs its delivery to disk) is answered on the loop only
-    when no other call is in a thread (`alone`); otherwise it joins them, so that
-    concurrent deliveries share the disk's flushes instead of queueing on the loop.
+    than the whole answer (bench/README.md, "Recall server at 100k"). The one wait a
+    quick call may have, the disk flush of a delivered card's delivery line, is handed
+    back with the answer (`ledger.Commit`): the server runs it (in a worker thread while
+    other calls are in flight) and sends the answer once it returned.
     """
 
     def __init__(self, server_env: Mapping[str, str], store: str | None = None) -> None:
@@ -53,15 +53,17 @@ class ResidentAnswer:
             raise BadHookCall(str(exc)) from None
 
     def quick(
-        self, harness: str, payload: dict[str, Any], forwarded: dict[str, str], alone: bool
-    ) -> Callable[[], Any] | None:
+        self, harness: str, payload: dict[str, Any], forwarded: dict[str, str]
+    ) -> QuickThunk | None:
         """The call's answer as a thunk to run on the event loop, or None (use a thread).
 
-        Raises BadHookCall for a payload that is not a hook call; any other error (an
-        invalid settings file, say) also returns None, so the thread path answers it
-        and logs it as before.
+        The thunk returns the JSON and the commit still to run before it may leave
+        (`hooks.server.QuickThunk`). Raises BadHookCall for a payload that is not a hook
+        call; any other error (an invalid settings file, say) also returns None, so the
+        thread path answers it and logs it as before.
         """
-        from active_memory.recall import answer_tool_call, hook_output, parse_payload
+        from active_memory.recall import hook_output, parse_payload
+        from active_memory.recall.engine import answer_with_commit
         from active_memory.recall.environment import resolve_context
         from active_memory.recall.harness import PayloadError
 
@@ -73,13 +75,18 @@ class ResidentAnswer:
             context = resolve_context(call, self._env(forwarded))
             if not self.cache.resident(context) or _lock_busy(context):
                 return None
-            if not alone and _would_deliver(call, context, self.cache):
-                return None
         except Exception:
             return None
 
-        def answer() -> Any:
-            return hook_output(harness, answer_tool_call(call, context, cache=self.cache)) or {}
+        def answer() -> tuple[Mapping[str, Any], Callable[[], None] | None]:
+            result, commit = answer_with_commit(call, context, cache=self.cache)
+            try:
+                document = hook_output(harness, result) or {}
+            except BaseException:
+                if commit is not None:
+                    commit.abandon()  # the cards will not leave: unlock, ledger unchanged
+                raise
+            return document, commit
 
         return answer
 
@@ -91,35 +98,6 @@ class ResidentAnswer:
             if name.startswith(_IDENTITY_PREFIX) and name != TOKEN_ENV
         )
         return env
-
-
-def _would_deliver(call: Any, context: Any, cache: Any) -> bool:
-    """True when the call may deliver a card: it has signals, and some card it matches
-    is neither delivered to the session nor larger than the budget left.
-
-    Read without the session lock: a ledger only grows (more delivered, less budget
-    left), so a call that can deliver nothing now cannot later either, and a newer
-    ledger seen here only says "nothing" more often. Exclusions are not applied: they
-    only remove matches, so this errs towards "may deliver" (then a thread answers).
-    """
-    from active_memory.recall.frame import select
-    from active_memory.recall.ledger import ledger_path, read_state
-    from active_memory.recall.match import iter_matches
-    from active_memory.recall.signals import extract_signals
-    from active_memory.session_budget import budget_left
-
-    signals = extract_signals(call, context.workspace_root)
-    if not (signals.paths or signals.identifiers or signals.terms or signals.commands):
-        return False
-    index = cache.repository_index(context)
-    if index is None:
-        return False
-    state = read_state(ledger_path(context))
-    remaining = budget_left(context.budget_bytes, state.spent)
-    admitted, _, _ = select(
-        iter_matches(index, signals), state.delivered, remaining, floor=index.min_card
-    )
-    return bool(admitted)
 
 
 def _lock_busy(context: Any) -> bool:

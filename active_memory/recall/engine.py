@@ -7,12 +7,16 @@ through it, so they cannot disagree. In order:
    `exclude` setting names are dropped, and a call that touched only excluded paths
    gets nothing at all (no receipt, no card);
 2. the tool receipt, recorded for the run whether or not anything matches;
-3. the generations the run pinned, pinned now at its first call (snapshot.py);
+3. the generations the run pinned, pinned now at its first call (pins.py); a run pinned
+   to a store version no generation holds yet reads it from the store (direct.py);
 4. the ledger of the call's context (the session, or a sub-agent's own: contexts.py),
-   under its lock: matches are walked lazily in delivery order
-   (match.iter_matches), cards already delivered or over the remaining budget skipped,
-   and the walk stops once not even the smallest card could fit; the admitted cards are
-   framed and charged (ledger.py), one delivery line per card written for the run record.
+   under its lock: matches are walked lazily in delivery order (match.iter_matches),
+   told before every step how large a card may still be, so cards that cannot fit are
+   skipped inside the posting lists and never looked at; cards already delivered are
+   skipped; the admitted cards are framed and charged (ledger.py), one delivery line
+   per card written for the run record and flushed to the disk before the ledger moves
+   on and the answer leaves (`answer_with_commit` lets the recall server do that flush
+   in a worker thread while its event loop answers other calls).
 
 A dry-run context (`active-memory recall`) does steps 1, 3 and a read-only 4, and lists
 every match (its report shows each skipped card and why).
@@ -23,11 +27,12 @@ from __future__ import annotations
 from active_memory.recall.contexts import pending_id
 from active_memory.recall.environment import resolve_context
 from active_memory.recall.harness import hook_output, parse_payload
+from active_memory.recall.index import SnapshotIndex
 from active_memory.recall.ledger import admit, ledger_path, read_state
 from active_memory.recall.match import iter_matches, match
 from active_memory.recall.records import RECEIPT_PATHS, record_receipt
 from active_memory.recall.signals import extract_signals
-from active_memory.recall.snapshot import graph_cards, graph_scope, pinned, repository_index
+from active_memory.recall.snapshot import pin_graph, repository_index
 from active_memory.recall.types import RecallAnswer
 from active_memory.session_budget import budget_left
 
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
+    from active_memory.recall.ledger import Commit
     from active_memory.recall.signals import Signals
     from active_memory.recall.snapshot import SnapshotCache
     from active_memory.recall.types import CardHit, RecallContext, ToolCall
@@ -51,13 +57,27 @@ def answer_tool_call(
     at a run's first call, reads the store; an async caller runs it in a worker thread.
     Raises on internal errors; the hook entry points turn any error into "no context".
     """
+    return answer_with_commit(call, context, cache=cache, defer_sync=False)[0]
+
+
+def answer_with_commit(
+    call: ToolCall,
+    context: RecallContext,
+    *,
+    cache: SnapshotCache | None = None,
+    defer_sync: bool = True,
+) -> tuple[RecallAnswer, Commit | None]:
+    """`answer_tool_call`, leaving a delivering call's disk flush to the caller: the
+    answer and, when a card was admitted, the `ledger.Commit` the caller must run (or
+    abandon) before the answer may leave; until then the session stays locked. The
+    recall server answers on its event loop and runs the commit in a worker thread."""
     if "repository" not in context.scopes:
-        return RecallAnswer(budget_left=context.budget_bytes)
+        return RecallAnswer(budget_left=context.budget_bytes), None
     signals = extract_signals(call, context.workspace_root)
     if context.exclude and not _drop_excluded(signals, context.exclude):
         # The call touched only excluded paths: no signal, no receipt, no card.
         state = read_state(ledger_path(context))
-        return RecallAnswer(budget_left=budget_left(context.budget_bytes, state.spent))
+        return RecallAnswer(budget_left=budget_left(context.budget_bytes, state.spent)), None
     paths = tuple(signals.paths)[:RECEIPT_PATHS]
     if not context.dry_run:
         record_receipt(context, call.tool, paths, call.agent)
@@ -68,14 +88,19 @@ def answer_tool_call(
     ):
         state = read_state(ledger_path(context))
         left = budget_left(context.budget_bytes, state.spent)
-        return RecallAnswer(budget_left=left, paths=paths)
+        return RecallAnswer(budget_left=left, paths=paths), None
     hits: Iterable[CardHit]
-    if context.dry_run:
+    if not isinstance(index, SnapshotIndex):  # a run pinned to a version: the store's cards
+        walk = index.walk(signals)
+        hits, floor = (list(walk) if context.dry_run else walk), 0
+    elif context.dry_run:
         hits, floor = match(index, signals), 0
     else:
         hits, floor = iter_matches(index, signals), index.min_card
-    admitted, skipped, text, left = admit(context, hits, floor=floor, pending=pending_id(call))
-    return RecallAnswer(tuple(admitted), text, left, tuple(skipped), paths)
+    admitted, skipped, text, left, commit = admit(
+        context, hits, floor=floor, pending=pending_id(call), defer_sync=defer_sync
+    )
+    return RecallAnswer(tuple(admitted), text, left, tuple(skipped), paths), commit
 
 
 def answer_hook(
@@ -111,12 +136,9 @@ def _drop_excluded(signals: Signals, exclude: tuple[str, ...]) -> bool:
 
 
 def _pin_graph_part(context: RecallContext, cache: SnapshotCache | None) -> None:
-    # The node's first recall pins its graph generation too, so `instructions` and the
-    # hooks see the same lessons.
-    scope = graph_scope(context)
-    if scope is None or pinned(context, scope) is not None:
-        return
+    # The node's first recall pins its graph scope too, so `instructions` and the hooks
+    # see the same lessons.
     if cache is not None:
-        cache.graph_cards(context)
+        cache.pin_graph(context)
     else:
-        graph_cards(context)
+        pin_graph(context)

@@ -24,14 +24,30 @@ def append_line(path: str, line: str, *, sync: bool = False) -> None:
     `sync` also flushes it to the disk before returning (`fdatasync`), so it survives a
     machine crash, not only a process crash.
     """
+    descriptor = append_open(path, line)
+    try:
+        if sync:
+            sync_data(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def append_open(path: str, line: str) -> int:
+    """`append_line` without the sync, returning the file's still-open descriptor: the
+    caller flushes it (`sync_data`) when it chooses, then closes it."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(descriptor, (line + "\n").encode("utf-8"))
-        if sync:
-            (getattr(os, "fdatasync", None) or os.fsync)(descriptor)
-    finally:
+    except BaseException:
         os.close(descriptor)
+        raise
+    return descriptor
+
+
+def sync_data(descriptor: int) -> None:
+    """Flush the file's data to the disk (`fdatasync`; `fsync` where it is missing)."""
+    (getattr(os, "fdatasync", None) or os.fsync)(descriptor)
 
 
 def read_bytes(path: str) -> bytes | None:

@@ -213,6 +213,9 @@ def select(
     stale line (recall/stale.py); it is asked only for a cited card that fits as it is,
     the grown card must fit too, and after `MAX_MARKED` such cards a walk with `floor`
     stops (a listing skips the other cited cards as `unchecked`).
+    A walk that has a `bound(room)` method (match.Walk) is told before every step the
+    largest card that could still be admitted, and offers only cards that fit: then
+    its cost follows what is delivered, not how many cards match (match.py).
     Returns (admitted, skipped with reason, bytes the delivery costs, frame included; 0
     when nothing is admitted).
     """
@@ -220,9 +223,13 @@ def select(
     skipped: list[tuple[CardT, SkipReason]] = []
     cost = marked = 0
     iterator = iter(hits)
+    bound = getattr(iterator, "bound", None)
     while True:
-        if floor and cost + floor + (SEPARATOR_BYTES if admitted else FRAME_BYTES) > remaining:
+        overhead = SEPARATOR_BYTES if admitted else FRAME_BYTES
+        if floor and cost + floor + overhead > remaining:
             break
+        if bound is not None:
+            bound(remaining - cost - overhead)  # the walk offers only cards this size
         hit = next(iterator, None)
         if hit is None:
             break

@@ -15,20 +15,23 @@ checksums of the store location and of the complete scope, so two stores or two
 repositories sharing a graph never share a file):
 
 - `g<store version, 16 hex>.gen`: one immutable generation (index.py format);
-- `CURRENT`: marshal `{"generation": file name, "checked": store version, "format":
-  index format}`, and for a SQLite store optionally `"stamp"`/`"stamped"`: what the
-  store's files were when `checked` was read (see "Stamps" below). A `CURRENT` of
-  another format (before the format was recorded: 2) reads as no generation yet, so the
-  scope is rebuilt from a complete read, as at its first pin; runs pinned to the older
-  file keep reading it (index.py reads format 2).
+- `CURRENT`: marshal `{"generation": file name, "checked": store version, "since": the
+  scope's latest change when it was built, "format": index format}`: the generation
+  holds the scope exactly at every store version from `since` to `checked`. For a
+  SQLite store optionally `"stamp"`/`"stamped"`: what the store's files were when
+  `checked` was read (see "Stamps" below). A `CURRENT` of another format reads as no
+  generation yet, so the scope is built again from a complete read;
+- `builder.lock`: held by the one process building the scope (building.py), for as long
+  as it builds; `current.lock`: held for the moment `CURRENT` is replaced;
+- `build/`: a complete build's work, resumed if that build was killed (full_build.py).
 
-`refresh` brings a scope up to the store's version: it reads only the changes since the
-version `CURRENT` was checked at (one indexed query; none in the steady state), builds
-the next generation from the current one and those changes (generation.py), writes it
-to a temporary file and renames it in, then replaces `CURRENT`. A crash at any point
-leaves the previous `CURRENT` and its generation in use; a torn temporary file is never
-read and is collected later. The PostgreSQL store works the same way: these files are
-its local cache, keyed by its version.
+Building (building.py) reads only the changes since the version `CURRENT` was checked
+at (one indexed query; none in the steady state), makes the next generation from the
+current one and those changes (incremental.py) or a complete one (full_build.py),
+writes it to a temporary file and renames it in, then replaces `CURRENT`. A crash at
+any point leaves the previous `CURRENT` and its generation in use; a torn temporary
+file is never read and is collected later. The PostgreSQL store works the same way:
+these files are its local cache, keyed by its version.
 
 Stamps (a SQLite store only). Most first calls of a run find the store unchanged since
 `CURRENT` was checked, and opening SQLite to learn that costs a hook process `sqlite3`'s
@@ -62,11 +65,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from active_memory.recall.index import BuiltIndex
-    from active_memory.store.changes import ScopeChanges, ScopeKey
+    from active_memory.store.changes import ScopeKey
 
 CURRENT_FILE = "CURRENT"
-LOCK_FILE = "build.lock"
+LOCK_FILE = "current.lock"
+BUILDER_LOCK = "builder.lock"
 GRACE_SECONDS = 300.0
 PIN_SECONDS = 7 * 24 * 3600.0
 PIN_PREFIX = "pin-"
@@ -106,30 +109,51 @@ STAMP_TRUST_SECONDS = 60.0
 Stamp = tuple[int, ...]
 
 
+class Pointer:
+    """`CURRENT` read: the generation, the versions it holds the scope at (`since` to
+    `checked`), and its stamp (None: none) with when it was taken."""
+
+    __slots__ = ("checked", "generation", "since", "stamp", "stamped")
+
+    def __init__(
+        self, generation: str, checked: int, since: int, stamp: Stamp | None, stamped: float
+    ) -> None:
+        self.generation = generation
+        self.checked = checked
+        self.since = since
+        self.stamp = stamp
+        self.stamped = stamped
+
+    def holds(self, version: int) -> bool:
+        """Whether the generation is the scope exactly as it was at store `version`."""
+        return self.since <= version <= self.checked
+
+
 def read_current(folder: str) -> tuple[str, int] | None:
     """(generation file name, checked store version) of a scope, None before its first."""
-    pointer = _read_pointer(folder)
-    return None if pointer is None else (pointer[0], pointer[1])
+    pointer = read_pointer(folder)
+    return None if pointer is None else (pointer.generation, pointer.checked)
 
 
-def _read_pointer(folder: str) -> tuple[str, int, Stamp | None, float] | None:
-    """`CURRENT` whole: name, checked version, stamp (None: none) and when it was taken."""
+def read_pointer(folder: str) -> Pointer | None:
+    """`CURRENT` whole (None: no generation of this format yet)."""
     data = read_bytes(os.path.join(folder, CURRENT_FILE))
     if data is None:
         return None
     try:
         value = marshal.loads(data)
         name, checked = value["generation"], value["checked"]
+        since = value.get("since", checked)
         stamp, stamped = value.get("stamp"), value.get("stamped", 0.0)
     except (ValueError, EOFError, TypeError, KeyError, AttributeError) as exc:
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE} ({exc})") from None
-    if not isinstance(name, str) or not isinstance(checked, int):
+    if not isinstance(name, str) or not isinstance(checked, int) or not isinstance(since, int):
         raise GenerationsCorrupt(f"{folder}: unreadable {CURRENT_FILE}")
     if value.get("format") != FORMAT:
-        return None  # built by an older version: rebuild (the old file stays readable)
+        return None  # built by an older version: build it again
     if not isinstance(stamp, tuple) or not isinstance(stamped, float):
         stamp = None  # an older writer's pointer, or a damaged stamp: read the store
-    return name, checked, stamp, stamped
+    return Pointer(name, checked, since, stamp, stamped)
 
 
 def sqlite_stamp(location: str) -> Stamp | None:
@@ -155,7 +179,7 @@ def sqlite_stamp(location: str) -> Stamp | None:
     return tuple(values)
 
 
-def _quiet_stamp(stamp: Any) -> tuple[Stamp, float] | None:
+def quiet_stamp(stamp: Any) -> tuple[Stamp, float] | None:
     """(stamp, when) taken now, if the store's files have been quiet long enough."""
     if stamp is None:
         return None
@@ -169,12 +193,11 @@ def _quiet_stamp(stamp: Any) -> tuple[Stamp, float] | None:
     return taken, now
 
 
-def _stamp_holds(pointer: tuple[str, int, Stamp | None, float], stamp: Any) -> bool:
+def stamp_holds(pointer: Pointer, stamp: Any) -> bool:
     """True when `CURRENT`'s stamp is recent and the store's files still match it."""
-    recorded, stamped = pointer[2], pointer[3]
-    if recorded is None or not 0.0 <= time.time() - stamped < STAMP_TRUST_SECONDS:
+    if pointer.stamp is None or not 0.0 <= time.time() - pointer.stamped < STAMP_TRUST_SECONDS:
         return False
-    return bool(stamp() == recorded)
+    return bool(stamp() == pointer.stamp)
 
 
 class GenerationsCorrupt(Exception):
@@ -186,149 +209,48 @@ def generation_name(version: int) -> str:
     return f"g{version:016x}.gen"
 
 
-BUILD_LOCK_SECONDS = 120.0
-"""How long a detached builder waits for the scope's lock (a hook waits 5 s)."""
-
-
-def refresh(
-    recall_dir: str,
-    location: str,
-    scope: ScopeKey,
-    read: Any,
-    *,
-    write: bool = True,
-    lock_seconds: float = 5.0,
-    stamp: Any = None,
-) -> tuple[str, bytes | None]:
-    """`scope`'s generation at the store's current version: (file path, or bytes in memory).
-
-    `read(scope, since)` returns the store's `ScopeChanges`. With `write=False` (a
-    look-only recall) a generation that would have to be built is returned as bytes
-    instead of being written. Returns the path of the current generation otherwise.
-    `stamp()` (a SQLite store: `sqlite_stamp` of it) lets an unchanged store go unread
-    (module docstring, "Stamps").
-    """
-    folder = scope_dir(recall_dir, location, scope)
-    pointer = _read_pointer(folder)
-    if stamp is not None and pointer is not None and _stamp_holds(pointer, stamp):
-        return os.path.join(folder, pointer[0]), None  # nothing written since `checked`
-    current = None if pointer is None else (pointer[0], pointer[1])
-    taken = _quiet_stamp(stamp)  # before the read: it certifies what the read returns
-    changes = read(scope, current[1] if current is not None else None)
-    reset = current is not None and changes.version < current[1]
-    if reset:
-        # A store that went back in time is another store at the same place (recreated,
-        # restored from a backup): build from a full read, never from the old files.
-        current, changes = None, read(scope, None)
-    if current is not None and not changes.rows:
-        if write and (changes.version > current[1] or taken is not None):
-            _advance(folder, current[0], changes.version, taken)
-        return os.path.join(folder, current[0]), None
-    if not write:
-        return "", _build(folder, current, changes, scope).to_bytes()
-    with FileLock(os.path.join(folder, LOCK_FILE), timeout=lock_seconds):
-        latest = None if reset else read_current(folder)
-        if latest is not None and latest[1] >= changes.version:
-            return os.path.join(folder, latest[0]), None  # built while we waited
-        if latest != current:  # moved on while we waited: read from there instead
-            current, changes = latest, read(scope, latest[1] if latest is not None else None)
-        built = _build(folder, current, changes, scope)
-        name = generation_name(changes.version)
-        path = os.path.join(folder, name)
-        _write(path, built)
-        _write_current(folder, _pointer(name, changes.version, taken))
-        collect(recall_dir, folder)
-    return path, None
-
-
-def _pointer(name: str, checked: int, taken: tuple[Stamp, float] | None) -> bytes:
-    """`CURRENT`'s bytes: the generation, the version it was checked at, and its stamp."""
-    value: dict[str, Any] = {"generation": name, "checked": checked, "format": FORMAT}
+def pointer_bytes(name: str, checked: int, since: int, taken: tuple[Stamp, float] | None) -> bytes:
+    """`CURRENT`'s bytes: the generation, the versions it holds, and its stamp."""
+    value: dict[str, Any] = {"generation": name, "checked": checked, "since": since,
+                             "format": FORMAT}  # fmt: skip
     if taken is not None:
         value["stamp"], value["stamped"] = taken
     return marshal.dumps(value)
 
 
-def refresh_known(recall_dir: str, location: str, read: Any) -> list[str]:
-    """Bring every scope of the store at `location` that has generations here up to date.
-
-    Called after a write session that changed the store's version (the command line
-    subscribes it to the store's announcement), so a run's first call finds its
-    generation current and only pins. Scopes nobody recalled yet are left to their first
-    pin. Returns the generation paths now current.
-    """
-    from active_memory.recall.index import SnapshotIndex
-    from active_memory.store.changes import ScopeKey
-
-    base = os.path.join(recall_dir, "generations", store_key(location))
-    try:
-        folders = sorted(os.listdir(base))
-    except FileNotFoundError:
-        return []
-    current: list[str] = []
-    for name in folders:
-        pointer = read_current(os.path.join(base, name))
-        if pointer is None:
-            continue
-        scope = SnapshotIndex.open(os.path.join(base, name, pointer[0])).meta.get("scope", {})
-        kind = scope.get("kind")
-        if kind not in ("repository", "graph"):
-            continue
-        key = ScopeKey(
-            kind,
-            repository=scope.get("repository"),
-            graph_hash=scope.get("graph_hash"),
-            node=scope.get("node"),
-        )
-        current.append(refresh(recall_dir, location, key, read)[0])
-    return current
-
-
-def _advance(folder: str, name: str, version: int, taken: tuple[Stamp, float] | None) -> None:
-    """Record that generation `name` is still the scope at `version` (and its stamp).
+def advance(folder: str, name: str, version: int, taken: tuple[Stamp, float] | None) -> None:
+    """Record that generation `name` still holds the scope at `version` (and its stamp).
 
     Only a newer check replaces `CURRENT`, or an equal one that brings a newer stamp.
-    Stamping alone is an optimisation: if the scope's lock is busy (a build), skip it.
+    Waits for `current.lock` only a moment (it is held for a rename): a busy lock skips
+    the record, which is an optimisation (the next reader checks again).
     """
     try:
-        with FileLock(os.path.join(folder, LOCK_FILE), timeout=5.0 if taken is None else 0.2):
-            latest = _read_pointer(folder)
-            if latest is None or latest[0] != name or latest[1] > version:
+        with FileLock(os.path.join(folder, LOCK_FILE), timeout=0.2):
+            latest = read_pointer(folder)
+            if latest is None or latest.generation != name or latest.checked > version:
                 return
-            if latest[1] == version and (taken is None or latest[3] >= taken[1]):
+            if latest.checked == version and (taken is None or latest.stamped >= taken[1]):
                 return
-            _write_current(folder, _pointer(name, version, taken))
+            write_current(folder, pointer_bytes(name, version, latest.since, taken))
     except TimeoutError:
-        if taken is None:
-            raise
+        pass
 
 
-def _build(
-    folder: str, current: tuple[str, int] | None, changes: ScopeChanges, scope: ScopeKey
-) -> BuiltIndex:
-    from active_memory.recall.generation import build
-    from active_memory.recall.index import SnapshotIndex
-
-    previous = None
-    if current is not None and not changes.full:
-        previous = SnapshotIndex.open(os.path.join(folder, current[0]))
-    header = {
-        "kind": scope.kind,
-        "repository": scope.repository,
-        "graph_hash": scope.graph_hash,
-        "node": scope.node,
-        "version": changes.version,
-    }
-    return build(previous, changes.rows, header, matched=scope.kind == "repository")
+def replace_current(folder: str, name: str, version: int, since: int,
+                    taken: tuple[Stamp, float] | None) -> bool:  # fmt: skip
+    """Make generation `name` (the scope at versions `since`..`version`) current, unless
+    `CURRENT` already names a newer check; whether it did."""
+    with FileLock(os.path.join(folder, LOCK_FILE), timeout=5.0):
+        latest = read_pointer(folder)
+        if latest is not None and latest.checked > version:
+            return False
+        write_current(folder, pointer_bytes(name, version, since, taken))
+    return True
 
 
-def _write(path: str, built: BuiltIndex) -> None:
-    """Write the generation to a temporary file, flush it to disk, rename it in."""
-    write_atomically(path, built.chunks(), mode=0o600)
-
-
-def _write_current(folder: str, pointer: bytes) -> None:
-    # Not synced: a lost `CURRENT` after a machine crash only costs a rebuild.
+def write_current(folder: str, pointer: bytes) -> None:
+    """Replace `CURRENT` (not synced: a lost one after a machine crash costs a rebuild)."""
     write_atomically(os.path.join(folder, CURRENT_FILE), pointer, sync=False)
 
 

@@ -28,9 +28,9 @@ import zlib
 from active_memory.atomic_files import write_atomically
 from active_memory.file_lock import FileLock
 from active_memory.file_names import safe_name
-from active_memory.recall.files import read_bytes
+from active_memory.recall.files import read_bytes, sync_data
 from active_memory.recall.frame import frame, select
-from active_memory.recall.records import record_deliveries
+from active_memory.recall.records import append_deliveries
 from active_memory.recall.types import CardHit, Skipped
 from active_memory.session_budget import budget_left
 
@@ -122,34 +122,94 @@ def admit(
     *,
     floor: int = 0,
     pending: str | None = None,
-) -> tuple[list[CardHit], list[Skipped], str, int]:
+    defer_sync: bool = False,
+) -> tuple[list[CardHit], list[Skipped], str, int, Commit | None]:
     """Choose what the session receives from `hits` and record it in the ledger.
 
     `hits` may be lazy (match.iter_matches): with `floor`, the smallest card's size, it
     is read only while another card could still fit. Returns (admitted cards, skipped
-    cards, framed context, budget left). The ledger and the run's delivery lines are
-    written under the session lock. A dry run reads the ledger and changes nothing.
+    cards, framed context, budget left, commit). The ledger and the run's delivery lines
+    are written under the session lock. A dry run reads the ledger and changes nothing.
     `pending`: the call's ID when its harness confirms calls that ran (contexts.py);
     the delivery then stays pending until confirmed or refunded.
+
+    The commit is None unless `defer_sync` and a card was admitted: then the delivery
+    lines are appended but not yet flushed, the session lock is still held, and the
+    caller must run the commit (flush, ledger, unlock; it may wait for the disk, so the
+    recall server runs it in a worker thread) before the cards may leave.
     """
     path = ledger_path(context)
     if context.dry_run:
-        return _decide(context, read_state(path), hits, floor)[:4]
-    with FileLock(lock_path_for(path)):
+        admitted, skipped, text, left, _ = _decide(context, read_state(path), hits, floor)
+        return admitted, skipped, text, left, None
+    lock = FileLock(lock_path_for(path)).__enter__()
+    try:
         state = read_state(path)
         admitted, skipped, text, left, cost = _decide(context, state, hits, floor)
-        if admitted:
-            # Deliveries first, still under the lock: a crash before the ledger is
-            # replaced leaves a delivery line too many (read back once), never a card
-            # the session saw without its delivery evidence (records.py).
-            record_deliveries(context, admitted)
-            state.spent += cost
-            state.delivered.update((hit.id, hit.revision) for hit in admitted)
-            if pending is not None:
-                cards = [[hit.id, hit.revision] for hit in admitted]
-                state.pending.append([pending, cost, cards])
-            write_state(path, context.session, state)
-    return admitted, skipped, text, left
+        # Deliveries first, still under the lock: a crash before the ledger is replaced
+        # leaves a delivery line too many (read back once), never a card the session
+        # saw without its delivery evidence (records.py).
+        descriptor = append_deliveries(context, admitted) if admitted else None
+    except BaseException:
+        lock.__exit__(None, None, None)
+        raise
+    if not admitted:
+        lock.__exit__(None, None, None)
+        return admitted, skipped, text, left, None
+    state.spent += cost
+    state.delivered.update((hit.id, hit.revision) for hit in admitted)
+    if pending is not None:
+        cards = [[hit.id, hit.revision] for hit in admitted]
+        state.pending.append([pending, cost, cards])
+    commit = Commit(lock, descriptor, path, context.session, state)  # it owns the lock now
+    if defer_sync:
+        return admitted, skipped, text, left, commit
+    commit()
+    return admitted, skipped, text, left, None
+
+
+class Commit:
+    """The end of a delivering call: flush its delivery lines to the disk, then replace
+    the session's ledger, then release the session lock (`admit(defer_sync=True)`).
+
+    Run exactly once, from any thread, before the cards leave; `abandon()` instead when
+    they will not leave (the lock is released, the ledger left as it was: the delivery
+    line already written only records a card too many, read back once, never a card
+    missing). Either way the lock is released, whatever fails.
+    """
+
+    __slots__ = ("_descriptor", "_lock", "_path", "_session", "_state")
+
+    def __init__(
+        self, lock: FileLock, descriptor: int | None, path: str, session: str, state: LedgerState
+    ) -> None:
+        self._lock: FileLock | None = lock
+        self._descriptor = descriptor
+        self._path = path
+        self._session = session
+        self._state = state
+
+    def __call__(self) -> None:
+        """Flush the delivery lines, replace the ledger, release the lock."""
+        try:
+            if self._descriptor is not None:
+                descriptor, self._descriptor = self._descriptor, None
+                try:
+                    sync_data(descriptor)
+                finally:
+                    os.close(descriptor)
+            write_state(self._path, self._session, self._state)
+        finally:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Release the lock (and the deliveries file) without touching the ledger."""
+        if self._descriptor is not None:
+            descriptor, self._descriptor = self._descriptor, None
+            os.close(descriptor)
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.__exit__(None, None, None)
 
 
 def stale_marker(root: str) -> Callable[[CardHit], CardHit]:

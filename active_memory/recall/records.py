@@ -23,8 +23,10 @@ keeps the whole record at the end of a damaged line. Deliveries are appended *be
 the session ledger is replaced (ledger.py): a crash between the two can at worst record
 a card the session never saw (maintenance then reviews one lesson too many), never hide
 one it did see. The reader drops the duplicate lines such a retry leaves. Delivery lines
-are also flushed to the disk before the ledger moves on (`fdatasync`), so they survive a
-machine crash; receipts, written on every call, are not (a lost receipt costs little).
+are also flushed to the disk (`fdatasync`) before the ledger moves on and before the
+cards leave, so they survive a machine crash; receipts, written on every call, are not
+(a lost receipt costs little). `append_deliveries` leaves that flush to its caller
+(ledger.Commit, which the recall server runs in a worker thread).
 
 Every record is screened for credentials before it is written (`credential_gate`, the
 screen's lean form). Appends hold the run folder's `records.lock`, and so does
@@ -42,7 +44,7 @@ from active_memory.credential_gate import mask_value
 from active_memory.file_lock import FileLock
 from active_memory.file_names import safe_name
 from active_memory.recall import jsonio
-from active_memory.recall.files import append_line
+from active_memory.recall.files import append_line, append_open, sync_data
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -99,7 +101,22 @@ def _screened(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
-    """Append one delivery line per card the session received."""
+    """Append one delivery line per card the session received, flushed to the disk."""
+    descriptor = append_deliveries(context, cards)
+    if descriptor is not None:
+        # Synced: a delivery is the evidence maintenance needs and happens a few times per
+        # session, so it is worth a flush to disk; receipts (every call) are not synced.
+        try:
+            sync_data(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def append_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> int | None:
+    """Append one delivery line per card, not yet flushed: the deliveries file's open
+    descriptor, which the caller flushes (`files.sync_data`) and closes before the
+    session's ledger moves on and before the cards leave (None: no card, nothing
+    written). The recall server flushes it in a worker thread (ledger.Commit)."""
     at = utc_timestamp()
     folder = run_dir(context.recall_dir, context.run_key)
     lines = [
@@ -110,16 +127,20 @@ def record_deliveries(context: RecallContext, cards: Iterable[CardHit]) -> None:
         )
         for hit in cards
     ]
-    if lines:
-        # Synced: a delivery is the evidence maintenance needs and happens a few times per
-        # session, so it is worth a flush to disk; receipts (every call) are not synced.
-        _append(folder, DELIVERIES_FILE, "\n".join(lines), sync=True)
-
-
-def _append(folder: str, name: str, text: str, *, sync: bool = False) -> None:
+    if not lines:
+        return None
     os.makedirs(folder, exist_ok=True)
     with FileLock(os.path.join(folder, LOCK_FILE), timeout=LOCK_SECONDS):
-        append_line(os.path.join(folder, name), text, sync=sync)
+        # The records lock only orders appends against `rewrite_records`; the flush may
+        # come after it is released: a rewrite in between copied this line into a file
+        # it wrote synced, so either way the line is on the disk once the flush returns.
+        return append_open(os.path.join(folder, DELIVERIES_FILE), "\n".join(lines))
+
+
+def _append(folder: str, name: str, text: str) -> None:
+    os.makedirs(folder, exist_ok=True)
+    with FileLock(os.path.join(folder, LOCK_FILE), timeout=LOCK_SECONDS):
+        append_line(os.path.join(folder, name), text)
 
 
 def rewrite_records(

@@ -51,17 +51,26 @@ class ScopeChanges:
     """The store's `version` and the scope's `rows` changed since the version asked for.
 
     `full` is True when the rows are the whole scope (a read without a base version).
+    `latest` is the scope's own latest change version at `version` (0: it never held a
+    lesson): a generation of the scope read at `version` holds it at every version
+    from `latest` on, until the scope changes again.
     """
 
-    __slots__ = ("full", "rows", "version")
+    __slots__ = ("full", "latest", "rows", "version")
 
-    def __init__(self, version: int, rows: list[ChangeRow], *, full: bool) -> None:
+    def __init__(
+        self, version: int, rows: list[ChangeRow], *, full: bool, latest: int | None = None
+    ) -> None:
         self.version = version
         self.rows = rows
         self.full = full
+        self.latest = version if latest is None else latest
 
     def __repr__(self) -> str:
-        return f"ScopeChanges(version={self.version}, rows={len(self.rows)}, full={self.full})"
+        return (
+            f"ScopeChanges(version={self.version}, rows={len(self.rows)}, full={self.full}, "
+            f"latest={self.latest})"
+        )
 
 
 class ScopeKey:
@@ -109,9 +118,10 @@ def scope_clause(scope: ScopeKey) -> tuple[str, list[str]]:
 
 
 def changes_query(
-    scope: ScopeKey, since: int | None, dialect: str = "sqlite"
+    scope: ScopeKey, since: int | None, dialect: str = "sqlite", limit: int | None = None
 ) -> tuple[str, list[Any]]:
-    """The SELECT of `scope`'s changes since `since` (None: its active lessons)."""
+    """The SELECT of `scope`'s changes since `since` (None: its active lessons), at most
+    `limit` rows when given."""
     where, names = scope_clause(scope)
     params: list[Any] = list(names)
     if since is None:
@@ -119,7 +129,31 @@ def changes_query(
     else:
         where += " AND change_version > ?"
         params = [*params, since]
-    return f"SELECT {CHANGE_COLUMNS}{_CITED[dialect]} FROM lessons WHERE {where}", params
+    sql = f"SELECT {CHANGE_COLUMNS}{_CITED[dialect]} FROM lessons WHERE {where}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return sql, params
+
+
+def latest_query(scope: ScopeKey) -> tuple[str, list[Any]]:
+    """The SELECT of `scope`'s latest change version (one seek of `lessons_by_change`)."""
+    where, params = scope_clause(scope)
+    return f"SELECT max(change_version) FROM lessons WHERE {where}", list(params)
+
+
+def page_query(
+    scope: ScopeKey, after: str | None, limit: int, dialect: str = "sqlite"
+) -> tuple[str, list[Any]]:
+    """The SELECT of `scope`'s next `limit` active lessons by ID after `after` (a
+    complete build reads the scope page by page: `lessons_by_scope` in ID order)."""
+    where, names = scope_clause(scope)
+    params: list[Any] = list(names)
+    where += " AND status = 'active'"
+    if after is not None:
+        where += " AND id > ?"
+        params.append(after)
+    sql = f"SELECT {CHANGE_COLUMNS}{_CITED[dialect]} FROM lessons WHERE {where} ORDER BY id"
+    return sql + f" LIMIT {int(limit)}", params
 
 
 def sqlite_uri(path: str) -> str:
@@ -145,71 +179,102 @@ class StoreUnreadable(Exception):
     """The SQLite file cannot be read as a lesson store (the hook logs and answers nothing)."""
 
 
-def read_sqlite_changes(path: str, scope: ScopeKey, since: int | None) -> ScopeChanges:
-    """`scope`'s changes since `since` in the SQLite store at `path`, one read transaction.
+def read_sqlite_changes(
+    path: str, scope: ScopeKey, since: int | None, limit: int | None = None
+) -> ScopeChanges:
+    """`scope`'s changes since `since` in the SQLite store at `path`, one read transaction
+    (at most `limit` rows when given; `limit=0`: the version and `latest` only).
 
     A missing file is an empty store (version 0). Raises `OldSchema` for a store the
-    full store has not migrated yet, `sqlite3.Error` for an unreadable one.
+    full store has not migrated yet, `StoreUnreadable` for an unreadable one.
     """
-    import os
-    import sqlite3
-
-    if not os.path.exists(path):
-        return ScopeChanges(0, [], full=since is None)
-
-    uri = sqlite_uri(path)
-    try:
-        return _read(
-            sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None), scope, since
-        )
-    except sqlite3.Error as exc:
-        raise StoreUnreadable(f"{path}: unreadable lesson store: {exc}") from None
+    with sqlite_reading(path) as conn:
+        if conn is None:
+            return ScopeChanges(0, [], full=since is None, latest=0)
+        version, latest = _version_and_latest(conn, scope)
+        rows: list[Any] = []
+        if limit != 0:
+            sql, params = changes_query(scope, since, limit=limit)
+            rows = conn.execute(sql, params).fetchall()
+    return ScopeChanges(version, rows, full=since is None, latest=latest)
 
 
-def _read(conn: Any, scope: ScopeKey, since: int | None) -> ScopeChanges:
-    from active_memory.store.sqlite_schema import APPLICATION_ID, CHANGES_SCHEMA_VERSION
-
-    try:
-        conn.execute("BEGIN")  # one snapshot for the version and the rows
-        app_id, schema = conn.execute(
-            "SELECT (SELECT application_id FROM pragma_application_id), "
-            "(SELECT user_version FROM pragma_user_version)"
-        ).fetchone()
-        if app_id == 0 and schema == 0:
-            return ScopeChanges(0, [], full=since is None)  # created, never written
-        if app_id != APPLICATION_ID:
-            raise StoreUnreadable("not an Active Memory lesson store")
-        if schema < CHANGES_SCHEMA_VERSION:
-            raise OldSchema("the store predates change versions")
-        (version,) = conn.execute(
-            "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
-        ).fetchone()
-        sql, params = changes_query(scope, since)
-        rows = conn.execute(sql, params).fetchall()
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-    return ScopeChanges(int(version), rows, full=since is None)
+def read_sqlite_page(
+    path: str, scope: ScopeKey, after: str | None, limit: int
+) -> tuple[int, list[Any]]:
+    """(store version, the next `limit` active lessons of `scope` after ID `after`)."""
+    with sqlite_reading(path) as conn:
+        if conn is None:
+            return 0, []
+        version, _ = _version_and_latest(conn, scope)
+        sql, params = page_query(scope, after, limit)
+        return version, conn.execute(sql, params).fetchall()
 
 
-def count_sqlite_scope(path: str, scope: ScopeKey) -> int:
-    """How many active lessons `scope` holds in the SQLite store at `path` (0: none, or
-    no readable store: the caller's read then says why)."""
-    import os
-    import sqlite3
+class sqlite_reading:
+    """One read transaction on the SQLite store at `path` (`with … as conn`; conn is None
+    when the file does not exist or was never written). Checks the store is ours and
+    migrated far enough for recall."""
 
-    if not os.path.exists(path):
-        return 0
-    where, params = scope_clause(scope)
-    uri = sqlite_uri(path)
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=5.0)
+    def __init__(self, path: str, schema: int = 0) -> None:
+        self.path = path
+        self.schema = schema
+        self.conn: Any = None
+
+    def __enter__(self) -> Any:
+        import os
+        import sqlite3
+
+        from active_memory.store.sqlite_schema import APPLICATION_ID, CHANGES_SCHEMA_VERSION
+
+        if not os.path.exists(self.path):
+            return None
         try:
-            (count,) = conn.execute(
-                f"SELECT count(*) FROM lessons WHERE {where} AND status = 'active'", params
+            self.conn = sqlite3.connect(
+                sqlite_uri(self.path), uri=True, timeout=5.0, isolation_level=None
+            )
+            self.conn.execute("BEGIN")  # one snapshot for the version and the rows
+            app_id, schema = self.conn.execute(
+                "SELECT (SELECT application_id FROM pragma_application_id), "
+                "(SELECT user_version FROM pragma_user_version)"
             ).fetchone()
+        except sqlite3.Error as exc:
+            self._close()
+            raise StoreUnreadable(f"{self.path}: unreadable lesson store: {exc}") from None
+        if app_id == 0 and schema == 0:
+            self._close()
+            return None  # created, never written
+        if app_id != APPLICATION_ID:
+            self._close()
+            raise StoreUnreadable(f"{self.path}: not an Active Memory lesson store")
+        if schema < max(CHANGES_SCHEMA_VERSION, self.schema):
+            self._close()
+            raise OldSchema("the store predates what recall reads; a write migrates it")
+        return self.conn
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        import sqlite3
+
+        try:
+            if exc_type is None and self.conn is not None:
+                self.conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            raise StoreUnreadable(f"{self.path}: unreadable lesson store: {error}") from None
         finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-    return int(count)
+            self._close()
+        if exc_type is not None and issubclass(exc_type, sqlite3.Error):
+            raise StoreUnreadable(f"{self.path}: unreadable lesson store: {exc}") from None
+
+    def _close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def _version_and_latest(conn: Any, scope: ScopeKey) -> tuple[int, int]:
+    (version,) = conn.execute(
+        "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'change_version'"
+    ).fetchone()
+    sql, params = latest_query(scope)
+    (latest,) = conn.execute(sql, params).fetchone()
+    return int(version), int(latest or 0)

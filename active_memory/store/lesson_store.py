@@ -30,7 +30,13 @@ from active_memory.store.candidates import (
     consumed_rows,
     row_to_candidate,
 )
-from active_memory.store.changes import ScopeChanges, ScopeKey, changes_query
+from active_memory.store.changes import (
+    ScopeChanges,
+    ScopeKey,
+    changes_query,
+    latest_query,
+    page_query,
+)
 from active_memory.store.dialect import Dialect, Row, Tx
 from active_memory.store.effectiveness import (
     DAY_POINT_SQL,
@@ -209,14 +215,30 @@ class LessonStore:
         """The store's change version: bumped by every write that changes lessons."""
         return int((await self.dialect.rows(_VERSION_SQL))[0][0])
 
-    async def changes(self, scope: ScopeKey, since: int | None) -> ScopeChanges:
+    async def changes(
+        self, scope: ScopeKey, since: int | None, limit: int | None = None
+    ) -> ScopeChanges:
         """`scope`'s lessons changed since version `since` (any status), with the version
-        they were read at, in one consistent read; `since=None`: its active lessons."""
-        sql, params = changes_query(scope, since, self.dialect.name)
+        they were read at and the scope's latest change, in one consistent read;
+        `since=None`: its active lessons; at most `limit` rows when given (0: none)."""
+        sql, params = changes_query(scope, since, self.dialect.name, limit)
+        latest_sql, latest_params = latest_query(scope)
+        async with self.dialect.reading() as tx:
+            version = int(await tx.fetchval(_VERSION_SQL))
+            latest = int(await tx.fetchval(latest_sql, *latest_params) or 0)
+            rows = [] if limit == 0 else [tuple(row) for row in await tx.fetch(sql, *params)]
+        return ScopeChanges(version, rows, full=since is None, latest=latest)
+
+    async def scope_page(
+        self, scope: ScopeKey, after: str | None, limit: int
+    ) -> tuple[int, list[tuple[Any, ...]]]:
+        """(store version, `scope`'s next `limit` active lessons by ID after `after`): a
+        complete recall build reads a scope page by page, never whole."""
+        sql, params = page_query(scope, after, limit, self.dialect.name)
         async with self.dialect.reading() as tx:
             version = int(await tx.fetchval(_VERSION_SQL))
             rows = [tuple(row) for row in await tx.fetch(sql, *params)]
-        return ScopeChanges(version, rows, full=since is None)
+        return version, rows
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
         """Every recorded revision of a lesson, oldest first, each keep (`keep`) after

@@ -298,6 +298,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # Version 11 (docs/queue.md): the machine a session ended on; a worker claims only
     # its own machine's entries (and those from before, which name none).
     ("ALTER TABLE postmortem_queue ADD COLUMN host TEXT NOT NULL DEFAULT ''",),
+    # Version 12: SQLite's recall keys (sqlite_schema.py); nothing here, since a hook never
+    # reads a PostgreSQL store (docs/recall.md). Kept as a step so both dialects number
+    # their schema versions alike.
+    ("SELECT 1",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -113,6 +113,92 @@ CREATE TRIGGER lesson_keeps_no_delete BEFORE DELETE ON lesson_keeps
 BEGIN SELECT RAISE(ABORT, 'lesson_keeps is append-only'); END;
 """
 
+# Version 12 (docs/store.md, "Recall keys"): what a scope's lessons are recalled by, kept
+# by triggers so that a hook can answer a scope's first calls with an indexed, bounded
+# query while its first recall generation is built in the background (docs/recall.md,
+# "A run with no generation yet"). SQLite only: a hook never reads a PostgreSQL store.
+# `sort_key` orders lesson IDs naturally when their digits end them (`L-9` < `L-12`: the
+# store's own IDs); `min_bytes` is a lower bound of the rendered card's UTF-8 size
+# (recall/frame.py `render_card`: 11 bytes of markup, the ID, the revision and the
+# recommendation without its surrounding newlines; the title counts as 0), so a card
+# that cannot fit what is left of a budget is skipped inside the index.
+_KEY_SORT = (
+    "rtrim({l}.id, '0123456789') || printf('%020d', "
+    "CAST(substr({l}.id, length(rtrim({l}.id, '0123456789')) + 1) AS INTEGER))"
+)
+_KEY_BYTES = (
+    "11 + length(CAST({l}.id AS BLOB)) + length(CAST({l}.revision AS TEXT)) "
+    "+ length(CAST(trim({l}.recommendation, char(10)) AS BLOB))"
+)
+_KEY_SOURCES = (
+    ("f", "$.files", "j.value", "''"),
+    ("d", "$.folders", "j.value", "''"),
+    ("i", "$.identifiers", "j.value", "''"),
+    ("c", "$.commands", "j.value", "''"),
+    ("k", "$.keywords", "(SELECT min(t.value) FROM json_each(j.value) t)", "j.value"),
+)
+
+
+def _key_inserts(lesson: str, rows: str) -> str:
+    """The statements filing the recall keys of the active lessons `rows` yields
+    (`lesson` is their alias: NEW in a trigger)."""
+    scope = (
+        f"s.scope_kind = {lesson}.scope_kind AND s.repository = {lesson}.repository "
+        f"AND s.graph_hash = {lesson}.graph_hash AND s.node = {lesson}.node"
+    )
+    statements = [
+        "INSERT OR IGNORE INTO recall_scopes (scope_kind, repository, graph_hash, node) "
+        f"SELECT DISTINCT {lesson}.scope_kind, {lesson}.repository, {lesson}.graph_hash, "
+        f"{lesson}.node {rows} WHERE {lesson}.status = 'active';"
+    ]
+    for kind, path, value, terms in _KEY_SOURCES:
+        statements.append(
+            "INSERT OR IGNORE INTO recall_keys "
+            "(scope, kind, value, sort_key, lesson_id, min_bytes, terms) "
+            f"SELECT s.id, '{kind}', {value}, {_KEY_SORT.format(l=lesson)}, {lesson}.id, "
+            f"{_KEY_BYTES.format(l=lesson)}, {terms} "
+            f"{rows}{', ' if rows else 'FROM '}recall_scopes s, "
+            f"json_each({lesson}.associations, '{path}') j "
+            f"WHERE {lesson}.status = 'active' AND {scope};"
+        )
+    return "\n    ".join(statements)
+
+
+RECALL_KEYS_MIGRATION = f"""
+CREATE TABLE recall_scopes (
+    id          INTEGER PRIMARY KEY,
+    scope_kind  TEXT NOT NULL,
+    repository  TEXT NOT NULL,
+    graph_hash  TEXT NOT NULL,
+    node        TEXT NOT NULL,
+    UNIQUE (scope_kind, repository, graph_hash, node)
+) STRICT;
+CREATE TABLE recall_keys (
+    scope      INTEGER NOT NULL REFERENCES recall_scopes (id),
+    kind       TEXT NOT NULL CHECK (kind IN ('f', 'd', 'i', 'c', 'k')),
+    value      TEXT NOT NULL,    -- path, folder, identifier, family; k: the group's first term
+    sort_key   TEXT NOT NULL,
+    lesson_id  TEXT NOT NULL,
+    terms      TEXT NOT NULL,    -- k: the group (JSON array); '' otherwise
+    -- After the key's columns: SQLite 3.40's integrity_check misreads a WITHOUT ROWID
+    -- table whose other columns come between them.
+    min_bytes  INTEGER NOT NULL,
+    PRIMARY KEY (scope, kind, value, sort_key, lesson_id, terms)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX recall_keys_by_lesson ON recall_keys (lesson_id);
+{_key_inserts("l", "FROM lessons l")}
+CREATE TRIGGER recall_keys_insert AFTER INSERT ON lessons
+BEGIN
+    {_key_inserts("NEW", "")}
+END;
+CREATE TRIGGER recall_keys_update
+AFTER UPDATE OF revision, status, title, recommendation, associations ON lessons
+BEGIN
+    DELETE FROM recall_keys WHERE lesson_id = OLD.id;
+    {_key_inserts("NEW", "")}
+END;
+"""
+
 # Index i holds the script that creates version i + 1.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -253,9 +339,13 @@ MIGRATIONS: tuple[str, ...] = (
     # Version 11 (docs/queue.md): the machine a session ended on; a worker claims only
     # its own machine's entries (and those from before, which name none).
     "ALTER TABLE postmortem_queue ADD COLUMN host TEXT NOT NULL DEFAULT '';",
+    RECALL_KEYS_MIGRATION,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 CHANGES_SCHEMA_VERSION = MIGRATIONS.index(GENERATIONS_MIGRATION) + 1
 """The first schema version with `change_version` (what the lean change reader needs)."""
+
+RECALL_KEYS_SCHEMA_VERSION = MIGRATIONS.index(RECALL_KEYS_MIGRATION) + 1
+"""The first schema version with `recall_keys` (what a hook's direct answers read)."""
