@@ -103,7 +103,7 @@ def test_the_hook_reads_no_bare_shell_word_as_a_path(sessions: list[PreparedSess
         ("app.css", "git", False, True),  # a file suffix
         (".gitignore", "git", False, True),
         ("priv/static/assets", "git", False, True),  # a folder part
-        ("../shared/x", "cat", False, True),
+        ("../elsewhere/x", "cat", False, True),  # a parent-relative path
         ("Phoenix.LiveView", "find", False, False),  # a module, looked up: not there
         ("highlight.js", "npm install", True, False),  # a package
         ("./vendor/pkg", "npm install", False, True),
